@@ -1,0 +1,65 @@
+"""The SUT side of an in-process adapter: what runs inside a SUT worker process.
+
+The driver never executes a transaction itself: it sends (transaction index, parameters) to a
+worker process, which runs it with one of these adapters. That keeps the SUT's CPU in
+processes of its own, so the monitors can measure it apart from the driver's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab.workload.model import Workload
+
+
+@dataclass
+class WorkerContext:
+    workload: Workload
+    workload_dir: Path
+    run_dir: Path
+    index: int
+
+
+class SutAdapter(ABC):
+    """One instance per worker process."""
+
+    #: names of the SUT's own counters this adapter reports (SQLite: total_changes)
+    counter_names: tuple[str, ...] = ()
+
+    @classmethod
+    def prepare(cls, workload: Workload, workload_dir: Path, run_dir: Path) -> dict[str, Any]:
+        """One-time set-up in the parent before workers start (create a database...).
+
+        Returns facts for the fingerprint (e.g. {"sut_version": "SQLite 3.40.1"}).
+        """
+        return {}
+
+    @abstractmethod
+    def __init__(self, ctx: WorkerContext): ...
+
+    @abstractmethod
+    def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
+        """Run one transaction; raise on failure. Returns the monotonic time of the first
+        response (first row) where the adapter can see it, else None."""
+
+    def counters(self) -> tuple[int, ...]:
+        return ()
+
+    def close(self) -> None:
+        pass
+
+
+def adapter_class(kind: str) -> type[SutAdapter]:
+    if kind == "sqlite":
+        from perflab.drive.adapters.sqlite import SqliteAdapter
+        return SqliteAdapter
+    if kind == "python":
+        from perflab.drive.adapters.python_call import PythonCallAdapter
+        return PythonCallAdapter
+    if kind == "command":
+        from perflab.drive.adapters.command import CommandAdapter
+        return CommandAdapter
+    raise ValueError(f"no in-process adapter for target kind {kind!r}")

@@ -1,0 +1,40 @@
+"""Errors a user can act on.
+
+A bad input file or argument is the user's to fix, so it is reported as one clear message
+(file, line, field, what was expected) and exit code 2 -- never a traceback. Everything else
+is a bug or a failure of the system under test and is handled where it happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+@dataclass
+class InputError(Exception):
+    """A problem with something the user gave perflab: a file, a field, an argument."""
+
+    message: str
+    file: Path | str | None = None
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = str(self.file)
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        field = f"{self.field}: " if self.field else ""
+        return f"{where}{field}{self.message}"
+
+
+class SutFailure(Exception):
+    """The system under test failed (a worker died, a server went away).
+
+    The run that saw it is kept and marked failed with this reason.
+    """

@@ -1,0 +1,113 @@
+"""A system under test whose cost per transaction is known: the ruler for perflab's monitors.
+
+`work(cpu_ms, sys_ms, fsync_writes)` burns `cpu_ms` of user CPU, `sys_ms` of system CPU and
+does `fsync_writes` synchronous 4 KiB writes. Metrics such as PBT/CMD (S), EMUL/CMD (S),
+CP/CMD (S) and VIO/CMD measured by perflab are checked against these numbers
+(docs/accuracy.md, `perflab accuracy`).
+
+How the amounts are made exact: both burns loop until this thread's CPU clock
+(CLOCK_THREAD_CPUTIME_ID, the kernel's exact per-thread runtime) has advanced by the target,
+so a slower or busier CPU makes the loop run longer, not the cost differ. The user burn is
+pure arithmetic; it reads the clock once per ~50 us chunk, and that one system call per chunk
+is the only system time it adds (well under 1 %). The system burn reads /dev/zero into a
+buffer: the kernel clears 64 KiB per call, so nearly all of its time is system time.
+The writes overwrite preallocated blocks and call fdatasync, so each is one device write with
+no file-system metadata to journal.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+_BLOCK = b"\x5a" * 4096
+_SLOTS = 16
+
+_chunk = 2000  # arithmetic iterations between clock reads; tuned on the first call
+_zero_fd: int | None = None
+_zero_buf = bytearray(65536)
+_data_fd: int | None = None
+_data_slot = 0
+
+
+def _spin(iterations: int) -> int:
+    x = 0
+    for i in range(iterations):
+        x = (x * 31 + i) & 0xFFFF
+    return x
+
+
+def _tune_chunk() -> None:
+    global _chunk
+    start = time.thread_time()
+    _spin(20000)
+    elapsed = time.thread_time() - start
+    if elapsed > 0:
+        _chunk = max(100, int(20000 * 50e-6 / elapsed))
+
+
+def burn_user(seconds: float) -> None:
+    if seconds <= 0:
+        return
+    if _chunk == 2000:
+        _tune_chunk()
+    deadline = time.thread_time() + seconds
+    while time.thread_time() < deadline:
+        _spin(_chunk)
+
+
+def burn_system(seconds: float) -> None:
+    global _zero_fd
+    if seconds <= 0:
+        return
+    if _zero_fd is None:
+        _zero_fd = os.open("/dev/zero", os.O_RDONLY)
+    deadline = time.thread_time() + seconds
+    buffers = [_zero_buf]
+    while time.thread_time() < deadline:
+        os.readv(_zero_fd, buffers)
+
+
+def _data_file() -> int:
+    global _data_fd
+    if _data_fd is None:
+        directory = Path(os.environ.get("PERFLAB_RUN_DIR") or ".")
+        path = directory / f"synthetic-{os.getpid()}.dat"
+        _data_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        for slot in range(_SLOTS):  # allocate the blocks once: later writes change no metadata
+            os.pwrite(_data_fd, _BLOCK, slot * 4096)
+        os.fsync(_data_fd)
+    return _data_fd
+
+
+def fsync_write(count: int) -> None:
+    global _data_slot
+    if count <= 0:
+        return
+    fd = _data_file()
+    for _ in range(count):
+        os.pwrite(fd, _BLOCK, _data_slot * 4096)
+        os.fdatasync(fd)
+        _data_slot = (_data_slot + 1) % _SLOTS
+
+
+def work(cpu_ms: float = 0.0, sys_ms: float = 0.0, fsync_writes: int = 0) -> None:
+    """One transaction of known cost."""
+    burn_user(cpu_ms / 1000.0)
+    burn_system(sys_ms / 1000.0)
+    fsync_write(int(fsync_writes))
+
+
+def stall(seconds: float = 1.0) -> None:
+    """A transaction that waits without using CPU (a SUT that stalls)."""
+    time.sleep(seconds)
+
+
+def fail(message: str = "synthetic failure") -> None:
+    raise RuntimeError(message)
+
+
+def crash(code: int = 3) -> None:
+    """Kill the worker process: a SUT that fails mid-run."""
+    os._exit(code)

@@ -1,0 +1,227 @@
+"""Load workload (and study) files: YAML with line numbers in, validated models out.
+
+Every problem becomes one InputError naming the file, the line, the field and what was
+expected, so the CLI can print it and exit 2. ruamel.yaml's round-trip loader keeps the line
+and column of every key and list item; pydantic reports the path of the failing field; this
+module joins the two.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from perflab.errors import InputError
+from perflab.workload.model import (
+    CommandTarget,
+    LocatedError,
+    PythonTarget,
+    Workload,
+    check_references,
+)
+from perflab.workload.thinktime import EmpiricalThink
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse YAML keeping positions; a syntax error names the line where it was found."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file: {exc}", file=path) from None
+    try:
+        data = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"invalid YAML: {problem}", file=path, line=line) from None
+    except YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", file=path) from None
+    if not isinstance(data, CommentedMap):
+        raise InputError("expected a mapping of fields at the top level", file=path, line=1)
+    return data
+
+
+def line_of(data: Any, loc: tuple) -> int | None:
+    """The line (1-based) of the deepest node of `loc` that exists in the YAML document.
+
+    pydantic paths can contain union tags ('sqlite', 'exponential', 'function-after[...]');
+    elements that are not keys or indexes of the current node are skipped.
+    """
+    node, line = data, None
+    for part in loc:
+        if isinstance(node, CommentedMap) and part in node:
+            line = node.lc.key(part)[0] + 1
+            node = node[part]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.lc.item(part)[0] + 1
+            node = node[part]
+        elif isinstance(node, (CommentedMap, CommentedSeq)) and line is None:
+            line = node.lc.line + 1
+    if line is None and isinstance(data, CommentedMap):
+        line = data.lc.line + 1
+    return line
+
+
+def _depth_found(data: Any, loc: tuple) -> int:
+    node, depth = data, 0
+    for part in loc:
+        if isinstance(node, CommentedMap) and part in node:
+            node, depth = node[part], depth + 1
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            node, depth = node[part], depth + 1
+    return depth
+
+
+def _field_path(data: Any, loc: tuple) -> str:
+    """Dotted path of the parts of `loc` that are real keys or indexes (union tags dropped)."""
+    node, parts = data, []
+    for part in loc:
+        if isinstance(node, CommentedMap) and part in node:
+            parts.append(str(part))
+            node = node[part]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            parts.append(f"[{part}]")
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, CommentedMap) and not part[:1].isupper() and "[" not in part:
+            # a missing or unknown key at this level: still part of what the user must fix
+            known_tag = part in {"constant", "uniform", "exponential", "lognormal", "bactrian", "empirical",
+                                 "sqlite", "python", "command", "closed", "open"}
+            if not known_tag:
+                parts.append(part)
+                node = None
+    return ".".join(parts).replace(".[", "[")
+
+
+def _describe(error: dict, data: Any) -> str:
+    kind, msg = error["type"], error["msg"]
+    loc = error["loc"]
+    if kind == "extra_forbidden":
+        return f"unknown field {str(loc[-1])!r}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        return f"unknown kind {ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}"
+    if kind == "union_tag_not_found":
+        return f"needs a `{error.get('ctx', {}).get('discriminator', 'kind')}` field saying which kind it is"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    value = error.get("input")
+    if value is not None and not isinstance(value, (dict, list, CommentedMap, CommentedSeq)):
+        return f"{msg} (got {value!r})"
+    return msg
+
+
+def _best_error(errors: list[dict], data: Any) -> dict:
+    """pydantic reports one error per union member; show the one about what the user wrote."""
+
+    def rank(e: dict) -> tuple:
+        return (_depth_found(data, e["loc"]), e["type"] not in ("missing", "extra_forbidden"), -len(e["loc"]))
+
+    return max(errors, key=rank)
+
+
+def plain(data: Any) -> Any:
+    """Plain Python values from ruamel's round-trip types (which subclass float, int, str)."""
+    if isinstance(data, dict):
+        return {plain(k): plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    if isinstance(data, bool) or data is None:
+        return data
+    for kind in (int, float, str):
+        if isinstance(data, kind):
+            return kind(data)
+    return data
+
+
+def validate_model(model: type[M], data: Any, path: Path) -> M:
+    try:
+        return model.model_validate(plain(data))
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        error = _best_error(errors, data)
+        field = _field_path(data, error["loc"]) or None
+        raise InputError(_describe(error, data), file=path, line=line_of(data, error["loc"]), field=field) from None
+
+
+def load_workload(path: Path | str) -> Workload:
+    """Read, validate and resolve a workload file. Raises InputError (exit 2) on any problem."""
+    path = Path(path)
+    data = read_yaml(path)
+    workload = validate_model(Workload, data, path)
+    try:
+        check_references(workload)
+    except LocatedError as exc:
+        raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=_field_path(data, exc.loc)) from None
+    _resolve_files(workload, data, path)
+    return workload
+
+
+def _think_locations(workload: Workload):
+    if workload.think is not None:
+        yield ("think",), workload.think
+    for i, script in enumerate(workload.scripts):
+        for j, step in enumerate(script.steps):
+            if step.think is not None:
+                yield ("scripts", i, "steps", j, "think"), step.think
+
+
+def _resolve_files(workload: Workload, data: Any, path: Path) -> None:
+    """Check that everything the workload refers to outside itself exists."""
+    base = path.parent
+    for loc, think in _think_locations(workload):
+        if isinstance(think, EmpiricalThink):
+            try:
+                think.load(base)
+            except FileNotFoundError:
+                raise InputError(f"think-time file not found: {think.file}", file=path,
+                                 line=line_of(data, loc + ("file",)), field=".".join(map(str, loc)) + ".file") from None
+            except (OSError, ValueError) as exc:
+                raise InputError(str(exc), file=path, line=line_of(data, loc + ("file",)),
+                                 field=".".join(map(str, loc)) + ".file") from None
+    target = workload.target
+    if isinstance(target, PythonTarget):
+        extra = [str((base / p).resolve()) for p in target.path]
+        for i, tx in enumerate(workload.transactions):
+            module = tx.call.split(":")[0]
+            if not _module_exists(module, extra + [str(base.resolve())]):
+                raise InputError(f"module {module!r} not found (searched the workload's directory and target.path)",
+                                 file=path, line=line_of(data, ("transactions", i, "call")), field=f"transactions[{i}].call")
+    if isinstance(target, CommandTarget):
+        for i, tx in enumerate(workload.transactions):
+            argv = tx.command if isinstance(tx.command, list) else shlex.split(tx.command)
+            if not argv:
+                raise InputError("empty command", file=path, line=line_of(data, ("transactions", i, "command")),
+                                 field=f"transactions[{i}].command")
+            exe = argv[0]
+            if "{" in exe:
+                continue
+            if shutil.which(exe) is None and not (base / exe).exists():
+                raise InputError(f"program {exe!r} not found on PATH", file=path,
+                                 line=line_of(data, ("transactions", i, "command")), field=f"transactions[{i}].command")
+
+
+def _module_exists(module: str, extra_paths: list[str]) -> bool:
+    saved = list(sys.path)
+    sys.path[:0] = extra_paths
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path[:] = saved
