@@ -196,34 +196,19 @@ def derive(
 
 
 def main() -> None:
-    """Entry point: one clear line and exit 2 for bad input; never a traceback for it."""
+    """Entry point: one clear line and exit 2 for bad input; never a traceback for it.
+
+    typer's standalone mode handles usage errors (exit 2) and typer.Exit; perflab's own
+    exceptions propagate out of it and are reported here.
+    """
     try:
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        app()
     except InputError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except SutFailure as exc:
         err.print(f"[red]SUT failure:[/red] {exc}", highlight=False)
         sys.exit(1)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
-            sys.exit(EXIT_USAGE)
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
 
 
 if __name__ == "__main__":

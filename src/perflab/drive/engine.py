@@ -35,6 +35,16 @@ NAN = math.nan
 STOP_GRACE_S = 30.0
 
 
+async def sleep_until(deadline: float) -> None:
+    """Sleep until time.monotonic() >= deadline.
+
+    uvloop's timers have millisecond resolution and can fire up to a millisecond early; a
+    transaction must never start before its intended time, so re-check and sleep again.
+    """
+    while (delay := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(delay)
+
+
 class Executor(Protocol):
     def execute(self, tx_index: int, params: dict | None) -> Awaitable: ...
 
@@ -215,7 +225,7 @@ class Engine:
         task = asyncio.current_task()
         self._thinking[uid] = task
         try:
-            await asyncio.sleep(delay)
+            await sleep_until(until)
         finally:
             self._thinking.pop(uid, None)
 
@@ -290,10 +300,9 @@ class Engine:
             t += rng.exponential(mean_gap) if poisson else mean_gap
             if t >= stop_at or self.stopping:
                 break
-            delay = t - time.monotonic()
-            if delay > 0:
+            if t > time.monotonic():
                 try:
-                    await asyncio.sleep(delay)
+                    await sleep_until(t)
                 except asyncio.CancelledError:
                     break
                 if self.stopping:

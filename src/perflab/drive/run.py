@@ -102,8 +102,8 @@ def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pool: WorkerPo
         out_path=run_dir / "samples.parquet",
         sut_pids=pool.pids,
         driver_pid=os.getpid(),
-        driver_cpus=placement.driver_cpus,
-        counters=counters,
+        cpus=placement.driver_cpus,
+        counters=counters.handle if counters is not None else None,
     )
     sampler = Sampler(spec)
     sampler.start()
@@ -117,7 +117,7 @@ def _shared_counters(names: tuple[str, ...], slots: int):
         from perflab.monitor.sources.counters import SharedCounters
     except ImportError:
         return None
-    return SharedCounters.create(list(names), slots)
+    return SharedCounters(list(names), slots)
 
 
 def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = None,
@@ -206,10 +206,8 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
         if pool is not None:
             pool.close()
         if counters is not None:
-            try:
-                counters.close()
-            except Exception:
-                pass
+            counters.close()
+            counters.unlink()
         _finish(run, run_dir, store, recorder, engine, phases, outcome_status, reason)
     return RunResult(run_id, run_dir, run["status"], run["reason"], bool(run["valid"]), len(recorder or []))
 

@@ -37,7 +37,7 @@ class WorkerSpec:
     run_dir: str
     index: int
     cpus: list[int] | None = None
-    counters: Any = None  # a picklable SharedCounters handle, or None
+    counters: Any = None  # SharedCounters (pickles as its handle), or None
 
 
 @dataclass(slots=True)
@@ -67,7 +67,7 @@ def worker_main(conn, spec: WorkerSpec) -> None:
         adapter = adapter_class(workload.target.kind)(
             WorkerContext(workload, Path(spec.workload_dir), Path(spec.run_dir), spec.index)
         )
-        counters = spec.counters.attach(spec.index) if spec.counters is not None else None
+        writer = spec.counters.writer(spec.index) if spec.counters is not None else None
     except BaseException as exc:  # report why the SUT could not start, then exit
         conn.send_bytes(marshal.dumps(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         return
@@ -100,8 +100,9 @@ def worker_main(conn, spec: WorkerSpec) -> None:
             user, system = usage
             cpu = user + system
         values = adapter.counters()
-        if counters is not None and values:
-            counters.set(values)
+        if writer is not None:
+            for name, value in zip(adapter.counter_names, values):
+                writer.set(name, value)
         conn.send_bytes(marshal.dumps((ok, error, first, cpu, user, system, values)))
     adapter.close()
 

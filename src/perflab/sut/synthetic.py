@@ -111,3 +111,25 @@ def fail(message: str = "synthetic failure") -> None:
 def crash(code: int = 3) -> None:
     """Kill the worker process: a SUT that fails mid-run."""
     os._exit(code)
+
+
+_calls = 0
+
+
+def crash_after(calls: int = 50, code: int = 3) -> None:
+    """Work normally, then kill this worker process on its `calls`-th transaction."""
+    global _calls
+    _calls += 1
+    if _calls >= calls:
+        os._exit(code)
+
+
+def freeze(start_epoch: float, end_epoch: float) -> None:
+    """A SUT that stalls: any transaction arriving in [start, end) (wall clock) waits until end."""
+    now = time.time()
+    if start_epoch <= now < end_epoch:
+        time.sleep(end_epoch - now)
+
+
+def noop() -> None:
+    """The null transaction: what it costs is the framework's own overhead."""
