@@ -185,6 +185,111 @@ def show(
 
 
 @app.command()
+def study(
+    study_file: Path = typer.Argument(..., metavar="STUDY", help="study YAML file"),
+    measurement: Optional[str] = typer.Option(None, "--measurement", help="override every run's measurement period"),
+    stabilization: Optional[str] = typer.Option(None, "--stabilization", help="override the stabilization period"),
+    blocks: Optional[int] = typer.Option(None, "--blocks", min=1, help="override the number of blocks"),
+    gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
+    no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Run a study: calibrate, interleaved blocks, gates, verdicts; write the reports.
+
+    Prints the report directory. Exit codes: 0 done (with --gate: no gated verdict WORSE),
+    1 a gated verdict is WORSE (--gate), 2 bad input, 3 a gated verdict is INCONCLUSIVE (--gate).
+    """
+    from perflab.report.progress import StudyProgress
+    from perflab.store.catalog import Store
+    from perflab.study.compare import gate_exit_code
+    from perflab.study.runner import StudyOptions, StudyRunner
+    from perflab.workload.model import parse_duration
+
+    def seconds(text: str | None, name: str) -> float | None:
+        try:
+            return None if text is None else parse_duration(text)
+        except ValueError as exc:
+            raise InputError(str(exc), field=name) from None
+
+    options = StudyOptions(measurement=seconds(measurement, "--measurement"),
+                           stabilization=seconds(stabilization, "--stabilization"), blocks=blocks,
+                           monitor=not no_monitor)
+    progress = StudyProgress(err)
+    runner = StudyRunner(study_file, Store(store), options, on_event=progress.event)
+    err.print(f"study [bold]{runner.study_id}[/bold] -> {runner.dir}")
+    try:
+        doc = runner.run()
+    finally:
+        progress.close()
+    paths = _write_reports(doc, runner.dir)
+    _print_verdicts(doc)
+    for kind, path in paths.items():
+        err.print(f"{kind}: {path}")
+    out.print(str(runner.dir))
+    if gate:
+        raise typer.Exit(gate_exit_code(doc["comparisons"], runner.study.gate_metrics))
+
+
+def _write_reports(doc: dict, directory: Path) -> dict:
+    try:
+        from perflab.report.write import write_reports
+    except ImportError:
+        return {"study": directory / "study.json"}
+    return {"study": directory / "study.json", **write_reports(doc, directory)}
+
+
+def _print_verdicts(doc: dict) -> None:
+    from rich.table import Table
+
+    for warning in doc.get("warnings", []):
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    for comparison in doc.get("comparisons", []):
+        table = Table(title=f"{comparison['base']} -> {comparison['new']}", title_justify="left")
+        for col in ("metric", "base", "new", "ratio", "90% CI", "verdict"):
+            table.add_column(col)
+        for m in comparison["metrics"]:
+            ci = "" if m.get("ci_low") is None else f"{m['ci_low']:.3f} - {m['ci_high']:.3f}"
+            ratio = "" if m.get("ratio") is None else f"{m['ratio']:.3f}"
+            fmt = (lambda v: "na" if v is None else f"{v:.4g}")
+            table.add_row(m["label"], fmt(m.get("base_value")), fmt(m.get("new_value")), ratio, ci, m.get("verdict") or "")
+        err.print(table)
+
+
+@app.command()
+def compare(
+    a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or study:ID[:CONFIG]"),
+    b: str = typer.Argument(..., metavar="B", help="new: the same forms"),
+    metric: list[str] = typer.Option(["itr_s"], "--metric", "-m", help="metrics whose verdicts decide the exit code"),
+    margin: float = typer.Option(0.03, "--margin", help="equivalence margin (0.03 = ±3%)"),
+    confidence: float = typer.Option(0.90, "--confidence", help="confidence level of the intervals"),
+    report_dir: Optional[Path] = typer.Option(None, "--out", help="also write report.md/html/json here"),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Compare stored runs or run groups (a regression gate for CI pipelines).
+
+    Runs are paired by block when both groups come from a study, else by order. Exit codes:
+    0 no gated verdict is WORSE; 1 a gated verdict is WORSE; 2 bad input; 3 a gated verdict is
+    INCONCLUSIVE (more runs needed). Gated metrics: --metric (default itr_s).
+    """
+    from perflab.store.catalog import Store
+    from perflab.study.compare import gate_exit_code
+    from perflab.study.groups import comparison_document
+
+    doc = comparison_document(Store(store), a, b, margin, confidence)
+    _print_verdicts(doc)
+    if report_dir is not None:
+        from perflab.store.atomic import write_json_atomic
+
+        report_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(report_dir / "study.json", doc)
+        for kind, path in _write_reports(doc, report_dir).items():
+            err.print(f"{kind}: {path}")
+    code = gate_exit_code(doc["comparisons"], metric)
+    err.print({0: "no regression", 1: "[red]WORSE[/red]", 3: "[yellow]INCONCLUSIVE[/yellow]"}[code])
+    raise typer.Exit(code)
+
+
+@app.command()
 def derive(
     table: Path = typer.Argument(..., help="a published measurement table (seed-table CSV format)"),
     check: bool = typer.Option(False, "--check", help="exit 1 when a derivable row disagrees beyond rounding"),

@@ -57,6 +57,7 @@ class RunRequest:
     driver_cpus: list[int] | None = None
     sut_cpus: list[int] | None = None
     monitor: bool = True
+    memory_limit: int | None = None  # bytes available to the SUT (cgroup): the seeds' storage-constrained runs
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -87,8 +88,26 @@ def _fingerprint(placement: Placement) -> dict[str, Any]:
     return info
 
 
+def _sut_cgroup(run_id: str, placement: Placement, memory_limit: int | None, pids: list[int]):
+    """Put the SUT's workers in a cgroup of their own: exact CPU accounting (exited children
+    included) and, when asked, a memory limit. Returns (cgroup or None, note)."""
+    try:
+        from perflab.sut.cgroup import SutCgroup
+    except ImportError as exc:
+        cgroup, reason = None, str(exc)
+    else:
+        cgroup, reason = SutCgroup.try_create(run_id, cpus=placement.sut_cpus, memory_limit_bytes=memory_limit)
+    if cgroup is None:
+        if memory_limit is not None:
+            raise SutFailure(f"a memory limit needs a cgroup, and none could be made: {reason}")
+        return None, f"no SUT cgroup ({reason}): SUT CPU from the process tree"
+    for pid in pids:
+        cgroup.add_pid(pid)
+    return cgroup, None
+
+
 def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pool: WorkerPool, placement: Placement,
-                   counters: Any):
+                   counters: Any, cgroup: Any = None):
     """The monitors (H, S, V, I, SUT counters) in a process of their own, or None with why not."""
     if not request.monitor:
         return None, "monitor disabled (--no-monitor)"
@@ -101,6 +120,7 @@ def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pool: WorkerPo
         t0_monotonic=t0,
         out_path=run_dir / "samples.parquet",
         sut_pids=pool.pids,
+        sut_cgroup=cgroup.path_for_monitor if cgroup is not None else None,
         driver_pid=os.getpid(),
         cpus=placement.driver_cpus,
         counters=counters.handle if counters is not None else None,
@@ -152,6 +172,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
             "users": users, "rate": rate, "seed": seed, "workers": n_workers,
             "processors": len(placement.sut_cpus), "sut_cpus": placement.sut_cpus,
             "driver_cpus": placement.driver_cpus, "shared_cpus": placement.shared,
+            "real_storage_bytes": request.memory_limit,
             "stagger_s": phases.stagger, "stabilization_s": phases.stabilization,
             "measurement_s": phases.measurement, **request.extra,
         },
@@ -172,6 +193,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
     outcome_status, reason = "failed", None
     engine = None
     counters = None
+    cgroup = None
     try:
         run["fingerprint"].update(cls.prepare(workload, workload_dir, run_dir))
         os.sched_setaffinity(0, placement.driver_cpus)
@@ -179,10 +201,13 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
         specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(workload_dir), str(run_dir), i,
                             placement.sut_cpus, counters) for i in range(n_workers)]
         pool = WorkerPool(specs)
-        run["sut"] = {"pids": pool.pids, "cgroup": None, "counters": list(cls.counter_names)}
+        cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, pool.pids)
+        run["sut"] = {"pids": pool.pids, "counters": list(cls.counter_names),
+                      "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
+                      "memory_limit": request.memory_limit}
         t0 = time.monotonic()
         run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
-        sampler, monitor_note = _start_monitor(request, run_dir, t0, pool, placement, counters)
+        sampler, monitor_note = _start_monitor(request, run_dir, t0, pool, placement, counters, cgroup)
         run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
         tx_names = [t.name for t in workload.transactions]
         recorder = Recorder([s.name for s in workload.scripts], tx_names, [], t0)
@@ -205,6 +230,8 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
                 run["monitor"]["error"] = f"{type(exc).__name__}: {exc}"
         if pool is not None:
             pool.close()
+        if cgroup is not None:
+            cgroup.remove()
         if counters is not None:
             counters.close()
             counters.unlink()

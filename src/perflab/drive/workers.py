@@ -108,19 +108,26 @@ def worker_main(conn, spec: WorkerSpec) -> None:
 
 
 class _Worker:
-    __slots__ = ("index", "process", "conn", "future", "pid", "counters")
+    __slots__ = ("index", "process", "conn", "pending", "pid", "counters")
 
     def __init__(self, index: int, process, conn):
         self.index, self.process, self.conn = index, process, conn
-        self.future: asyncio.Future | None = None
+        self.pending: deque[asyncio.Future] = deque()  # replies come back in request order
         self.pid = 0
         self.counters: tuple = ()
 
 
 class WorkerPool:
-    """Starts N SUT worker processes and hands each transaction to a free one."""
+    """Starts N SUT worker processes and hands each transaction to a free one.
 
-    def __init__(self, specs: list[WorkerSpec]):
+    Each worker holds up to `depth` requests: while it runs one, the next already waits in its
+    pipe, so the driver's round trip (reply read, next request sent) never leaves the SUT idle.
+    Requests beyond that wait in the driver for a worker slot, like connections waiting for a
+    server process.
+    """
+
+    def __init__(self, specs: list[WorkerSpec], depth: int = 2):
+        self.depth = depth
         # spawn, not fork: a worker must not inherit the driver's event loop or threads.
         ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
@@ -134,7 +141,8 @@ class WorkerPool:
             child.close()
             self.workers.append(_Worker(spec.index, process, parent))
         self._wait_ready()
-        self._idle = list(reversed(self.workers))
+        # one entry per free request slot: `depth` per worker, interleaved so load spreads
+        self._idle = [w for _ in range(depth) for w in reversed(self.workers)]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -175,7 +183,7 @@ class WorkerPool:
             self._fail(worker)
             return
         worker.counters = values[6]
-        future, worker.future = worker.future, None
+        future = worker.pending.popleft() if worker.pending else None
         if future is not None and not future.done():
             future.set_result(Reply(values[0], values[1], values[2], values[3], values[4], values[5], worker.index,
                                     values[6]))
@@ -192,9 +200,10 @@ class WorkerPool:
         reason = f"SUT worker {worker.index} (pid {worker.pid}) died ({how})"
         if self.failure is None:
             self.failure = reason
-        if worker.future is not None and not worker.future.done():
-            worker.future.set_exception(SutFailure(reason))
-        worker.future = None
+        while worker.pending:
+            future = worker.pending.popleft()
+            if not future.done():
+                future.set_exception(SutFailure(reason))
         # The dead worker is not returned to the idle list; anyone waiting for a worker when
         # none are left learns of the failure instead of waiting forever.
         if all(not w.process.is_alive() for w in self.workers):
@@ -221,11 +230,10 @@ class WorkerPool:
             self._waiters.append(waiter)
             worker = await waiter
         future = asyncio.get_running_loop().create_future()
-        worker.future = future
+        worker.pending.append(future)
         try:
             worker.conn.send_bytes(marshal.dumps((tx_index, params)))
         except (OSError, ValueError):
-            worker.future = None
             self._fail(worker)
             raise SutFailure(self.failure or "SUT worker pipe closed") from None
         return await future

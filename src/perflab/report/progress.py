@@ -49,3 +49,58 @@ class RunProgress:
     def close(self) -> None:
         if self.task is not None:
             self.progress.stop()
+
+
+class StudyProgress:
+    """A line per calibration step and per run, a bar for the run in progress, time left."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.run_progress: RunProgress | None = None
+        self.total = 0
+        self.index = 0
+        self.elapsed = 0.0
+
+    def event(self, kind: str, info: dict) -> None:
+        from perflab.drive.run import set_progress
+
+        if kind == "progress":
+            self.total, self.index, self.elapsed = info["total"], info["index"], info["elapsed"]
+        elif kind == "run-start":
+            if info["purpose"] == "calibrate":
+                load = f"{info['users']} users" if info["users"] is not None else f"{info['rate']:.1f}/s"
+                header = f"calibrating [bold]{info['config']}[/bold] at {load}"
+            else:
+                left = ""
+                if self.index:
+                    remaining = self.elapsed / self.index * (self.total - self.index)
+                    left = f", about {remaining / 60:.1f} min left"
+                header = (f"run {self.index + 1}/{self.total}: [bold]{info['config']}[/bold] "
+                          f"(block {info['block'] + 1}){left}")
+            self.console.print(header)
+            self.run_progress = RunProgress(self.console)
+            set_progress(self.run_progress.tick)
+        elif kind in ("run-end", "calibration-step"):
+            if self.run_progress is not None:
+                self.run_progress.close()
+                self.run_progress = None
+            set_progress(None)
+            if kind == "calibration-step":
+                util = info.get("util_proc_s")
+                self.console.print(f"  UTIL/PROC (S) {_fmt(util, '.1f')}%  ETR (T) {_fmt(info.get('etr_t'), '.1f')}/s")
+            else:
+                note = "  [yellow]excluded: " + "; ".join(info["reasons"]) + "[/yellow]" if info["excluded"] else ""
+                self.console.print(f"  ETR (T) {_fmt(info.get('etr_t'), '.1f')}/s  UTIL/PROC (S) "
+                                   f"{_fmt(info.get('util_proc_s'), '.1f')}%  ITR (S) {_fmt(info.get('itr_s'), '.1f')}"
+                                   f"{note}")
+
+    def close(self) -> None:
+        from perflab.drive.run import set_progress
+
+        if self.run_progress is not None:
+            self.run_progress.close()
+        set_progress(None)
+
+
+def _fmt(value, spec: str) -> str:
+    return "na" if value is None else format(value, spec)

@@ -1,0 +1,74 @@
+"""Calibration: find the load at which the base configuration runs its SUT at the target
+utilization (the seeds ran the base release at 90%), so every configuration can then run at
+that same load.
+
+Closed loop: utilization is throughput x CPU per transaction, and with think time dominating
+the cycle, throughput grows about in proportion to users -- so each step scales the users by
+target / measured and measures again (at most 8x per step; near saturation the proportional
+step undershoots, which converges from below). Open loop: the same on the arrival rate.
+The run closest to the target is kept when the target cannot be reached within the steps
+(a SUT that saturates below it, or a driver that does), with a warning saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from perflab.study.model import Calibration
+
+MAX_STEP_FACTOR = 8.0
+
+
+@dataclass
+class CalibrationResult:
+    users: int | None
+    rate: float | None
+    steps: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], dict], closed: bool,
+              start_users: int | None, start_rate: float | None,
+              on_step: Callable[[dict], None] | None = None) -> CalibrationResult:
+    """`measure(users, rate)` runs the base once and returns {'util': %, 'etr_t': ..., 'run_id': ..., 'valid': bool}."""
+    users = rule.start_users or start_users or 1
+    rate = rule.start_rate or start_rate or 10.0
+    result = CalibrationResult(None, None)
+    best = None
+    for _ in range(rule.max_steps):
+        outcome = measure(users if closed else None, None if closed else rate)
+        util = outcome.get("util")
+        step = {"users": users if closed else None, "rate": None if closed else rate, "util_proc_s": util,
+                "etr_t": outcome.get("etr_t"), "run_id": outcome.get("run_id"), "valid": outcome.get("valid", True),
+                "driver_util": outcome.get("driver_util")}
+        result.steps.append(step)
+        if on_step is not None:
+            on_step(step)
+        if util is None or util <= 0:
+            result.warnings.append("calibration could not measure the SUT's utilization: using the starting load")
+            break
+        if best is None or abs(util - rule.target_util) < abs(best["util_proc_s"] - rule.target_util):
+            best = step
+        if abs(util - rule.target_util) <= rule.tolerance:
+            break
+        if not outcome.get("valid", True):
+            result.warnings.append(f"calibration run {outcome.get('run_id')} was invalid "
+                                   f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating")
+            break
+        factor = min(MAX_STEP_FACTOR, max(1 / MAX_STEP_FACTOR, rule.target_util / util))
+        if closed:
+            next_users = max(1, min(rule.max_users, round(users * factor)))
+            if next_users == users:
+                break
+            users = next_users
+        else:
+            rate = rate * factor
+    chosen = best or result.steps[-1]
+    result.users, result.rate = chosen["users"], chosen["rate"]
+    if chosen["util_proc_s"] is not None and abs(chosen["util_proc_s"] - rule.target_util) > rule.tolerance:
+        result.warnings.append(
+            f"calibration reached UTIL/PROC (S) {chosen['util_proc_s']:.1f}%, not the target "
+            f"{rule.target_util:.0f}% ± {rule.tolerance:.0f} (after {len(result.steps)} steps): the comparison runs "
+            f"at {'%d users' % chosen['users'] if closed else '%.1f/s' % chosen['rate']}")
+    return result

@@ -1,0 +1,92 @@
+"""Turn a study configuration into the workload it runs: the base workload with its changes.
+
+A change names a workload field by dotted path: `target.driver`, `timing.measurement`,
+`transactions.debit_credit.kwargs.cpu_ms` (a list element by its name) or
+`transactions.0.sql` (by index).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from perflab.study.model import Configuration, Study
+from perflab.workload.model import Workload, check_references
+
+
+class ChangeError(ValueError):
+    def __init__(self, path: str, message: str):
+        super().__init__(message)
+        self.path = path
+
+
+def _step(node: Any, part: str, path: str) -> Any:
+    if isinstance(node, dict):
+        if part not in node:
+            node[part] = {}
+        return node, part
+    if isinstance(node, list):
+        if part.isdigit():
+            index = int(part)
+            if index >= len(node):
+                raise ChangeError(path, f"index {index} is beyond the {len(node)} entries")
+            return node, index
+        for i, item in enumerate(node):
+            if isinstance(item, dict) and item.get("name") == part:
+                return node, i
+        names = [item.get("name") for item in node if isinstance(item, dict)]
+        raise ChangeError(path, f"no entry named {part!r}; entries: {names}")
+    raise ChangeError(path, f"{part!r}: cannot descend into a {type(node).__name__}")
+
+
+def apply_changes(workload: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(workload)
+    for path, value in changes.items():
+        parts = path.split(".")
+        node: Any = data
+        for part in parts[:-1]:
+            container, key = _step(node, part, path)
+            node = container[key]
+        container, key = _step(node, parts[-1], path)
+        container[key] = value
+    return data
+
+
+def configured_workload(base: Workload, config: Configuration) -> Workload:
+    """Validate the changed workload; a bad change raises ChangeError naming its path."""
+    data = apply_changes(base.model_dump(mode="json", by_alias=True), config.set)
+    try:
+        workload = Workload.model_validate(data)
+        check_references(workload)
+    except Exception as exc:  # pydantic.ValidationError or LocatedError
+        first = next(iter(config.set), "set")
+        raise ChangeError(first, f"the changed workload is not valid: {exc}".splitlines()[0]) from None
+    # Think-time files were loaded for the base; the copies need their data too.
+    _copy_loaded_think(base, workload)
+    return workload
+
+
+def _copy_loaded_think(base: Workload, new: Workload) -> None:
+    from perflab.workload.thinktime import EmpiricalThink
+
+    if isinstance(base.think, EmpiricalThink) and isinstance(new.think, EmpiricalThink):
+        new.think._data = list(base.think._data)
+    for b, n in zip(base.scripts, new.scripts):
+        for bs, ns in zip(b.steps, n.steps):
+            if isinstance(bs.think, EmpiricalThink) and isinstance(ns.think, EmpiricalThink):
+                ns.think._data = list(bs.think._data)
+
+
+def one_variable_warnings(study: Study) -> list[str]:
+    """The seeds compared measurement pairs that differ in one thing; say when they do not."""
+    if not study.configurations:
+        return []
+    base = study.configurations[0].changes()
+    warnings = []
+    for config in study.configurations[1:]:
+        other = config.changes()
+        differing = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+        if len(differing) > 1:
+            warnings.append(f"{config.name!r} differs from the base in {len(differing)} things ({', '.join(differing)}): "
+                            "its effects cannot be attributed to one change")
+    return warnings

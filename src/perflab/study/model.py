@@ -1,0 +1,121 @@
+"""The study file: which configurations to compare, at what load, how many times, how judged.
+
+The seeds' method made explicit: a base configuration and others that differ from it in one
+thing (a release, an option, the CPUs online to the SUT, the memory available to it); the base
+calibrated to a target utilization and every configuration run at that same load; repetitions
+as randomized interleaved blocks; a verdict against a stated margin.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from perflab.workload.model import Strict, Timing, parse_duration
+
+
+def parse_bytes(value: Any) -> int:
+    """Bytes from a number or '512M', '2G', '256MiB'."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 512M")
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    try:
+        if text and text[-1] in units:
+            return int(float(text[:-1]) * units[text[-1]])
+        return int(float(text))
+    except ValueError:
+        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}") from None
+
+
+class Configuration(Strict):
+    name: str
+    set: dict[str, Any] = Field(default_factory=dict,
+                                description="workload fields to change, by dotted path: {target.driver: apsw}")
+    sut_cpus: list[int] | None = Field(default=None, description="CPUs online to the SUT (the seeds' processors varied off)")
+    memory_limit: int | None = Field(default=None, description="memory available to the SUT (cgroup limit), e.g. 256M")
+    workers: int | None = Field(default=None, ge=1)
+
+    @field_validator("memory_limit", mode="before")
+    @classmethod
+    def _bytes(cls, v: Any) -> int | None:
+        return None if v is None else parse_bytes(v)
+
+    def changes(self) -> dict[str, Any]:
+        """What this configuration sets, flattened, for the report's software section."""
+        out = dict(self.set)
+        for key in ("sut_cpus", "memory_limit", "workers"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+class Calibration(Strict):
+    target_util: float = Field(default=90.0, gt=0, le=100, description="UTIL/PROC (S) of the base, percent")
+    tolerance: float = Field(default=4.0, gt=0, description="accept within this many points of the target")
+    start_users: int | None = Field(default=None, ge=1, description="default: the workload's users")
+    start_rate: float | None = Field(default=None, gt=0)
+    max_users: int = Field(default=5000, ge=1)
+    max_steps: int = Field(default=5, ge=1)
+    measurement: float = Field(default=5.0, gt=0, description="measurement period of each calibration run")
+
+    @field_validator("measurement", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class LoadRule(Strict):
+    calibrate: Calibration | None = None
+    users: int | None = Field(default=None, ge=1)
+    rate: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> "LoadRule":
+        if sum(x is not None for x in (self.calibrate, self.users, self.rate)) > 1:
+            raise ValueError("give one of calibrate, users or rate")
+        return self
+
+
+class Gates(Strict):
+    max_error_rate: float = Field(default=0.01, ge=0, le=1)
+    util_band: tuple[float, float] | None = Field(default=None, description="UTIL/PROC (S) band for base runs; "
+                                                  "default: target ± 10 when calibrated")
+    max_etr_trend: float = Field(default=0.10, gt=0, description="largest relative ETR (T) change across the window")
+
+
+class Sweep(Strict):
+    factor: Literal["users", "rate", "sut_cpus", "memory_limit", "workers"]
+    values: list[Any] = Field(min_length=2)
+
+
+class Study(Strict):
+    name: str
+    title: str | None = None
+    workload: str = Field(description="workload file, relative to the study file")
+    configurations: list[Configuration] = Field(default_factory=list)
+    load: LoadRule = Field(default_factory=LoadRule)
+    blocks: int = Field(default=6, ge=1, description="randomized interleaved blocks (repetitions)")
+    seed: int = 1
+    margin: float = Field(default=0.03, gt=0, lt=0.5)
+    confidence: float = Field(default=0.90, gt=0.5, lt=1)
+    timing: Timing | None = None
+    gates: Gates = Field(default_factory=Gates)
+    sweep: Sweep | None = None
+    metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
+    gate_metrics: list[str] = Field(default_factory=lambda: ["itr_s"],
+                                    description="metrics whose verdicts decide the exit code of compare")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Study":
+        names = [c.name for c in self.configurations]
+        if len(set(names)) != len(names):
+            raise ValueError(f"configuration names must be unique: {names}")
+        if self.sweep is None and len(self.configurations) < 2:
+            raise ValueError("a comparison needs at least two configurations (the first is the base)")
+        if self.sweep is not None and len(self.configurations) > 1:
+            raise ValueError("a sweep varies one factor of one configuration; give at most one configuration")
+        return self
