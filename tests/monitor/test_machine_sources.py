@@ -1,0 +1,96 @@
+"""Whole-machine sources (H) against laws and known loads."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import socket
+
+import pytest
+
+from perflab.monitor.sources.diskstats import DiskstatsSource, physical_disks
+from perflab.monitor.sources.netdev import NetdevSource
+from perflab.monitor.sources.proc_stat import ProcStatSource
+from perflab.monitor.sources.vmstat import VmstatSource
+from perflab.sut.cgroup import parse_cpu_list
+
+from .helpers import TICK
+
+FIELDS = ("user", "nice", "system", "irq", "softirq", "iowait", "steal", "idle")
+
+
+def test_every_cpu_accounts_for_all_time_since_boot():
+    # Each CPU's fields together cover the whole uptime (idle included): a field read from the
+    # wrong position, or the wrong unit, breaks this.
+    v = ProcStatSource().read()
+    uptime = float(open("/proc/uptime").read().split()[0])
+    cpus = sorted({k.split(".")[1] for k in v})
+    assert cpus == sorted(f"cpu{c}" for c in parse_cpu_list(open("/sys/devices/system/cpu/online").read().strip()))
+    for cpu in cpus:
+        total = sum(v[f"h.{cpu}.{f}"] for f in FIELDS)
+        assert abs(total - uptime) <= 0.01 * uptime + 1.0, cpu
+
+
+def test_user_time_lands_on_the_cpu_that_ran_it(spawn):
+    cpu = max(os.sched_getaffinity(0))
+    src = ProcStatSource()
+    child = spawn(
+        f"os.sched_setaffinity(0, [{cpu}]); wait_line()\n"
+        "burn_user(0.4); report(); wait_line()"
+    )
+    child.send()  # the child is pinned before the first reading
+    before = src.read()
+    r = child.report()
+    after = src.read()
+    grew = lambda f: after[f"h.cpu{cpu}.{f}"] - before[f"h.cpu{cpu}.{f}"]
+    # At least the child's user time (ticks of other tasks only add to it).
+    assert grew("user") + grew("nice") >= 0.4 - 2 * TICK
+    assert all(grew(f) >= 0 for f in FIELDS)
+
+
+def test_page_faults_are_counted():
+    src = VmstatSource()
+    before = src.read()
+    pages = 2000
+    m = mmap.mmap(-1, pages * mmap.PAGESIZE)
+    for i in range(pages):
+        m[i * mmap.PAGESIZE] = 1  # first touch of each page: one minor fault
+    after = src.read()
+    m.close()
+    assert after["h.vm.pgfault"] - before["h.vm.pgfault"] >= pages
+    assert set(after) == {"h.vm.pgfault", "h.vm.pgmajfault", "h.vm.pswpin", "h.vm.pswpout"}
+
+
+def test_loopback_traffic_is_counted():
+    src = NetdevSource()
+    if "h.net.lo.rx_bytes" not in src.read():
+        pytest.skip("no loopback interface")
+    before = src.read()
+    n, payload = 50, b"x" * 1000
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(n):
+        tx.sendto(payload, rx.getsockname())
+    for _ in range(n):
+        rx.recv(2000)
+    after = src.read()
+    tx.close()
+    rx.close()
+    for d in ("rx", "tx"):
+        assert after[f"h.net.lo.{d}_bytes"] - before[f"h.net.lo.{d}_bytes"] >= n * len(payload)
+        assert after[f"h.net.lo.{d}_packets"] - before[f"h.net.lo.{d}_packets"] >= n
+
+
+def test_diskstats_keeps_whole_physical_disks_only():
+    disks = physical_disks()
+    if not disks:
+        pytest.skip("no physical block device")
+    v = DiskstatsSource().read()
+    devices = {k.split(".")[2] for k in v}
+    assert devices == set(disks)
+    assert not any(d.startswith(("loop", "ram", "zram", "dm-", "md")) for d in devices)
+    for d in devices:
+        assert set(k for k in v if k.startswith(f"h.disk.{d}.")) == {
+            f"h.disk.{d}.{f}" for f in ("reads", "writes", "read_bytes", "write_bytes", "busy_ms")
+        }
