@@ -1,0 +1,93 @@
+"""The outcome of recomputing one printed cell, and how it is judged.
+
+A recomputed value agrees with a printed one when they match within the printed rounding:
+every input is known to ± half a unit in its last printed digit, the formula is evaluated on
+those intervals, and the result must overlap the printed value's own ± half unit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from perflab.derive.interval import Interval
+from perflab.derive.table import Cell, Kind
+
+
+class Gap(Enum):
+    ABSENT = "absent"  # the row is not in the table and cannot be derived: the formula does not apply
+    NA = "na"          # the table prints na
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value that exists but is not known (a `?` cell, a text cell); carries why."""
+
+    reason: str
+
+
+Outcome = Interval | Gap | Unknown
+
+
+class Status(str, Enum):
+    AGREE = "agree"
+    DISAGREE = "disagree"
+    APPROX = "approx"          # an approximate identity (RTM's own ITR), within its tolerance
+    APPROX_OFF = "approx-off"  # an approximate identity beyond its tolerance: reported, never failing
+    UNKNOWN = "unknown"        # a `?` cell in the way: neither agrees nor fails
+    NA = "na"                  # printed na and not recomputable: nothing to check
+    DEFINES = "defines"        # the cell defines a symbol other rows use; nothing to check it against
+
+
+@dataclass
+class Check:
+    row: str
+    column: str
+    line: int
+    printed: Cell
+    recomputed: Interval | None
+    status: Status
+    formula: str
+    reason: str = ""
+    tolerance: float | None = None
+    deviation: float | None = None   # signed relative difference of the midpoints (approximate checks)
+    col: int | None = None           # index of the column among the table's data columns
+
+    @property
+    def counted(self) -> bool:
+        """Whether the check counts in 'checked' (an exact comparison that was made)."""
+        return self.status in (Status.AGREE, Status.DISAGREE)
+
+
+def judge(printed: Cell, outcome: Outcome, approx: float | None = None) -> tuple[Status, str, float | None]:
+    """Compare a printed cell with a recomputed outcome."""
+    if printed.kind is Kind.UNKNOWN:
+        return Status.UNKNOWN, f"printed {printed.text!r} is marked unknown", None
+    if printed.kind is Kind.NA:
+        if isinstance(outcome, Interval):
+            return Status.UNKNOWN, "printed na although its inputs are known", None
+        return Status.NA, "", None
+    if printed.kind is not Kind.NUMBER or printed.value is None:
+        return Status.UNKNOWN, f"printed {printed.text!r} is not a number", None
+    if outcome is Gap.NA:
+        return Status.UNKNOWN, "an input is na", None
+    if isinstance(outcome, Unknown):
+        return Status.UNKNOWN, outcome.reason, None
+    assert isinstance(outcome, Interval)
+    if not outcome.bounded:
+        return Status.UNKNOWN, "a divisor rounds to zero: the recomputed value is unbounded", None
+    shown = printed.interval()
+    if approx is None:
+        return (Status.AGREE if outcome.overlaps(shown) else Status.DISAGREE), "", None
+    deviation = (outcome.mid - printed.value) / abs(printed.value) if printed.value else math.inf
+    off = outcome.gap(shown) / abs(printed.value) if printed.value else math.inf
+    return (Status.APPROX if off <= approx else Status.APPROX_OFF), "", deviation
+
+
+def first_problem(outcomes: list[Outcome]) -> Outcome | None:
+    """ABSENT beats na beats unknown: a missing row means the formula does not apply at all."""
+    for wanted in (Gap.ABSENT, Gap.NA):
+        if any(o is wanted for o in outcomes):
+            return wanted
+    return next((o for o in outcomes if isinstance(o, Unknown)), None)

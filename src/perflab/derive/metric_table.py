@@ -1,0 +1,255 @@
+"""Recomputing every derivable row of a metric-format table (first column `metric`).
+
+A row is derivable when the registry gives its metric a formula whose inputs are rows of the
+same table (or are themselves derivable from them). Each input is taken as printed, ± half a
+unit in its last digit: the seeds computed derived rows from rounded intermediates (Table 24:
+ETR % of Native = 100 × 0.444 / 0.467 = 95.1, where the unrounded ETRs give 95.17), so an
+input's printed interval is the one that covers both ways of computing. Only where an input
+is not printed, or is marked unknown (`?`), is it recomputed from the raw rows -- so a `?` on
+an intermediate row does not block the rows that depend on it when the raw rows still
+determine it.
+
+Ratio rows (ITRR...) are relative to a base column: the first run column, or, when the table
+restarts its comparison (VSE Table 30: cols 1→2 and 3→4), the latest earlier column whose
+printed ratio is exactly the unit value (1.000, 100).
+
+Columns headed DELTA / PERCENT hold the change between the two run columns before them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
+from perflab.derive.interval import Interval
+from perflab.derive.resolve import RowMeaning, resolve_rows
+from perflab.derive.table import Cell, Kind, Row, Table
+from perflab.reduce.metric import Formula, Metric, Registry
+from perflab.reduce.registry import delta, percent_change
+
+_DELTA = {"delta", "diff", "difference", "change"}
+_PERCENT = {"percent", "pct", "pct.", "%", "pct change", "percent change", "% change"}
+
+
+@dataclass
+class MetricTableResult:
+    table: Table
+    context: str
+    meanings: list[RowMeaning | None]
+    checks: list[Check]
+    run_columns: list[int]
+
+
+class MetricTable:
+    def __init__(self, table: Table, registry: Registry):
+        self.table = table
+        self.registry = registry
+        self.meanings, self.context = resolve_rows([r.label for r in table.rows], registry)
+        heads = [h.strip().lower() for h in table.columns]
+        self.delta_columns = [i for i, h in enumerate(heads) if h in _DELTA]
+        self.percent_columns = [i for i, h in enumerate(heads) if h in _PERCENT]
+        self.run_columns = [i for i in range(len(heads)) if i not in self.delta_columns + self.percent_columns]
+        self.rows: dict[tuple[str, str], Row] = {}
+        for row, meaning in zip(table.rows, self.meanings):
+            if meaning is not None:
+                self.rows.setdefault((meaning.component, meaning.metric.key), row)
+        self._memo: dict[tuple[str, str, int], Outcome] = {}
+        self._active: set[tuple[str, str, int]] = set()
+
+    # values ------------------------------------------------------------------------------
+    def _scope(self, component: str, key: str) -> str:
+        return component if self.registry[key].per_component else ""
+
+    def printed(self, component: str, key: str, col: int) -> Outcome:
+        row = self.rows.get((self._scope(component, key), key))
+        if row is None:
+            return Gap.ABSENT
+        cell = row.cells[col]
+        if cell.kind is Kind.NUMBER:
+            return cell.interval(exact=self.registry[key].exact_count)
+        if cell.kind is Kind.NA:
+            return Gap.NA
+        if cell.kind is Kind.UNKNOWN:
+            return Unknown(f"{row.label} printed {cell.text!r}")
+        return Unknown(f"{row.label} printed {cell.text!r}, not a number")
+
+    def _printed_half(self, component: str, key: str, col: int) -> float:
+        """Half a unit of the row's printed precision, read from a `?` cell's digits."""
+        row = self.rows.get((self._scope(component, key), key))
+        if row is None:
+            return 0.0
+        guess = Cell.parse(row.cells[col].text.rstrip("?"))
+        return guess.half if guess.kind is Kind.NUMBER else 0.0
+
+    def value(self, component: str, key: str, col: int) -> Outcome:
+        """The best-known value of a metric in one column (printed and/or recomputed)."""
+        component = self._scope(component, key)
+        memo_key = (component, key, col)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        printed = self.printed(component, key, col)
+        if memo_key in self._active:      # a cycle of alternative formulas: stop at the printed value
+            return printed
+        self._active.add(memo_key)
+        try:
+            derived = self._derived(component, key, col)
+        finally:
+            self._active.discard(memo_key)
+        result = _combine(printed, derived, self._printed_half(component, key, col))
+        metric = self.registry[key]
+        if result is Gap.ABSENT and metric.fallback:
+            result = self.value(component, metric.fallback, col)
+        self._memo[memo_key] = result
+        return result
+
+    def _derived(self, component: str, key: str, col: int) -> Outcome:
+        metric = self.registry[key]
+        if metric.relative:
+            return self.relative(component, metric, col)
+        outcomes = [self.recompute(component, formula, col) for formula in metric.formulas if formula.exact]
+        intervals = [o for o in outcomes if isinstance(o, Interval)]
+        if intervals:
+            best = intervals[0]
+            for other in intervals[1:]:
+                if best.overlaps(other):
+                    best = best.intersect(other)
+            return best
+        return first_problem(outcomes) or Gap.ABSENT
+
+    def recompute(self, component: str, formula: Formula, col: int) -> Outcome:
+        args: list[Outcome] = []
+        for key in formula.inputs:
+            value = self.value(component, key, col)
+            if value is Gap.ABSENT and key in formula.optional:
+                value = Interval.point(0.0)    # the block omits rows that are zero in every run
+            args.append(value)
+        problem = first_problem(args)
+        if problem is not None:
+            return problem
+        return formula(*args)
+
+    def base_column(self, component: str, metric: Metric, col: int) -> int:
+        base = self.run_columns[0]
+        row = self.rows.get((component, metric.key))
+        if row is None:
+            return base
+        for i in self.run_columns:
+            if i > col:
+                break
+            cell = row.cells[i]
+            if cell.kind is Kind.NUMBER and cell.value == metric.relative_scale:
+                base = i
+        return base
+
+    def relative(self, component: str, metric: Metric, col: int) -> Outcome:
+        assert metric.relative_to is not None
+        base = self.base_column(component, metric, col)
+        base_value = self.value(component, metric.relative_to, base)
+        if col == base:
+            if isinstance(base_value, Interval):
+                return Interval.point(metric.relative_scale)
+            return base_value
+        value = self.value(component, metric.relative_to, col)
+        problem = first_problem([value, base_value])
+        if problem is not None:
+            return problem
+        return metric.ratio_to_base(value, base_value)
+
+    # checks ------------------------------------------------------------------------------
+    def label_of(self, component: str) -> Callable[[str], str]:
+        def label(key: str) -> str:
+            metric = self.registry.get(key)
+            if metric is None:
+                return key
+            return f"{component} {metric.label}" if component and metric.per_component else metric.label
+        return label
+
+    def checks(self) -> list[Check]:
+        checks: list[Check] = []
+        for row, meaning in zip(self.table.rows, self.meanings):
+            if meaning is None or meaning.metric.text:
+                continue
+            if self.rows.get((meaning.component, meaning.metric.key)) is not row:
+                continue          # a repeated row: the first one is checked
+            checks += self._row_checks(row, meaning)
+        checks += self._change_checks()
+        return checks
+
+    def _row_checks(self, row: Row, meaning: RowMeaning) -> list[Check]:
+        metric, component = meaning.metric, meaning.component
+        label = self.label_of(component)
+        out: list[Check] = []
+        for col in self.run_columns:
+            column = self.table.columns[col]
+            if metric.relative:
+                outcome = self.relative(component, metric, col)
+                if outcome is not Gap.ABSENT:
+                    base = self.table.columns[self.base_column(component, metric, col)]
+                    scale = "" if metric.relative_scale == 1 else f"{metric.relative_scale:g} * "
+                    text = f"{scale}{label(metric.relative_to)} / {label(metric.relative_to)} of {base}"
+                    out.append(self._check(row, col, column, outcome, text, None))
+            for formula in metric.formulas:
+                outcome = self.recompute(component, formula, col)
+                if outcome is Gap.ABSENT:
+                    continue
+                out.append(self._check(row, col, column, outcome, formula.text(label), formula.approx))
+        return out
+
+    def _check(self, row: Row, col: int, column: str, outcome: Outcome, text: str,
+               approx: float | None) -> Check:
+        cell = row.cells[col]
+        status, reason, deviation = judge(cell, outcome, approx)
+        recomputed = outcome if isinstance(outcome, Interval) else None
+        return Check(row.label, column, row.line, cell, recomputed, status, text, reason, approx, deviation, col)
+
+    def _change_checks(self) -> list[Check]:
+        out: list[Check] = []
+        for col in sorted(self.delta_columns + self.percent_columns):
+            earlier = [i for i in self.run_columns if i < col]
+            if len(earlier) < 2:
+                continue
+            old, new = earlier[-2], earlier[-1]
+            is_delta = col in self.delta_columns
+            names = (self.table.columns[new], self.table.columns[old])
+            text = (f"{names[0]} - {names[1]}" if is_delta else f"100 * ({names[0]} - {names[1]}) / {names[1]}")
+            for row, meaning in zip(self.table.rows, self.meanings):
+                if row.cells[col].kind is Kind.EMPTY or (meaning is not None and meaning.metric.text):
+                    continue
+                a, b = self._cell_value(row, meaning, new), self._cell_value(row, meaning, old)
+                if isinstance(a, Unknown) and a.reason.endswith("not a number"):
+                    continue      # a descriptive row (RELEASE...) has no change to check
+                problem = first_problem([a, b])
+                outcome = problem if problem is not None else (delta(a, b) if is_delta else percent_change(a, b))
+                if outcome is Gap.ABSENT:
+                    continue
+                out.append(self._check(row, col, self.table.columns[col], outcome, text, None))
+        return out
+
+    def _cell_value(self, row: Row, meaning: RowMeaning | None, col: int) -> Outcome:
+        if meaning is not None:
+            return self.value(meaning.component, meaning.metric.key, col)
+        cell = row.cells[col]
+        if cell.kind is Kind.NUMBER:
+            return cell.interval()
+        if cell.kind is Kind.NA:
+            return Gap.NA
+        return Unknown(f"{row.label} printed {cell.text!r}" + ("" if cell.kind is Kind.UNKNOWN else ", not a number"))
+
+
+def _combine(printed: Outcome, derived: Outcome, half: float) -> Outcome:
+    if isinstance(printed, Interval):
+        return printed
+    if isinstance(derived, Interval):
+        # Standing in for a printed-but-unknown cell, the recomputed value keeps the row's
+        # rounding: the seeds may have used the rounded figure downstream.
+        return Interval(derived.lo - half, derived.hi + half)
+    if printed is Gap.ABSENT:
+        return derived
+    return printed
+
+
+def check_metric_table(table: Table, registry: Registry) -> MetricTableResult:
+    evaluator = MetricTable(table, registry)
+    return MetricTableResult(table, evaluator.context, evaluator.meanings, evaluator.checks(),
+                             evaluator.run_columns)

@@ -1,0 +1,157 @@
+"""Reading a published table in the seed-table CSV format, and what each printed cell means.
+
+Format (../shared/spec/seed-tables/README.md): first column `metric` = the printed row label,
+every other column one run headed by its run id. Summary tables (measurement pairs, release
+ITRR matrix, run summaries) have their own columns instead; `layout` tells them apart by
+header. Cell conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
+reconstruction (unknown); `105K` = 105 × 1024.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from perflab.derive.interval import Interval
+from perflab.errors import InputError
+
+
+class Kind(str, Enum):
+    NUMBER = "number"
+    NA = "na"            # the report printed na: the source had no value
+    UNKNOWN = "unknown"  # trailing '?': suspected OCR damage, treat as unknown
+    TEXT = "text"        # a descriptive cell ("ESA 1.1", "512M", "1 dedicated")
+    EMPTY = "empty"
+
+
+_NUMBER = re.compile(r"^(?P<sign>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?:\.(?P<frac>\d*))?"
+                     r"(?:[eE](?P<exp>[+-]?\d+))?(?P<k>[Kk])?(?P<pct>%)?$")
+_NA = {"na", "n/a", "n.a."}
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    kind: Kind
+    value: float | None = None
+    half: float = 0.0      # half a unit in the last printed digit, in the value's units
+
+    @classmethod
+    def parse(cls, raw: str) -> Cell:
+        text = raw.strip().replace("\u2212", "-")     # a typeset minus sign is a minus
+        if not text:
+            return cls(text, Kind.EMPTY)
+        if text.endswith("?"):
+            return cls(text, Kind.UNKNOWN)
+        if text.lower() in _NA:
+            return cls(text, Kind.NA)
+        m = _NUMBER.match(text)
+        if not m or not (m.group("int") or m.group("frac")):
+            return cls(text, Kind.TEXT)
+        digits = m.group("int").replace(",", "")
+        frac = m.group("frac") or ""
+        value = float(f"{m.group('sign')}{digits or '0'}.{frac or '0'}")
+        exponent = int(m.group("exp") or 0)
+        scale = 10.0 ** exponent * (1024.0 if m.group("k") else 1.0)
+        half = 0.5 * 10.0 ** (-len(frac)) * scale
+        return cls(text, Kind.NUMBER, value * scale, half)
+
+    @property
+    def known(self) -> bool:
+        return self.kind is Kind.NUMBER
+
+    @property
+    def decimals(self) -> int:
+        """Digits after the point of the (last) printed number: "0.76-0.77" has 2."""
+        fractions = re.findall(r"\.(\d+)", self.text)
+        return len(fractions[-1]) if fractions else 0
+
+    def interval(self, exact: bool = False) -> Interval:
+        assert self.value is not None
+        return Interval.point(self.value) if exact else Interval.around(self.value, self.half)
+
+
+@dataclass
+class Row:
+    label: str
+    cells: list[Cell]
+    line: int
+    raw: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Table:
+    path: Path
+    header: list[str]
+    rows: list[Row]
+    layout: str            # "metric", "pairs", "matrix" or "runs"
+
+    @property
+    def columns(self) -> list[str]:
+        return self.header[1:]
+
+    def column_index(self, name: str) -> int | None:
+        wanted = name.strip().lower()
+        for i, head in enumerate(self.header):
+            if head.strip().lower() == wanted:
+                return i
+        return None
+
+
+def _layout(header: list[str]) -> str | None:
+    names = {h.strip().lower() for h in header}
+    if header and header[0].strip().lower() == "metric":
+        return "metric"
+    if {"pair", "itr_ratio"} <= names:
+        return "pairs"
+    if "derivation" in names and any(n.startswith("itrr") for n in names):
+        return "matrix"
+    if "run_id" in names:
+        return "runs"
+    return None
+
+
+def read_table(path: Path) -> Table:
+    """Parse one table; any malformation is an InputError naming file, line and field."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if b"\x00" in data:
+        raise InputError("not a CSV file (binary content)", file=path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a UTF-8 CSV file (byte {exc.start})", file=path) from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header: list[str] | None = None
+    rows: list[Row] = []
+    try:
+        for raw in reader:
+            line = reader.line_num
+            if not raw or all(not c.strip() for c in raw):
+                continue
+            if header is None:
+                header = [c.strip() for c in raw]
+                if _layout(header) is None:
+                    raise InputError("no `metric` column: expected the seed-table format (first column "
+                                     "`metric` holding the printed row label, one column per run)",
+                                     file=path, line=line, field=header[0] or "(empty)")
+                if len(header) < 2:
+                    raise InputError("no run columns after `metric`", file=path, line=line, field=header[0])
+                continue
+            if len(raw) != len(header):
+                raise InputError(f"row has {len(raw)} cells but the header has {len(header)} columns",
+                                 file=path, line=line, field=raw[0].strip() or "(first cell)")
+            rows.append(Row(raw[0].strip(), [Cell.parse(c) for c in raw[1:]], line, raw))
+    except csv.Error as exc:
+        raise InputError(f"not valid CSV: {exc}", file=path, line=reader.line_num) from None
+    if header is None:
+        raise InputError("empty table: no header row", file=path, line=1)
+    layout = _layout(header)
+    assert layout is not None
+    return Table(Path(path), header, rows, layout)

@@ -1,0 +1,356 @@
+"""Reduction: one run directory in, every metric of the catalog out.
+
+`reduce_run` reads run.json, transactions.parquet and (when present) samples.parquet, takes the
+raw window totals (the registry's Measurement group and the response rows), and lets the
+registry derive everything else. Nothing here computes a metric of its own: it measures, then
+asks the registry. The result is a `RunMetrics`: values by key (na = None), the response rows
+per transaction class, per-interval series for charts, per-component server rows, and the
+run's caveats as values (`warnings`).
+
+Reduction is a pure function of the stored files: re-reducing a run gives identical numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perflab.errors import InputError
+from perflab.reduce.registry import REGISTRY
+from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
+from perflab.reduce.transactions import (WindowTransactions, instructions_total, per_bucket,
+                                         read_window_transactions, response_rows)
+from perflab.reduce.window import Window, bucket_width, coverage
+
+# The driver must not set the pace: above this share of its CPU it may have (same gate as the
+# driver applies when it writes run.json).
+DRIVER_SATURATION_PCT = 90.0
+# Little's law holds exactly for a stationary closed system; beyond this the window was not
+# steady (or users were idle outside think time) and the response rows deserve a caveat.
+LITTLE_TOLERANCE_PCT = 5.0
+
+# Rows reported per transaction class and per time bucket.
+CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
+              "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
+INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p90_t", "total_h", "util_proc_h", "total_s",
+                 "util_proc_s")
+
+MB = float(1 << 20)
+
+
+@dataclass
+class RunMetrics:
+    run_id: str
+    status: str
+    window: Window
+    values: dict[str, float | None]
+    attributes: dict[str, str | None] = field(default_factory=dict)
+    per_class: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    per_interval: list[dict[str, float | None]] = field(default_factory=list)
+    per_component: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    interval_s: float | None = None
+    run_dir: Path | None = None
+
+    def __getitem__(self, key: str) -> float | None:
+        return self.values[key]
+
+    def get(self, key: str) -> float | None:
+        return self.values.get(key)
+
+    @property
+    def label(self) -> str | None:
+        return self.attributes.get("release")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict keyed by the catalog's keys (na = null)."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "window": {"start": self.window.start, "end": self.window.end, "duration_s": self.window.duration},
+            "attributes": dict(self.attributes),
+            "values": {k: _json_number(v) for k, v in self.values.items()},
+            "per_class": {c: {k: _json_number(v) for k, v in row.items()} for c, row in self.per_class.items()},
+            "per_component": {c: {k: _json_number(v) for k, v in row.items()}
+                              for c, row in self.per_component.items()},
+            "interval_s": self.interval_s,
+            "per_interval": [{k: _json_number(v) for k, v in row.items()} for row in self.per_interval],
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunMetrics:
+        window = data.get("window") or {}
+        return cls(run_id=data.get("run_id", ""), status=data.get("status", ""),
+                   window=Window(float(window.get("start", 0.0)), float(window.get("end", 0.0))),
+                   values=dict(data.get("values") or {}), attributes=dict(data.get("attributes") or {}),
+                   per_class=dict(data.get("per_class") or {}), per_interval=list(data.get("per_interval") or []),
+                   per_component=dict(data.get("per_component") or {}), warnings=list(data.get("warnings") or []),
+                   interval_s=data.get("interval_s"))
+
+
+def _json_number(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
+    """Every metric of one run over its measurement window. Raises InputError for a missing or
+    malformed run.json / parquet file."""
+    run_dir = Path(run_dir)
+    run_path = run_dir / "run.json"
+    run = _read_run(run_path)
+    window = Window.from_run(run, run_path)
+    config = run.get("config") or {}
+    fingerprint = run.get("fingerprint") or {}
+    monitor_interval = _number((run.get("monitor") or {}).get("interval_s"))
+    warnings: list[str] = []
+
+    status = str(run.get("status", "unknown"))
+    if status != "complete":
+        reason = run.get("reason")
+        warnings.append(f"run {status}" + (f": {reason}" if reason else ""))
+    warnings += [str(r) for r in run.get("invalid_reasons") or []]
+
+    # Transactions -----------------------------------------------------------------------
+    tx: WindowTransactions | None = None
+    tx_path = run_dir / "transactions.parquet"
+    if tx_path.exists():
+        tx = read_window_transactions(tx_path, window)
+    else:
+        warnings.append("transactions missing: (T) rows are na")
+
+    # Samples ----------------------------------------------------------------------------
+    samples: Samples | None = None
+    covered = False
+    samples_path = run_dir / "samples.parquet"
+    if samples_path.exists():
+        samples = Samples.read(samples_path)
+        covered, notes = coverage(samples.t, window, monitor_interval)
+        warnings += notes
+    else:
+        warnings.append("samples missing: (S)/(H) rows are na")
+
+    # Raw measurements -------------------------------------------------------------------
+    sut_cpus = [int(c) for c in config.get("sut_cpus") or []]
+    driver_cpus = [int(c) for c in config.get("driver_cpus") or []]
+    machine_cpus = samples.cpus() if samples is not None else []
+    all_cpus = len(machine_cpus) or _number(fingerprint.get("cpus")) or _number(fingerprint.get("cores"))
+    h_cpus = sorted(set(sut_cpus) | set(driver_cpus)) or machine_cpus
+
+    measured: dict[str, float | None] = {
+        "window_s": window.duration,
+        "users": _number(config.get("users")),
+        "rate": _number(config.get("rate")),
+        "processors": float(len(sut_cpus)) if sut_cpus else all_cpus,
+        "processors_h": float(len(h_cpus)) if (sut_cpus or driver_cpus) else all_cpus,
+        "driver_processors": float(len(driver_cpus) or 1),
+        "real_storage": (_number(fingerprint.get("memory_bytes")) or 0.0) / MB or None,
+    }
+    if tx is not None:
+        measured.update(response_rows(tx))
+        measured["instructions_i"], note = instructions_total(tx)
+        if note:
+            warnings.append(note)
+    if samples is not None and covered:
+        _sample_totals(samples, window, h_cpus, run, measured, warnings)
+        warnings += samples.notes
+    if measured.get("driver_sec") is None:
+        _driver_from_run(run, measured)
+
+    values_all = REGISTRY.evaluate(measured)
+    values = {key: values_all.get(key) for key in REGISTRY.perflab_keys()}
+
+    per_class = _per_class(tx, window) if tx is not None else {}
+    per_component = _per_component(samples, window, values_all) if samples is not None and covered else {}
+    width = bucket_width(window, monitor_interval, interval_s)
+    per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
+
+    warnings += _caveats(values, run)
+    attributes = {"release": run.get("label") or (run.get("workload") or {}).get("name"),
+                  "run_id": run.get("run_id") or run_dir.name}
+    return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
+                      attributes=attributes, per_class=per_class, per_interval=per_interval,
+                      per_component=per_component, warnings=_unique(warnings), interval_s=width, run_dir=run_dir)
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+def _read_run(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("not a run directory: run.json is missing", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    try:
+        run = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    if not isinstance(run, dict):
+        raise InputError("expected a JSON object", file=path, line=1)
+    return run
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dict[str, Any],
+                   measured: dict[str, float | None], warnings: list[str]) -> None:
+    """The window totals of every sampled quantity, into `measured` (absent columns stay na)."""
+    # (H): the processors the run uses.
+    cp = samples.cpu_fields(h_cpus, CP_FIELDS, "system") if h_cpus else None
+    emul = samples.cpu_fields(h_cpus, EMUL_FIELDS, "user") if h_cpus else None
+    if cp is None or emul is None:
+        missing = [c for c in h_cpus if not samples.has(f"h.cpu{c}.user")] or h_cpus
+        where = f"CPU(s) {', '.join(map(str, missing))}" if missing else "any CPU"
+        warnings.append(f"samples have no /proc/stat columns for {where}: (H) rows are na")
+    else:
+        measured["cp_sec_h"] = samples.delta(cp, window, "CP SEC (H)")
+        measured["emul_sec_h"] = samples.delta(emul, window, "EMUL SEC (H)")
+    # (S): the SUT's processes.
+    if samples.has("s.cpu_user") and samples.has("s.cpu_sys"):
+        measured["cp_sec_s"] = samples.delta(["s.cpu_sys"], window, "CP SEC (S)")
+        measured["emul_sec_s"] = samples.delta(["s.cpu_user"], window, "EMUL SEC (S)")
+    else:
+        warnings.append("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na")
+    if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
+        measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
+    if samples.has("i.instructions"):
+        measured["instructions_i"] = samples.delta(["i.instructions"], window, "INSTRUCTIONS (I)")
+    if samples.has("i.cycles"):
+        measured["cycles_i"] = samples.delta(["i.cycles"], window, "CYCLES (I)")
+    paging = "h.vm.pgmajfault" if samples.has("h.vm.pgmajfault") else "h.vm.pswpin"
+    if samples.has(paging):
+        measured["page_reads"] = samples.delta([paging], window, "PAGE READS")
+    if samples.has("h.vm.pswpout"):
+        measured["page_writes"] = samples.delta(["h.vm.pswpout"], window, "PAGE WRITES")
+    if samples.has("s.minflt"):
+        measured["minflt_s"] = samples.delta(["s.minflt"], window, "MINFLT (S)")
+    measured["disk_ios"] = samples.device_sum("h.disk.", ("reads", "writes"), window, "DISK IOS")
+    measured["disk_bytes"] = samples.device_sum("h.disk.", ("read_bytes", "write_bytes"), window, "DISK BYTES")
+    measured["net_bytes"] = samples.device_sum("h.net.", ("rx_bytes", "tx_bytes"), window, "NET BYTES")
+    if samples.has("s.read_bytes") and samples.has("s.write_bytes"):
+        measured["io_bytes_s"] = samples.delta(["s.read_bytes", "s.write_bytes"], window, "IO BYTES (S)")
+    if samples.has("s.syscr") and samples.has("s.syscw"):
+        measured["syscalls_io_s"] = samples.delta(["s.syscr", "s.syscw"], window, "SYSCALL IO (S)")
+    resident = samples.gauge_mean("s.pss_bytes", window)
+    if resident is None:
+        resident = samples.gauge_mean("s.rss_bytes", window)
+    measured["wkset_s"] = None if resident is None else resident / MB
+    counter = samples.tx_counter((run.get("sut") or {}).get("tx_counter"))
+    if counter is not None:
+        measured["sut_tx"] = samples.delta([counter], window, "SUT TRANSACTIONS")
+
+
+def _driver_from_run(run: dict[str, Any], measured: dict[str, float | None]) -> None:
+    """Without the driver's sampled counters, its own account in run.json."""
+    driver = run.get("driver") or {}
+    cpu_s = _number(driver.get("cpu_s"))
+    wall = _number(driver.get("window_wall_s"))
+    window = measured.get("window_s")
+    if cpu_s is not None and wall and window:
+        # Its CPU seconds were taken over its own wall-clock view of the window.
+        measured["driver_sec"] = cpu_s * window / wall
+    elif _number(driver.get("util_pct")) is not None:
+        measured["driver_cpu"] = _number(driver.get("util_pct"))
+
+
+def _per_class(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for code, name in enumerate(tx.class_names):
+        select = tx.class_code == code
+        if not select.any():
+            continue
+        raw = response_rows(tx, select)
+        raw["window_s"] = window.duration
+        derived = REGISTRY.evaluate(raw, keys=CLASS_KEYS)
+        out[name] = {key: derived.get(key) for key in CLASS_KEYS}
+    return out
+
+
+def _per_component(samples: Samples, window: Window, outer: dict[str, float | None]) -> dict[str, dict[str, float | None]]:
+    keys = REGISTRY.perflab_keys(per_component=True)
+    out: dict[str, dict[str, float | None]] = {}
+    for component in samples.components():
+        prefix = f"v.{component}."
+        raw: dict[str, float | None] = {}
+        if samples.has(prefix + "cpu_sys"):
+            raw["srv_cp_sec_v"] = samples.delta([prefix + "cpu_sys"], window, f"{component} CP CPU SEC (V)")
+        if samples.has(prefix + "cpu_user"):
+            raw["srv_virt_sec_v"] = samples.delta([prefix + "cpu_user"], window, f"{component} VIRT CPU SEC (V)")
+        resident = samples.gauge_mean(prefix + "pss_bytes", window)
+        if resident is None:
+            resident = samples.gauge_mean(prefix + "rss_bytes", window)
+        raw["srv_wkset_v"] = None if resident is None else resident / MB
+        derived = REGISTRY.evaluate(raw, component=True, outer=outer)
+        out[component] = {key: derived.get(key) for key in keys}
+    return out
+
+
+def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window: Window, width: float,
+                  h_cpus: list[int], measured: dict[str, float | None]) -> list[dict[str, float | None]]:
+    edges = window.bucket_edges(width)
+    buckets = len(edges) - 1
+    rows: list[dict[str, float | None]] = [{} for _ in range(buckets)]
+    if tx is not None:
+        rows = per_bucket(tx, edges)
+    series: dict[str, np.ndarray] = {}
+    if samples is not None:
+        sources = {
+            "cp_sec_h": samples.cpu_fields(h_cpus, CP_FIELDS, "system") if h_cpus else None,
+            "emul_sec_h": samples.cpu_fields(h_cpus, EMUL_FIELDS, "user") if h_cpus else None,
+            "cp_sec_s": ["s.cpu_sys"] if samples.has("s.cpu_sys") else None,
+            "emul_sec_s": ["s.cpu_user"] if samples.has("s.cpu_user") else None,
+        }
+        for key, names in sources.items():
+            counter = samples.counter(names) if names else None
+            if counter is not None and len(counter.t):
+                series[key] = np.diff(counter.at(edges))
+    out = []
+    for b in range(buckets):
+        raw = dict(rows[b])
+        raw["window_s"] = float(edges[b + 1] - edges[b])
+        raw["processors"] = measured.get("processors")
+        raw["processors_h"] = measured.get("processors_h")
+        for key, deltas in series.items():
+            raw[key] = float(deltas[b]) if deltas[b] >= 0 else None
+        derived = REGISTRY.evaluate(raw, keys=INTERVAL_KEYS)
+        out.append({"t_start": float(edges[b]), "t_end": float(edges[b + 1]),
+                    **{key: derived.get(key) for key in INTERVAL_KEYS}})
+    return out
+
+
+def _caveats(values: dict[str, float | None], run: dict[str, Any]) -> list[str]:
+    notes: list[str] = []
+    tx_ok, errors = values.get("tx_ok"), values.get("errors_t")
+    if tx_ok == 0:
+        notes.append("no transactions completed in the window: per-command rows are na")
+    if errors:
+        notes.append(f"{errors:.0f} transactions ended in an error ({values.get('error_pct_t') or 0:.2f}% of those "
+                     f"finished in the window): ETR (T) and the response rows count completed transactions only")
+    driver_cpu = values.get("driver_cpu")
+    saturated = bool((run.get("driver") or {}).get("saturated"))
+    already = any(str(r).startswith("driver CPU") for r in run.get("invalid_reasons") or [])
+    if not already and (saturated or (driver_cpu is not None and driver_cpu >= DRIVER_SATURATION_PCT)):
+        shown = f"{driver_cpu:.0f}%" if driver_cpu is not None else "saturated"
+        notes.append(f"driver CPU {shown}: run invalid (the driver, not the SUT, may have set the pace)")
+    deviation = values.get("little_dev")
+    if deviation is not None and abs(deviation) > LITTLE_TOLERANCE_PCT:
+        notes.append(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {values.get('little_etr_t'):.2f}/s "
+                     f"vs ETR (T) {values.get('etr_t'):.2f}/s ({deviation:+.1f}%): the window was not steady, "
+                     f"or users waited outside think and response time")
+    return notes

@@ -1,0 +1,143 @@
+"""`perflab show`: a run's metrics on the terminal, laid out as the seed tables lay them out.
+
+Rows come from the registry (label, unit, decimals, group), in the seeds' group order; a row
+perflab could not measure on this machine shows `na`, as the seeds print it. Seed-only rows
+(RTM, VMPRF, SFS counters...) are never shown for a perflab run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from perflab.reduce.metric import Metric, Origin
+from perflab.reduce.registry import GROUPS, REGISTRY
+
+# The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
+SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
+CLASS_COLUMNS = ("tx_ok", "etr_t", "avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t",
+                 "resp_p99_t", "errors_t")
+SUMMARY_KEYS = ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
+                "driver_cpu", "errors_t")
+
+
+def format_value(metric: Metric, value: Any) -> str:
+    """A value as the seeds print it: the metric's decimals, `na` when unmeasured."""
+    if value is None:
+        return "na"
+    if isinstance(value, str):
+        return value
+    return f"{value:.{metric.decimals}f}"
+
+
+def _fmt(key: str, value: Any) -> str:
+    metric = REGISTRY.get(key)
+    return format_value(metric, value) if metric else ("na" if value is None else str(value))
+
+
+def _header(metrics: Any) -> str:
+    window = metrics.window
+    release = metrics.attributes.get("release")
+    parts = [f"[bold]{escape(metrics.run_id)}[/bold]"]
+    if release:
+        parts.append(f"RELEASE {escape(str(release))}")
+    parts.append(f"status {escape(metrics.status)}")
+    parts.append(f"window {window.start:.1f}–{window.end:.1f} s ({window.duration:.1f} s)")
+    return "  ".join(parts)
+
+
+def render_metrics(metrics: Any, console: Console) -> None:
+    """The full catalog of one reduced run (a RunMetrics), then per-class response rows,
+    per-component server rows, the Little's-law check and the warnings."""
+    console.print(_header(metrics))
+    table = Table(show_header=True, header_style="bold", title_justify="left", pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    table.add_column("key", style="dim")
+    for group in SHOWN_GROUPS:
+        rows = [m for m in REGISTRY.in_group(group, Origin.PERFLAB) if not m.per_component]
+        if not rows:
+            continue
+        table.add_row(f"[bold]{group}[/bold]", "", "", "", end_section=False)
+        dim = group == "Measurement"
+        for metric in rows:
+            value = metrics.attributes.get(metric.key) if metric.text else metrics.values.get(metric.key)
+            shown = format_value(metric, value)
+            if value is None:
+                shown = f"[dim]{shown}[/dim]"
+            label = f"[dim]{escape(metric.label)}[/dim]" if dim else escape(metric.label)
+            table.add_row(f"  {label}", shown, metric.unit, metric.key)
+        table.add_section()
+    console.print(table)
+    _render_classes(metrics, console)
+    _render_components(metrics, console)
+    _render_little(metrics, console)
+    _render_warnings(metrics, console)
+
+
+def _render_classes(metrics: Any, console: Console) -> None:
+    if not metrics.per_class:
+        return
+    table = Table(title="Response Time per transaction class", title_justify="left", header_style="bold")
+    table.add_column("class")
+    for key in CLASS_COLUMNS:
+        table.add_column(REGISTRY.label_of(key), justify="right")
+    for name, row in metrics.per_class.items():
+        table.add_row(escape(name), *[_fmt(key, row.get(key)) for key in CLASS_COLUMNS])
+    console.print(table)
+
+
+def _render_components(metrics: Any, console: Console) -> None:
+    if not metrics.per_component:
+        return
+    keys = [k for k in REGISTRY.perflab_keys(per_component=True) if REGISTRY[k].group == "Servers"]
+    table = Table(title="Servers (V): per SUT component", title_justify="left", header_style="bold")
+    table.add_column("component")
+    for key in keys:
+        table.add_column(f"{REGISTRY.label_of(key)} {REGISTRY[key].unit}".strip(), justify="right")
+    for name, row in metrics.per_component.items():
+        table.add_row(escape(name), *[_fmt(key, row.get(key)) for key in keys])
+    console.print(table)
+
+
+def _render_little(metrics: Any, console: Console) -> None:
+    values = metrics.values
+    users, think, last = values.get("users"), values.get("avg_think_t"), values.get("avg_last_t")
+    if users is None:
+        console.print("Little's law: open loop (no USERS): not applicable")
+        return
+    predicted, etr, deviation = values.get("little_etr_t"), values.get("etr_t"), values.get("little_dev")
+    if predicted is None or etr is None:
+        console.print("Little's law: na (think or response time not measured)")
+        return
+    colour = "green" if deviation is not None and abs(deviation) <= 5 else "yellow"
+    console.print(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {users:.0f} / ({_fmt('avg_think_t', think)}"
+                  f" + {_fmt('avg_last_t', last)}) = {predicted:.2f} tx/s vs ETR (T) {etr:.2f} tx/s: "
+                  f"[{colour}]{'na' if deviation is None else f'{deviation:+.1f}'} %[/{colour}]")
+
+
+def _render_warnings(metrics: Any, console: Console) -> None:
+    if not metrics.warnings:
+        return
+    console.print("[bold yellow]warnings[/bold yellow]")
+    for warning in metrics.warnings:
+        console.print(f"  [yellow]![/yellow] {escape(warning)}")
+
+
+def render_summary(metrics: Any, console: Console) -> None:
+    """A few headline rows after `perflab run` (the full catalog is `perflab show`)."""
+    parts = []
+    for key in SUMMARY_KEYS:
+        value = metrics.values.get(key)
+        if value is None:
+            continue
+        metric = REGISTRY[key]
+        parts.append(f"{metric.label} {format_value(metric, value)}{(' ' + metric.unit) if metric.unit else ''}")
+    console.print(_header(metrics))
+    console.print("  " + " · ".join(escape(p) for p in parts) if parts else "  no metrics measured")
+    for warning in metrics.warnings:
+        console.print(f"  [yellow]![/yellow] {escape(warning)}")
