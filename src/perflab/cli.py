@@ -290,6 +290,28 @@ def compare(
 
 
 @app.command()
+def accuracy(
+    quick: bool = typer.Option(False, "--quick", help="short windows: a smoke check, not the published table"),
+    output: Path = typer.Option(Path("docs/accuracy.md"), "--out", help="where to write the table"),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Measure the known-cost synthetic SUT at 20-90% utilization; write docs/accuracy.md."""
+    from perflab.store.atomic import write_atomic
+    from perflab.store.catalog import Store
+    from perflab.study.accuracy import render_accuracy, run_accuracy
+    from perflab.sut.fingerprint import machine_fingerprint
+    from perflab.sut.placement import resolve_placement
+
+    result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(text))
+    fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
+    text = render_accuracy(result, fingerprint)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, lambda tmp: tmp.write_text(text))
+    out.print(text)
+    err.print(f"written: {output}")
+
+
+@app.command()
 def derive(
     table: Path = typer.Argument(..., help="a published measurement table (seed-table CSV format)"),
     check: bool = typer.Option(False, "--check", help="exit 1 when a derivable row disagrees beyond rounding"),

@@ -202,7 +202,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
                             placement.sut_cpus, counters) for i in range(n_workers)]
         pool = WorkerPool(specs)
         cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, pool.pids)
-        run["sut"] = {"pids": pool.pids, "counters": list(cls.counter_names),
+        run["sut"] = {"pids": pool.pids, "counters": list(cls.counter_names), "tx_counter": cls.tx_counter,
                       "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
                       "memory_limit": request.memory_limit}
         t0 = time.monotonic()

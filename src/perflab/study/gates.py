@@ -36,7 +36,8 @@ def check_run(run: dict[str, Any], metrics: dict[str, Any], per_interval: dict |
         if reason not in reasons and not reason.startswith("run "):
             reasons.append(reason)
     ok_rate = metrics.get("etr_t")
-    errors = metrics.get("error_rate")
+    errors = metrics.get("error_pct_t")
+    errors = None if errors is None else errors / 100.0
     if errors is not None and errors > gates.max_error_rate:
         reasons.append(f"error rate {100 * errors:.1f}% above {100 * gates.max_error_rate:.1f}%")
     if ok_rate is None or (isinstance(ok_rate, float) and (math.isnan(ok_rate) or ok_rate <= 0)):

@@ -7,10 +7,11 @@ CP/CMD (S) and VIO/CMD measured by perflab are checked against these numbers
 
 How the amounts are made exact: both burns loop until this thread's CPU clock
 (CLOCK_THREAD_CPUTIME_ID, the kernel's exact per-thread runtime) has advanced by the target,
-so a slower or busier CPU makes the loop run longer, not the cost differ. The user burn is
+so a slower or busier CPU makes the loop run longer, not the cost differ; the last chunk is
+sized to the time left, so a burn ends within microseconds of its target. The user burn is
 pure arithmetic; it reads the clock once per ~50 us chunk, and that one system call per chunk
-is the only system time it adds (well under 1 %). The system burn reads /dev/zero into a
-buffer: the kernel clears 64 KiB per call, so nearly all of its time is system time.
+is the only system time it adds (about 1 %). The system burn reads /dev/zero into a buffer:
+the kernel clears up to 1 MiB per call, so nearly all of its time is system time.
 The writes overwrite preallocated blocks and call fdatasync, so each is one device write with
 no file-system metadata to journal.
 """
@@ -24,11 +25,16 @@ from pathlib import Path
 _BLOCK = b"\x5a" * 4096
 _SLOTS = 16
 
-_chunk = 2000  # arithmetic iterations between clock reads; tuned on the first call
+_ZERO_CHUNK = 1 << 20  # bytes per /dev/zero read: ~50-100 us of kernel time per call
 _zero_fd: int | None = None
-_zero_buf = bytearray(65536)
+_zero_buf = bytearray(_ZERO_CHUNK)
 _data_fd: int | None = None
 _data_slot = 0
+# Measured speeds (work per second of thread CPU), so the last chunk of a burn can be sized to
+# the time left: the burn then ends within a few microseconds of its target instead of
+# overshooting by up to a whole chunk.
+_spin_per_s: float | None = None
+_zero_bytes_per_s: float | None = None
 
 
 def _spin(iterations: int) -> int:
@@ -38,35 +44,48 @@ def _spin(iterations: int) -> int:
     return x
 
 
-def _tune_chunk() -> None:
-    global _chunk
-    start = time.thread_time()
-    _spin(20000)
-    elapsed = time.thread_time() - start
-    if elapsed > 0:
-        _chunk = max(100, int(20000 * 50e-6 / elapsed))
-
-
 def burn_user(seconds: float) -> None:
+    """Arithmetic until this thread has used `seconds` more CPU, nearly all of it user time."""
+    global _spin_per_s
     if seconds <= 0:
         return
-    if _chunk == 2000:
-        _tune_chunk()
-    deadline = time.thread_time() + seconds
-    while time.thread_time() < deadline:
-        _spin(_chunk)
+    now = time.thread_time()
+    deadline = now + seconds
+    while now < deadline:
+        if _spin_per_s is None:
+            iterations = 2000
+        else:  # at most ~50 us per chunk; one clock read (a system call) per chunk
+            iterations = max(20, int(min(50e-6, deadline - now) * _spin_per_s))
+        _spin(iterations)
+        later = time.thread_time()
+        if later > now:
+            speed = iterations / (later - now)
+            _spin_per_s = speed if _spin_per_s is None else 0.9 * _spin_per_s + 0.1 * speed
+        now = later
 
 
 def burn_system(seconds: float) -> None:
-    global _zero_fd
+    """Kernel work until this thread has used `seconds` more CPU: the kernel clears the buffer
+    on each /dev/zero read, so nearly all of it is system time."""
+    global _zero_fd, _zero_bytes_per_s
     if seconds <= 0:
         return
     if _zero_fd is None:
         _zero_fd = os.open("/dev/zero", os.O_RDONLY)
-    deadline = time.thread_time() + seconds
-    buffers = [_zero_buf]
-    while time.thread_time() < deadline:
-        os.readv(_zero_fd, buffers)
+    view = memoryview(_zero_buf)
+    now = time.thread_time()
+    deadline = now + seconds
+    while now < deadline:
+        if _zero_bytes_per_s is None:
+            size = 1 << 16
+        else:
+            size = max(4096, min(_ZERO_CHUNK, int((deadline - now) * _zero_bytes_per_s)))
+        os.readv(_zero_fd, [view[:size]])
+        later = time.thread_time()
+        if later > now:
+            speed = size / (later - now)
+            _zero_bytes_per_s = speed if _zero_bytes_per_s is None else 0.9 * _zero_bytes_per_s + 0.1 * speed
+        now = later
 
 
 def _data_file() -> int:

@@ -28,6 +28,8 @@ class SutAdapter(ABC):
 
     #: names of the SUT's own counters this adapter reports (SQLite: total_changes)
     counter_names: tuple[str, ...] = ()
+    #: the counter that is the SUT's own count of work (ETR, ETR RATIO), the seeds' RTM count
+    tx_counter: str | None = None
 
     @classmethod
     def prepare(cls, workload: Workload, workload_dir: Path, run_dir: Path) -> dict[str, Any]:

@@ -1,0 +1,341 @@
+"""Charts of a study as inline SVG strings, for the self-contained HTML report.
+
+matplotlib draws them with the object API (`Figure`, no pyplot): no global backend state, so a
+report can be rendered from any thread, and nothing opens a window. The SVG is trimmed for
+inlining: no XML prolog, no DOCTYPE (whose DTD address a strict "no network references" check
+would flag), no namespace declarations (HTML parses inline SVG without them), and element ids
+prefixed per chart so several charts in one page never share an id. Text stays text
+(svg.fonttype "none"): smaller files, searchable labels.
+
+A chart whose data are all missing is not drawn; it comes back with `svg=None` and a note that
+says why, so the report shows the absence instead of an empty frame.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from perflab.report import discussion
+from perflab.report import numbers as fmt
+
+#: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+VERDICT_COLOURS = {"BETTER": "#1a7f37", "WORSE": "#c62828", "EQUIVALENT": "#6e7781", "INCONCLUSIVE": "#b7791f"}
+WIDTH = 7.2          # inches: fits a report column at 100 % zoom
+ROW_HEIGHT = 2.5
+SWEEP_METRICS = ("itr_s", "itr_h", "etr_t", "avg_last_t", "util_proc_s", "pbt_cmd_s")
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
+         "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    svg: str | None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "drawn": self.svg is not None, "note": self.note}
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def to_svg(fig: Figure, chart_id: str, title: str) -> str:
+    buffer = io.StringIO()
+    with matplotlib.rc_context(STYLE):
+        # No creation date or creator: the same study renders to the same bytes.
+        fig.savefig(buffer, format="svg",
+                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return inline(buffer.getvalue(), chart_id, title)
+
+
+def inline(svg: str, prefix: str, title: str) -> str:
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    svg = re.sub(r'(href="#|url\(#)([^")]+)',
+                 lambda m: f"{m.group(1)}{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0), svg)
+    label = html.escape(title, quote=True)
+    return re.sub(r"<svg\b", f'<svg role="img" aria-label="{label}"', svg, count=1).replace(
+        ">", f"><title>{label}</title>", 1)
+
+
+def _figure(rows: int, cols: int = 1, **kw: Any) -> tuple[Figure, np.ndarray]:
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH, ROW_HEIGHT * rows), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    return fig, axes
+
+
+def plain(text: Any) -> str:
+    """User text for matplotlib: a "$" would start mathtext (and an unbalanced one fails the
+    whole render), so it is escaped."""
+    return str(text).replace("$", r"\$")
+
+
+def _wrap(name: str, width: int = 18) -> str:
+    return plain("\n".join(textwrap.wrap(str(name), width)) or str(name))
+
+
+# -- study data ----------------------------------------------------------------------------
+
+def config_names(study: Mapping[str, Any]) -> list[str]:
+    names = [str(c.get("name")) for c in study.get("configurations") or [] if c.get("name") is not None]
+    for run in study.get("runs") or []:
+        if run.get("config") is not None and str(run["config"]) not in names:
+            names.append(str(run["config"]))
+    return names
+
+
+def colours(study: Mapping[str, Any]) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(config_names(study))}
+
+
+def run_values(study: Mapping[str, Any], config: str, key: str) -> tuple[list[float], list[float]]:
+    """(valid, excluded) per-run values of one metric."""
+    valid, excluded = [], []
+    for run in study.get("runs") or []:
+        if str(run.get("config")) != config:
+            continue
+        x = fmt.number((run.get("metrics") or {}).get(key))
+        if x is not None:
+            (excluded if discussion.is_excluded(run) else valid).append(x)
+    return valid, excluded
+
+
+def series(per_interval: Any) -> dict[str, list[float]]:
+    """Per-interval data as columns. The contract has columns ({"t": [...], "etr_t": [...]});
+    reduction writes rows ([{"t_start": .., "etr_t": ..}, ...]). Both are accepted."""
+    if isinstance(per_interval, Mapping):
+        columns = {k: list(v) for k, v in per_interval.items() if isinstance(v, (list, tuple))}
+    elif isinstance(per_interval, Sequence):
+        rows = [r for r in per_interval if isinstance(r, Mapping)]
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        columns = {k: [r.get(k) for r in rows] for k in keys}
+    else:
+        return {}
+    if "t" not in columns and "t_start" in columns:
+        columns["t"] = columns["t_start"]
+    return {k: [np.nan if fmt.number(x) is None else float(x) for x in v] for k, v in columns.items()}
+
+
+def _spread(n: int, width: float = 0.24) -> np.ndarray:
+    """Fixed horizontal offsets for n points in a strip (deterministic, unlike random jitter)."""
+    return np.zeros(1) if n <= 1 else np.linspace(-width / 2, width / 2, n)
+
+
+def _strip(ax, x: float, valid: list[float], excluded: list[float], colour: str) -> None:
+    if valid:
+        ax.scatter(x + _spread(len(valid)), valid, s=16, color=colour, zorder=3)
+    if excluded:
+        ax.scatter(x + _spread(len(excluded)), excluded, s=22, marker="x", color="#888888", zorder=3)
+
+
+# -- the charts ------------------------------------------------------------------------------
+
+def itr_chart(study: Mapping[str, Any]) -> Chart:
+    """ITR per configuration (per-run points, geometric mean of the valid runs), and each
+    comparison's ratio with its interval against the equivalence band."""
+    title = "Internal throughput per configuration, and the ratio to the base with its interval"
+    names, palette = config_names(study), colours(study)
+    keys = [k for k in ("itr_s", "itr_h") if any(sum(run_values(study, c, k), []) for c in names)]
+    if not keys:
+        return Chart("chart-itr", title, None, "Not drawn: no run measured ITR (S) or ITR (H).")
+    margin = fmt.number((study.get("design") or {}).get("margin"))
+    fig, axes = _figure(len(keys), 2, width_ratios=(3, 2))
+    for row, key in enumerate(keys):
+        label, unit = fmt.label_of(key), fmt.unit_of(key)
+        ax = axes[row][0]
+        levels = _levels(study, key)
+        for i, name in enumerate(names):
+            valid, excluded = run_values(study, name, key)
+            _strip(ax, i, valid, excluded, palette[name])
+            if name in levels:
+                ax.hlines(levels[name], i - 0.3, i + 0.3, color=palette[name], linewidth=1.5)
+        ax.set_xticks(range(len(names)), [_wrap(n) for n in names])
+        ax.set_ylabel(f"{label} ({unit})" if unit else label)
+        ax.set_title(f"{label} per run")
+        _ratio_panel(axes[row][1], study, key, margin)
+    return Chart("chart-itr", title, to_svg(fig, "chart-itr", title),
+                 "Left: one point per run, crosses are excluded runs, the line is the geometric mean of the "
+                 "valid runs. Right: the ratio new/base with its confidence interval; the shaded band is the "
+                 "equivalence margin.")
+
+
+def _levels(study: Mapping[str, Any], key: str) -> dict[str, float]:
+    """Geometric means as the comparisons computed them (never recomputed here)."""
+    levels: dict[str, float] = {}
+    for comparison in study.get("comparisons") or []:
+        for entry in comparison.get("metrics") or []:
+            if entry.get("key") == key:
+                for side in ("base", "new"):
+                    x = fmt.number(entry.get(f"{side}_value"))
+                    if x is not None:
+                        levels.setdefault(str(comparison.get(side)), x)
+    return levels
+
+
+def _ratio_panel(ax, study: Mapping[str, Any], key: str, margin: float | None) -> None:
+    rows = []
+    for comparison in study.get("comparisons") or []:
+        entry = next((e for e in comparison.get("metrics") or [] if e.get("key") == key), None)
+        if entry is not None and fmt.number(entry.get("ratio")) is not None:
+            rows.append((f"{comparison.get('new')} vs {comparison.get('base')}", entry))
+    ax.set_title(f"{fmt.label_of(key)} ratio new/base")
+    if margin is not None:
+        ax.axvspan(1 - margin, 1 / (1 - margin), color="#dddddd", zorder=0)
+    ax.axvline(1.0, color="#555555", linewidth=0.8)
+    if not rows:
+        ax.text(0.5, 0.5, "no ratio: fewer than 2 valid runs per configuration", transform=ax.transAxes,
+                ha="center", va="center", fontsize=7)
+        ax.set_yticks([])
+        return
+    for y, (name, entry) in enumerate(rows):
+        colour = VERDICT_COLOURS.get(str(entry.get("verdict")), "#333333")
+        r, lo, hi = (fmt.number(entry.get(k)) for k in ("ratio", "ci_low", "ci_high"))
+        if lo is not None and hi is not None:
+            ax.errorbar(r, y, xerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
+        else:
+            ax.plot(r, y, "o", color=colour, fillstyle="none")
+        ax.annotate(str(entry.get("verdict") or "no verdict"), (r, y), xytext=(0, 6),
+                    textcoords="offset points", ha="center", fontsize=7, color=colour)
+    ax.set_yticks(range(len(rows)), [_wrap(n, 24) for n, _ in rows])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+
+
+def response_chart(study: Mapping[str, Any]) -> Chart:
+    """AVG LAST (T) per transaction class and configuration, one point per run."""
+    title = "Response time (AVG LAST (T)) per transaction class and configuration"
+    names, palette = config_names(study), colours(study)
+    points: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    for run in study.get("runs") or []:
+        per_class = run.get("per_class") or {}
+        if not per_class and fmt.number((run.get("metrics") or {}).get("avg_last_t")) is not None:
+            per_class = {"all": {"avg_last_t": run["metrics"]["avg_last_t"]}}
+        for cls, row in per_class.items():
+            x = fmt.number((row or {}).get("avg_last_t"))
+            if x is None:
+                continue
+            valid, excluded = points.setdefault(str(cls), {}).setdefault(str(run.get("config")), ([], []))
+            (excluded if discussion.is_excluded(run) else valid).append(x)
+    if not points:
+        return Chart("chart-response", title, None, "Not drawn: no run has a response time (AVG LAST (T)).")
+    values = [v for by_config in points.values() for pair in by_config.values() for v in pair[0] + pair[1]]
+    scale, unit = (1000.0, "ms") if max(values) < 1.0 else (1.0, "s")
+    fig, axes = _figure(1)
+    ax = axes[0][0]
+    classes = sorted(points)
+    width = 0.8 / max(1, len(names))
+    for c, cls in enumerate(classes):
+        for i, name in enumerate(names):
+            valid, excluded = points[cls].get(name, ([], []))
+            x = c - 0.4 + width * (i + 0.5)
+            _strip(ax, x, [v * scale for v in valid], [v * scale for v in excluded], palette[name])
+    ax.set_xticks(range(len(classes)), [plain(c) for c in classes])
+    ax.set_ylabel(f"AVG LAST (T) ({unit})")
+    ax.set_ylim(bottom=0)
+    _legend(ax, names, palette)
+    return Chart("chart-response", title, to_svg(fig, "chart-response", title),
+                 "One point per run and class; crosses are excluded runs.")
+
+
+def timeline_chart(study: Mapping[str, Any]) -> Chart:
+    """Utilization (S) and (H), and ETR (T), over the window of every run: drift, warm-up left
+    in the window, or a stall show here before they bias a mean."""
+    title = "Utilization and external throughput over the measurement window, every run"
+    names, palette = config_names(study), colours(study)
+    runs = [(run, series(run.get("per_interval"))) for run in study.get("runs") or []]
+    runs = [(run, s) for run, s in runs if s.get("t")]
+
+    def has(key: str) -> bool:
+        return any(np.isfinite(s.get(key, [np.nan])).any() for _, s in runs)
+
+    panels = [p for p in (("util", ("util_proc_s", "util_proc_h")), ("etr", ("etr_t",))) if any(has(k) for k in p[1])]
+    if not panels:
+        return Chart("chart-timeline", title, None, "Not drawn: no run has per-interval data.")
+    fig, axes = _figure(len(panels))
+    styles = {"util_proc_s": "-", "util_proc_h": "--", "etr_t": "-"}
+    for row, (_, keys) in enumerate(panels):
+        ax = axes[row][0]
+        for run, s in runs:
+            t = np.asarray(s["t"], dtype=float)
+            t = t - np.nanmin(t)  # seconds into the window, so runs overlay
+            excluded = discussion.is_excluded(run)
+            for key in keys:
+                if key in s and np.isfinite(s[key]).any():
+                    ax.plot(t, s[key], styles[key], color=palette.get(str(run.get("config")), "#333333"),
+                            linewidth=0.6 if excluded else 1.0, alpha=0.45 if excluded else 0.9)
+        labels = [fmt.label_of(k) for k in keys if has(k)]
+        unit = fmt.unit_of(keys[0])
+        ax.set_ylabel(" / ".join(labels) + (f" ({unit})" if unit else ""))
+        if keys == ("util_proc_s", "util_proc_h") and len(labels) == 2:
+            ax.set_title("UTIL/PROC (S) solid, UTIL/PROC (H) dashed")
+        ax.set_xlabel("seconds into the measurement window")
+    _legend(axes[0][0], [n for n in names if any(str(r.get("config")) == n for r, _ in runs)], palette)
+    return Chart("chart-timeline", title, to_svg(fig, "chart-timeline", title),
+                 "One line per run, coloured by configuration; faint lines are excluded runs.")
+
+
+def sweep_chart(study: Mapping[str, Any]) -> Chart | None:
+    """Each metric against the swept factor, one curve per configuration series."""
+    sweep = study.get("sweep")
+    if not sweep:
+        return None
+    factor = str(sweep.get("factor"))
+    title = f"Metrics against {factor} (sweep)"
+    points = [p for p in sweep.get("points") or [] if isinstance(p, Mapping)]
+    keys = [k for k in SWEEP_METRICS if any(fmt.number((p.get("metrics") or {}).get(k)) is not None for p in points)]
+    if not keys:
+        return Chart("chart-sweep", title, None, "Not drawn: no sweep point has a measured metric.")
+    numeric = all(fmt.number(p.get("value")) is not None for p in points)
+    # Several points of one configuration make a curve per configuration; one each, one curve.
+    configs = [str(p.get("config")) for p in points]
+    curves = sorted(set(configs), key=configs.index) if len(set(configs)) < len(configs) else ["sweep"]
+    cols = 2 if len(keys) > 1 else 1
+    fig, axes = _figure((len(keys) + cols - 1) // cols, cols)
+    flat = axes.ravel()
+    for ax, key in zip(flat, keys):
+        for n, curve in enumerate(curves):
+            chosen = [p for p in points if curve == "sweep" or str(p.get("config")) == curve]
+            xs = [fmt.number(p.get("value")) if numeric else i for i, p in enumerate(chosen)]
+            ys = [fmt.number((p.get("metrics") or {}).get(key)) for p in chosen]
+            ys = [np.nan if y is None else y for y in ys]
+            ax.plot(xs, ys, "o-", color=PALETTE[n % len(PALETTE)], label=None if curve == "sweep" else plain(curve))
+        if not numeric:
+            ax.set_xticks(range(len(points)), [plain(p.get("value")) for p in points])
+        unit = fmt.unit_of(key)
+        ax.set_ylabel(f"{fmt.label_of(key)} ({unit})" if unit else fmt.label_of(key))
+        ax.set_xlabel(plain(factor))
+        if len(curves) > 1:
+            ax.legend()
+    for ax in flat[len(keys):]:
+        ax.set_visible(False)
+    return Chart("chart-sweep", title, to_svg(fig, "chart-sweep", title),
+                 "Each point is the geometric mean of the valid runs at that value.")
+
+
+def _legend(ax, names: Iterable[str], palette: Mapping[str, str]) -> None:
+    handles = [ax.scatter([], [], s=16, color=palette[n], label=plain(n)) for n in names]
+    if handles:
+        ax.legend(handles=handles, loc="best")
+
+
+def build(study: Mapping[str, Any]) -> list[Chart]:
+    """Every chart of the study, in report order (a sweep chart only for a sweep)."""
+    charts = [itr_chart(study), response_chart(study), timeline_chart(study)]
+    sweep = sweep_chart(study)
+    if sweep is not None:
+        charts.append(sweep)
+    return charts

@@ -1,0 +1,54 @@
+"""report.html: the same content as report.md, plus the charts, in one self-contained file.
+
+Rendered with jinja2 with autoescape on for everything (configuration names, warnings and
+workload descriptions are user text). The one exception is the charts' SVG, which matplotlib
+wrote and escapes itself; it is marked safe here, in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+import jinja2
+from markupsafe import Markup
+
+from perflab.report import charts as charts_module
+from perflab.report import view as v
+
+_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?%?$")
+
+
+def verdict_class(text: str) -> str:
+    """CSS class of a verdict cell: "WORSE (material)" -> "verdict-worse"."""
+    word = str(text).split(" ", 1)[0].lower()
+    return f"verdict-{word}" if word in ("better", "worse", "equivalent", "inconclusive") else "verdict-none"
+
+
+def is_number(text: Any) -> bool:
+    return bool(_NUMBER.match(str(text)))
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("perflab.report", "templates"),
+        # The template is "report.html.j2", which select_autoescape's extension test would
+        # miss: escape unconditionally.
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters["verdict_class"] = verdict_class
+    env.filters["is_number"] = is_number
+    return env
+
+
+def render_html(study: Mapping[str, Any]) -> str:
+    """The self-contained HTML report of a study dict (docs/architecture.md, study.json)."""
+    charts = charts_module.build(study)
+    for chart in charts:
+        if chart.svg is not None:
+            chart.svg = Markup(chart.svg)  # matplotlib's own output, text already escaped
+    template = _environment().get_template("report.html.j2")
+    return template.render(sv=v.study_view(study), charts=charts,
+                           sections={key: title for key, title in v.SECTIONS})

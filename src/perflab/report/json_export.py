@@ -1,0 +1,64 @@
+"""report.json: the machine-readable report -- the study dict as it is, plus the generated prose
+and a legend of the metric keys it uses (label, unit, group, decimals, direction), so a reader
+of the JSON never needs perflab's source to know what `pbt_cmd_s` means.
+
+The study's own keys are left untouched (they are the metric catalog's keys already); the
+additions live under one key, "report". NaN and infinities become null: JSON has no NaN, and
+a strict parser would reject the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+from perflab.report import discussion
+from perflab.report import numbers as fmt
+
+FORMAT = "perflab-report"
+VERSION = 1
+
+
+def used_keys(study: Mapping[str, Any]) -> list[str]:
+    keys: list[str] = []
+    for comparison in study.get("comparisons") or []:
+        keys += [str(e.get("key")) for e in comparison.get("metrics") or []]
+    for run in study.get("runs") or []:
+        keys += list(run.get("metrics") or {})
+    return list(dict.fromkeys(keys))
+
+
+def legend(keys: list[str]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for key in keys:
+        metric = fmt.metric_of(key)
+        if metric is not None:
+            out[key] = {"label": metric.label, "unit": metric.unit, "source": metric.source, "group": metric.group,
+                        "decimals": metric.decimals, "direction": metric.direction.value,
+                        "description": metric.description}
+    return out
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf -> None, tuples/sets -> lists, Paths and numpy scalars -> plain."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [clean(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        return clean(value.item())
+    return value
+
+
+def render_json(study: Mapping[str, Any]) -> str:
+    """The JSON report of a study dict (docs/architecture.md, study.json)."""
+    doc = dict(study)
+    doc["report"] = {"format": FORMAT, "version": VERSION, **discussion.generate(study),
+                     "metrics": legend(used_keys(study))}
+    return json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,180 @@
+"""How every number in a report is printed: one place, so prose, tables and charts agree.
+
+Values are printed with the metric registry's decimals and unit, `na` when unavailable (the
+seeds' convention for a source that did not measure a row). Nothing here computes a new
+quantity except the fallbacks for a comparison entry that lacks its own delta, and those use the
+registry's `delta` / `percent_change` so no arithmetic lives outside the registry.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from perflab.reduce.registry import REGISTRY, Metric, delta, percent_change
+
+NA = "na"
+# Hyphen-minus, not the typographic minus: numbers copied out of a report must parse.
+MINUS = "-"
+#: Decimals of a ratio (ITRR, B/A) and its bounds: the seeds print ITRR with three.
+RATIO_DECIMALS = 3
+#: Decimals of a relative change in percent ("5.0%").
+PCT_DECIMALS = 1
+#: Significant digits a metric value below 1 keeps even when the registry's decimals are fewer.
+#: The seeds' decimals were chosen for 1990 magnitudes (AVG LAST (T) to the millisecond, in
+#: seconds); a 0.4 ms response time must not read "0.000 s", nor 1.2 ms "0.001 s".
+MIN_SIGNIFICANT = 2
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None: NaN, infinities, bools and non-numbers are all `na`."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def metric_of(key: str | None) -> Metric | None:
+    """The registry entry of a key; per-class or per-component keys ("avg_last_t.trivial",
+    "srv_wkset_v:checkpointer") fall back to the metric they are an instance of."""
+    if not key:
+        return None
+    found = REGISTRY.get(key)
+    if found is None:
+        for sep in (".", ":", "@", "/"):
+            if sep in key:
+                found = REGISTRY.get(key.split(sep, 1)[0])
+                if found is not None:
+                    break
+    return found
+
+
+def decimals_of(key: str | None, entry: Mapping[str, Any] | None = None) -> int:
+    metric = metric_of(key)
+    if metric is not None:
+        return metric.decimals
+    if entry is not None and isinstance(entry.get("decimals"), int):
+        return entry["decimals"]
+    return 3
+
+
+def unit_of(key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+    if entry is not None and entry.get("unit") is not None:
+        return str(entry["unit"])
+    metric = metric_of(key)
+    return metric.unit if metric is not None else ""
+
+
+def label_of(key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+    if entry is not None and entry.get("label"):
+        return str(entry["label"])
+    metric = metric_of(key)
+    return metric.label if metric is not None else str(key)
+
+
+def fixed(value: Any, decimals: int, *, signed: bool = False, significant: int = 1) -> str:
+    """A number with `decimals` places, widened when needed to show `significant` digits of a
+    value below 1 (so a nonzero is never printed as 0)."""
+    x = number(value)
+    if x is None:
+        return NA
+    places = max(0, decimals)
+    if x != 0 and abs(x) < 1:
+        places = max(places, min(12, significant - 1 - math.floor(math.log10(abs(x)))))
+    text = f"{x:{'+' if signed else ''}.{places}f}"
+    if text.lstrip("+-").strip("0.") == "":  # -0.000 and +0.000 read as plain zero
+        text = f"{0:.{places}f}"
+    return text.replace("-", MINUS)
+
+
+def value(value: Any, key: str | None, entry: Mapping[str, Any] | None = None, *, signed: bool = False) -> str:
+    """A metric's value with its registry decimals, no unit (tables carry the unit column)."""
+    return fixed(value, decimals_of(key, entry), signed=signed, significant=MIN_SIGNIFICANT)
+
+
+def quantity(x: Any, key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+    """A value with its unit, as prose prints it: "0.051 ms", "90.10%", "1.48"."""
+    text = value(x, key, entry)
+    if text == NA:
+        return NA
+    return with_unit(text, unit_of(key, entry))
+
+
+def with_unit(text: str, unit: str) -> str:
+    if not unit:
+        return text
+    return f"{text}%" if unit == "%" else f"{text} {unit}"
+
+
+def magnitude(x: Any, key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+    """The size of an absolute change, unsigned, with its unit. A change of a percentage is in
+    percentage points, so it cannot be mistaken for the relative change printed beside it."""
+    n = number(x)
+    if n is None:
+        return NA
+    text = value(abs(n), key, entry)
+    unit = unit_of(key, entry)
+    return f"{text} percentage points" if unit == "%" else with_unit(text, unit)
+
+
+def pct(fraction: Any, *, signed: bool = True, decimals: int = PCT_DECIMALS) -> str:
+    """A relative change given as a fraction (0.05) printed as a percentage ("+5.0%")."""
+    x = number(fraction)
+    if x is None:
+        return NA
+    return fixed(100.0 * x if signed else abs(100.0 * x), decimals, signed=signed) + "%"
+
+
+def ratio(x: Any) -> str:
+    return fixed(x, RATIO_DECIMALS)
+
+
+def ci_ratio(low: Any, high: Any) -> str:
+    """The interval of a ratio B/A as the table prints it: "[1.041, 1.065]"."""
+    lo, hi = number(low), number(high)
+    if lo is None or hi is None:
+        return NA
+    return f"[{ratio(lo)}, {ratio(hi)}]"
+
+
+def ci_pct(low: Any, high: Any) -> str:
+    """The interval of a ratio as relative changes: "4.1% to 6.5%" when wholly above no change,
+    signed otherwise ("-6.5% to -4.1%", "-1.2% to +2.0%") so the side of 1 is never ambiguous."""
+    lo, hi = number(low), number(high)
+    if lo is None or hi is None:
+        return NA
+    signed = lo < 1.0
+    return f"{pct(lo - 1.0, signed=signed)} to {pct(hi - 1.0, signed=signed)}"
+
+
+def percent_level(fraction: Any) -> str:
+    """A confidence level or margin given as a fraction: 0.9 -> "90%", 0.03 -> "3%"."""
+    x = number(fraction)
+    return NA if x is None else f"{100.0 * x:g}%"
+
+
+def margin(fraction: Any) -> str:
+    text = percent_level(fraction)
+    return text if text == NA else f"±{text}"
+
+
+def changes(entry: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(absolute, relative as a fraction) of a comparison entry: its own fields, else the
+    registry's delta and percent_change of its base and new values."""
+    base, new = number(entry.get("base_value")), number(entry.get("new_value"))
+    absolute = number(entry.get("abs_change"))
+    relative = number(entry.get("rel_change"))
+    if absolute is None and base is not None and new is not None:
+        absolute = number(delta(new, base))
+    if relative is None and base not in (None, 0.0) and new is not None:
+        relative = number(percent_change(new, base))
+        relative = None if relative is None else relative / 100.0
+    return absolute, relative
+
+
+def gib(nbytes: Any) -> str:
+    x = number(nbytes)
+    return NA if x is None else f"{x / 2**30:.1f} GiB"

@@ -1,0 +1,203 @@
+"""The accuracy experiment: perflab's measurements against a SUT whose cost is known.
+
+The synthetic SUT (perflab.sut.synthetic) burns a set amount of user CPU and of system CPU
+per transaction and does a set number of fdatasync'd writes. Driven open loop at utilizations
+from about 20% to 90% of the SUT's CPUs, perflab's reduced metrics must give back those
+amounts: PBT/CMD (S), EMUL/CMD (S), CP/CMD (S), ITR (S), VIO/CMD, and PBT/CMD (H) once the
+driver's and the monitor's own CPU (reported separately) are taken out.
+
+Two things bound what "within 1%" can mean here, and the table states both:
+* the kernel's user/system split is tick-sampled (CONFIG_TICK_CPU_ACCOUNTING, HZ=250 on this
+  machine): only the total is exact, so EMUL/CMD and CP/CMD carry a sampling error of
+  sqrt(p(1-p)/n)/p for n ticks -- the table prints it (1 sd) beside each row;
+* the SUT's framework (the worker's pipe I/O, decoding) costs some microseconds per
+  transaction on top of the designed amounts; the table also shows the SUT's own exact
+  accounting of each transaction's CPU (thread CPU clock) as a second reference.
+`perflab accuracy` regenerates docs/accuracy.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow.parquet as pq
+
+from perflab.drive.run import RunRequest, execute_run
+from perflab.store.catalog import Store
+from perflab.workload.loader import load_workload
+
+USER_MS = 3.0
+SYS_MS = 2.0
+IO_WRITES = 2
+IO_USER_MS = 0.5
+LEVELS = (20, 40, 60, 80, 90)
+TICK_HZ = 250  # CONFIG_HZ of this machine's kernel; only used for the sampling-error column
+
+
+def _workload(path: Path, kwargs: str, workers: int) -> Path:
+    path.write_text(textwrap.dedent(f"""
+        name: known-cost
+        description: perflab.sut.synthetic:work with known user CPU, system CPU and synchronous writes
+        target: {{kind: python}}
+        transactions:
+          - {{name: work, class: nontrivial, call: "perflab.sut.synthetic:work", kwargs: {kwargs}}}
+        scripts: [{{name: s, steps: [work]}}]
+        load: {{rate: 10, arrival: poisson, max_in_flight: 1000}}
+        timing: {{stabilization: 2s, measurement: 10s}}
+        placement: {{workers: {workers}}}
+        seed: 3
+    """).lstrip())
+    return path
+
+
+@dataclass
+class Level:
+    target_util: float
+    rate: float
+    run_id: str
+    values: dict
+    tx_cpu_ms: float
+    window_s: float
+
+
+def _sampling_error(fraction: float, ticks: float) -> float:
+    """Relative 1-sd error of a share estimated from `ticks` samples."""
+    if ticks <= 0 or fraction <= 0:
+        return math.nan
+    return math.sqrt(fraction * (1 - fraction) / ticks) / fraction
+
+
+def run_accuracy(store: Store, quick: bool = False, on_progress: Callable[[str], None] = print) -> dict:
+    from perflab.reduce.reduce import reduce_run
+
+    tmp = Path(tempfile.mkdtemp(prefix="perflab-accuracy-"))
+    cpu_path = _workload(tmp / "cpu.yaml", f"{{cpu_ms: {USER_MS}, sys_ms: {SYS_MS}}}", workers=2)
+    io_path = _workload(tmp / "io.yaml", f"{{cpu_ms: {IO_USER_MS}, fsync_writes: {IO_WRITES}}}", workers=4)
+    processors = len(os.sched_getaffinity(0)) - 1 or 1
+    levels: list[Level] = []
+    for util in LEVELS:
+        rate = util / 100.0 * processors * 1000.0 / (USER_MS + SYS_MS)
+        # Enough ticks for the user/system split: ~3,750 samples gives CP/CMD a 2% sampling error.
+        measurement = 8.0 if quick else max(20.0, 3750 / (TICK_HZ * util / 100.0))
+        on_progress(f"CPU level {util}%: {rate:.1f} tx/s for {measurement:.0f} s")
+        result = execute_run(RunRequest(load_workload(cpu_path), cpu_path, rate=rate, duration=measurement,
+                                        label=f"accuracy-cpu-{util}"), store)
+        metrics = reduce_run(result.run_dir)
+        tx = pq.read_table(result.run_dir / "transactions.parquet").to_pandas()
+        run = json.loads((result.run_dir / "run.json").read_text())
+        w = run["window"]
+        inside = tx[(tx.end >= w["start"]) & (tx.end < w["end"]) & tx.ok]
+        levels.append(Level(util, rate, result.run_id, dict(metrics.values), 1000 * inside.cpu.mean(),
+                            w["end"] - w["start"]))
+    io_rate = 40.0
+    on_progress(f"I/O level: {io_rate:.0f} tx/s, {IO_WRITES} fdatasync'd writes each")
+    io_result = execute_run(RunRequest(load_workload(io_path), io_path, rate=io_rate, duration=8.0 if quick else 30.0,
+                                       label="accuracy-io"), store)
+    io_values = dict(reduce_run(io_result.run_dir).values)
+    return {"levels": levels, "io": {"run_id": io_result.run_id, "values": io_values, "rate": io_rate},
+            "processors": processors, "quick": quick}
+
+
+def _err(measured, known) -> str:
+    if measured is None or known in (None, 0):
+        return "na"
+    return f"{100 * (measured / known - 1):+.2f}%"
+
+
+def _num(value, digits=3) -> str:
+    return "na" if value is None else f"{value:.{digits}f}"
+
+
+def render_accuracy(result: dict, fingerprint: dict) -> str:
+    known_pbt = USER_MS + SYS_MS
+    lines = [
+        "# Accuracy: perflab's measurements against a SUT of known cost",
+        "",
+        "Regenerate with `perflab accuracy` (about 5 minutes; `--quick` for a short check).",
+        "",
+        "The SUT is `perflab.sut.synthetic:work`: per transaction it burns "
+        f"**{USER_MS:.1f} ms of user CPU** and **{SYS_MS:.1f} ms of system CPU** (loops on its own thread's "
+        "CPU clock, ending within microseconds of the target), driven open loop (Poisson arrivals) at "
+        "rates chosen for 20% to 90% utilization of the SUT's CPU. A second run adds "
+        f"**{IO_WRITES} fdatasync'd 4 KiB writes** per transaction for VIO/CMD.",
+        "",
+        f"Machine: {fingerprint.get('cpu_model', '?')}, {fingerprint.get('cores', '?')} CPUs, kernel "
+        f"{fingerprint.get('kernel', platform.release())}; {fingerprint.get('placement', '')}.",
+        "",
+        "Known values: PBT/CMD (S) = 5.000 ms, EMUL/CMD (S) = 3.000 ms, CP/CMD (S) = 2.000 ms, "
+        f"ITR (S) = 1000 x {result['processors']} / 5.000 = {1000 * result['processors'] / known_pbt:.1f} tx/s.",
+        "",
+        "## CPU per command and ITR (S)",
+        "",
+        "| target util | UTIL/PROC (S) | ETR (T) | PBT/CMD (S) | err | SUT's own tx CPU | EMUL/CMD (S) | err | ±1 sd | "
+        "CP/CMD (S) | err | ±1 sd | ITR (S) | err | PBT/CMD (H) less driver+monitor | err |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    worst = {"pbt": 0.0, "emul": 0.0, "cp": 0.0, "itr": 0.0, "h": 0.0}
+    for level in result["levels"]:
+        v = level.values
+        util = v.get("util_proc_s") or 0.0
+        ticks = TICK_HZ * util / 100.0 * result["processors"] * level.window_s
+        pbt_h_net = None
+        if v.get("busy_sec_h") is not None and v.get("tx_ok"):
+            own = (v.get("driver_sec") or 0.0) + (v.get("monitor_sec") or 0.0)
+            pbt_h_net = 1000.0 * (v["busy_sec_h"] - own) / v["tx_ok"]
+        itr_known = 1000.0 * result["processors"] / known_pbt
+        row = [
+            f"{level.target_util}%", _num(v.get("util_proc_s"), 1), _num(v.get("etr_t"), 1),
+            _num(v.get("pbt_cmd_s")), _err(v.get("pbt_cmd_s"), known_pbt), _num(level.tx_cpu_ms),
+            _num(v.get("emul_cmd_s")), _err(v.get("emul_cmd_s"), USER_MS),
+            f"{100 * _sampling_error(USER_MS / known_pbt, ticks):.1f}%",
+            _num(v.get("cp_cmd_s")), _err(v.get("cp_cmd_s"), SYS_MS),
+            f"{100 * _sampling_error(SYS_MS / known_pbt, ticks):.1f}%",
+            _num(v.get("itr_s"), 1), _err(v.get("itr_s"), itr_known),
+            _num(pbt_h_net), _err(pbt_h_net, known_pbt),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+        for key, measured, known in (("pbt", v.get("pbt_cmd_s"), known_pbt), ("emul", v.get("emul_cmd_s"), USER_MS),
+                                     ("cp", v.get("cp_cmd_s"), SYS_MS), ("itr", v.get("itr_s"), itr_known),
+                                     ("h", pbt_h_net, known_pbt)):
+            if measured is not None:
+                worst[key] = max(worst[key], abs(measured / known - 1))
+    io = result["io"]["values"]
+    lines += [
+        "",
+        "## I/O per command",
+        "",
+        "| run | ETR (T) | VIO RATE | VIO/CMD | known | err | IO BYTES/CMD (S) |",
+        "|---|---|---|---|---|---|---|",
+        f"| {result['io']['run_id']} | {_num(io.get('etr_t'), 1)} | {_num(io.get('vio_rate'), 1)} | "
+        f"{_num(io.get('vio_cmd'))} | {IO_WRITES} | {_err(io.get('vio_cmd'), IO_WRITES)} | {_num(io.get('io_bytes_cmd_s'), 0)} |",
+        "",
+        "## Summary",
+        "",
+        f"Largest error over the levels: PBT/CMD (S) {100 * worst['pbt']:.2f}%, ITR (S) {100 * worst['itr']:.2f}%, "
+        f"EMUL/CMD (S) {100 * worst['emul']:.2f}%, CP/CMD (S) {100 * worst['cp']:.2f}%, "
+        f"PBT/CMD (H) less the driver's and monitor's CPU {100 * worst['h']:.2f}%.",
+        "",
+        "How to read it:",
+        "",
+        "- PBT/CMD (S) and ITR (S) come from the SUT cgroup's exact CPU time (cpuacct.usage, ns): their error is the",
+        "  framework's own cost per transaction (the worker's pipe I/O and decoding, a few microseconds) plus the",
+        "  synthetic SUT's function-call overhead; 'SUT's own tx CPU' is the worker thread's exact CPU clock around",
+        "  each call, the per-transaction ground truth.",
+        "- EMUL/CMD (S) and CP/CMD (S) split that exact total by the kernel's tick samples (user vs system at each",
+        "  250 Hz tick): unbiased, but with the sampling error shown (±1 sd). Longer windows shrink it as 1/sqrt(n).",
+        "- PBT/CMD (H) is whole-machine busy time (/proc/stat, both CPUs) per command, less the driver's and the",
+        "  monitor's own CPU, which perflab reports separately (DRIVER CPU); what remains above 5 ms is the kernel's",
+        "  work for the run (interrupts, pipe wakeups) and other processes on the machine.",
+        "- VIO/CMD counts completed block-device writes (/proc/diskstats) per command: each fdatasync'd overwrite of",
+        "  an allocated block is one device write; a journal commit or writeback of other files shows up above it.",
+        "",
+        "Runs: " + ", ".join(l.run_id for l in result["levels"]) + f", {result['io']['run_id']}.",
+        "",
+    ]
+    return "\n".join(lines)

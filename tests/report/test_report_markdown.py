@@ -1,0 +1,102 @@
+"""report.md: the seeds' sections, a table row for every metric, na for missing values."""
+
+from __future__ import annotations
+
+import re
+
+from perflab.report.markdown import render_markdown
+
+from .study_data import EXCLUDED_RUN, EXCLUSION
+
+
+def _rows(md: str, first_cell: str) -> list[list[str]]:
+    rows = []
+    for line in md.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def test_title_and_sections_in_the_seeds_order(study):
+    md = render_markdown(study)
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert headings[0].startswith("# Release A (stdlib) -> Release B")
+    wanted = ["## General Observations", "### 1. Workload", "### 2. Hardware configuration",
+              "### 3. Software configuration", "### 4. Measurement discussion", "### 5. Measurement data",
+              "#### Design", "#### Runs", "#### Warnings"]
+    positions = [headings.index(h) for h in wanted]
+    assert positions == sorted(positions)
+
+
+def test_a_table_row_for_every_metric_in_its_group(study):
+    md = render_markdown(study)
+    for entry in study["comparisons"][0]["metrics"]:
+        rows = _rows(md, entry["label"])
+        assert len(rows) == 1, entry["label"]
+        assert rows[0][1] == entry["unit"]
+    # Row groups as in the seeds' tables, in their order.
+    groups = [line.split("**")[1] for line in md.splitlines() if line.startswith("| **")]
+    assert groups == ["Response Time", "Throughput", "Proc. Usage", "Processor Util."]
+
+
+def test_values_deltas_interval_verdict_and_legacy_columns(study):
+    row = _rows(render_markdown(study), "ITR (S)")[0]
+    assert row == ["ITR (S)", "tx/s", "980.00", "1031.60", "+51.60", "+5.3%", "1.053", "[1.041, 1.065]", "BETTER",
+                   "change +5.3 %"]
+    worse = _rows(render_markdown(study), "AVG LAST (T)")[0]
+    assert worse[8] == "WORSE (material)"
+
+
+def test_na_for_missing_values(study):
+    row = _rows(render_markdown(study), "INSTR/CMD (I)")[0]
+    assert row[2:] == ["na"] * 8
+    # A metric without a direction has no verdict (not "na": there is nothing to decide).
+    util = _rows(render_markdown(study), "UTIL/PROC (S)")[0]
+    assert util[6:9] == ["na", "na", "-"]
+
+
+def test_missing_run_metric_prints_na(study):
+    study["runs"][0]["metrics"]["itr_s"] = None
+    study["runs"][0]["metrics"]["etr_t"] = float("nan")
+    row = _rows(render_markdown(study), study["runs"][0]["run_id"])[0]
+    assert row[6:8] == ["na", "na"]
+
+
+def test_runs_table_shows_the_excluded_run_and_its_reason(study):
+    md = render_markdown(study)
+    row = _rows(md, EXCLUDED_RUN)[0]
+    assert row[5] == f"excluded: {EXCLUSION}"
+    assert len(_rows(md, "run-A-0")) == 1 and sum(len(_rows(md, r["run_id"])) for r in study["runs"]) == 12
+
+
+def test_workload_hardware_software_and_design(study):
+    md = render_markdown(study)
+    assert "- **scripts (mix)**: teller weight 9: debit\\_credit" not in md  # underscores stay readable
+    assert "- **scripts (mix)**: teller weight 9: debit_credit; inquiry weight 1: balance" in md
+    assert "- **think time**: exponential (mean 0.02 s)" in md
+    assert "- **load**: 37 users (closed loop); calibrated to 90% UTIL/PROC of the base" in md
+    assert "| CPU model | Example CPU @ 3.0GHz |" in md and "| memory | 8.0 GiB |" in md
+    assert "| SUT version | SQLite 3.40.1 (Python sqlite3 module) | SQLite 3.54.1 (apsw) |" in md
+    assert "| what changed | nothing (base) | target.driver: apsw |" in md
+    assert "- **seed**: 7" in md and "- **margin**: ±3%" in md and "- **observed CV (ITR (S))**: 0.8%" in md
+    assert "block 1: Release B \\<apsw> & co, Release A (stdlib)" in md
+
+
+def test_warnings_are_listed(study):
+    md = render_markdown(study)
+    warnings = md.split("#### Warnings", 1)[1]
+    assert "- RESP P90 (T): CV 4.5 %: need ≥ 38 blocks at margin 3 %" in warnings
+    assert "- run run-A-2: Little's law deviation 2.1%" in warnings
+
+
+def test_user_text_cannot_inject_markdown(study):
+    md = render_markdown(study)
+    assert not re.search(r"(?<!\\)<apsw>", md) and "\\<apsw>" in md
+    study["comparisons"][0]["metrics"][0]["label"] = "A|B"
+    assert "| A\\|B |" in render_markdown(study)
+
+
+def test_sweep_study_has_a_sweep_table_and_the_runs(sweep_study):
+    md = render_markdown(sweep_study)
+    assert "## Sweep" in md and "| users=8 | 8 | 2 |" in md
+    assert "## Runs" in md and "Sweep over users (4, 8, 16): 3 points" in md
