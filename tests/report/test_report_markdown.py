@@ -100,3 +100,10 @@ def test_sweep_study_has_a_sweep_table_and_the_runs(sweep_study):
     md = render_markdown(sweep_study)
     assert "## Sweep" in md and "| users=8 | 8 | 2 |" in md
     assert "## Runs" in md and "Sweep over users (4, 8, 16): 3 points" in md
+
+
+def test_legacy_column_is_named_as_the_statistics_name_it():
+    from perflab.report.view import LEGACY_LABEL
+    from perflab.stats.verdict import LEGACY_LABEL as STATS_LABEL
+
+    assert LEGACY_LABEL == STATS_LABEL

@@ -194,6 +194,9 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
     engine = None
     counters = None
     cgroup = None
+    # The driver is pinned for the run only: a study runs many runs in one process, and each
+    # must resolve its placement from the CPUs the process was given, not the previous run's pin.
+    affinity = os.sched_getaffinity(0)
     try:
         run["fingerprint"].update(cls.prepare(workload, workload_dir, run_dir))
         os.sched_setaffinity(0, placement.driver_cpus)
@@ -232,6 +235,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
             pool.close()
         if cgroup is not None:
             cgroup.remove()
+        os.sched_setaffinity(0, affinity)
         if counters is not None:
             counters.close()
             counters.unlink()

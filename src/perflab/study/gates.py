@@ -11,13 +11,15 @@ import numpy as np
 from perflab.study.model import Gates
 
 
-def etr_trend(per_interval: dict[str, list] | None) -> float | None:
+def etr_trend(per_interval: list[dict] | None) -> float | None:
     """Relative change of ETR (T) across the window from a least-squares line through the
-    per-interval rates: (slope x window length) / mean. None when there are too few intervals."""
+    per-interval rates: (slope x window length) / mean. None when there are too few intervals.
+
+    `per_interval` is reduction's list of rows ({"t_start", "t_end", "etr_t", ...})."""
     if not per_interval:
         return None
-    t = np.asarray(per_interval.get("t") or [], dtype=float)
-    etr = np.asarray(per_interval.get("etr_t") or [], dtype=float)
+    t = np.asarray([(row["t_start"] + row["t_end"]) / 2 for row in per_interval], dtype=float)
+    etr = np.asarray([np.nan if row.get("etr_t") is None else row["etr_t"] for row in per_interval], dtype=float)
     ok = np.isfinite(t) & np.isfinite(etr)
     t, etr = t[ok], etr[ok]
     if len(t) < 4 or etr.mean() <= 0:
@@ -26,7 +28,7 @@ def etr_trend(per_interval: dict[str, list] | None) -> float | None:
     return float(slope * (t[-1] - t[0]) / etr.mean())
 
 
-def check_run(run: dict[str, Any], metrics: dict[str, Any], per_interval: dict | None, gates: Gates,
+def check_run(run: dict[str, Any], metrics: dict[str, Any], per_interval: list[dict] | None, gates: Gates,
               util_band: tuple[float, float] | None, is_base: bool) -> list[str]:
     """Reasons to exclude this run (empty: it counts)."""
     reasons = []
