@@ -259,3 +259,34 @@ def test_sigkill_leaves_the_catalog_working(tmp_path, store):
     rows = json.loads(result.stdout)
     assert [r["status"] for r in rows if r["run_id"] == run_dir.name] == ["abandoned"]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+
+
+def test_valgrind_mode_counts_instructions_per_command(tmp_path, store):
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind not installed")
+    text = """
+    name: pathlength
+    target: {kind: command, valgrind: true, env: {PYTHONHASHSEED: "0"}}
+    transactions:
+      - {name: small, class: trivial, command: ["/bin/true"]}
+      - {name: big, class: nontrivial, command: ["/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done"]}
+    scripts: [{name: s, steps: [small, big]}]
+    load: {users: 1}
+    timing: {measurement: 4s}
+    placement: {workers: 1}
+    """
+    run, tx = run_ok(write_workload(tmp_path, text), store)
+    small = tx[tx.transaction == "small"].instructions
+    big = tx[tx.transaction == "big"].instructions
+    assert len(small) >= 2 and small.notna().all() and big.notna().all()
+    # the same program with the same input executes the same instructions every time
+    assert small.nunique() == 1
+    assert big.min() > small.max() * 2  # a loop of 2000 iterations costs more than /bin/true
+    result = perflab("show", run["run_id"], "--json", store=store)
+    import json
+
+    values = json.loads(result.stdout)["values"]
+    inside = in_window(run, tx[tx.ok])
+    assert values["instr_cmd_i"] == pytest.approx(inside.instructions.mean(), rel=1e-9)

@@ -46,7 +46,13 @@ async def sleep_until(deadline: float) -> None:
 
 
 class Executor(Protocol):
-    def execute(self, tx_index: int, params: dict | None) -> Awaitable: ...
+    """What the engine hands transactions to: the SUT worker pool, or a network client.
+
+    `user` is the simulated user (or arrival) issuing it, for adapters that keep a connection
+    per user. The awaitable resolves to a `perflab.drive.workers.Reply`.
+    """
+
+    def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Awaitable: ...
 
 
 @dataclass
@@ -235,7 +241,7 @@ class Engine:
         actual = time.monotonic()
         self.in_flight += 1
         try:
-            reply = await self.executor.execute(step.tx_index, params)
+            reply = await self.executor.execute(step.tx_index, params, uid)
         except SutFailure as exc:
             end = time.monotonic()
             self.recorder.add(uid, script.index, step.tx_index, step.klass, intended, actual, None, end, False,
@@ -246,7 +252,8 @@ class Engine:
             self.in_flight -= 1
         end = time.monotonic()
         self.recorder.add(uid, script.index, step.tx_index, step.klass, intended, actual, reply.first, end,
-                          reply.ok, reply.error, think, reply.cpu, reply.cpu_user, reply.cpu_sys, reply.worker)
+                          reply.ok, reply.error, think, reply.cpu, reply.cpu_user, reply.cpu_sys, reply.worker,
+                          reply.instructions)
         return end
 
     async def _run_script(self, uid: int, script: _Script, rng: UserRandom, prng: UserRandom,

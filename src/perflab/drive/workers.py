@@ -45,11 +45,12 @@ class Reply:
     ok: bool
     error: str | None
     first: float | None
-    cpu: float
-    cpu_user: float
-    cpu_sys: float
-    worker: int
+    cpu: float = float("nan")
+    cpu_user: float = float("nan")
+    cpu_sys: float = float("nan")
+    worker: int = -1
     counters: tuple = ()
+    instructions: float = float("nan")
 
 
 def worker_main(conn, spec: WorkerSpec) -> None:
@@ -73,6 +74,7 @@ def worker_main(conn, spec: WorkerSpec) -> None:
         return
     conn.send_bytes(marshal.dumps(("ready", os.getpid())))
     take_cpu = getattr(adapter, "take_cpu", None)
+    take_instructions = getattr(adapter, "take_instructions", None)
     # CLOCK_THREAD_CPUTIME_ID is the kernel's exact runtime of this thread. getrusage's
     # user/system split is tick-sampled and useless for sub-millisecond transactions, so an
     # in-process transaction records its exact total only; a command records wait4's split.
@@ -94,6 +96,7 @@ def worker_main(conn, spec: WorkerSpec) -> None:
             first, ok, error = None, False, f"{type(exc).__name__}: {exc}"[:500]
         cpu = thread_time() - before
         usage = take_cpu() if take_cpu is not None else None
+        instructions = take_instructions() if take_instructions is not None else nan
         if usage is None:
             user, system = nan, nan
         else:
@@ -103,7 +106,7 @@ def worker_main(conn, spec: WorkerSpec) -> None:
         if writer is not None:
             for name, value in zip(adapter.counter_names, values):
                 writer.set(name, value)
-        conn.send_bytes(marshal.dumps((ok, error, first, cpu, user, system, values)))
+        conn.send_bytes(marshal.dumps((ok, error, first, cpu, user, system, values, instructions)))
     adapter.close()
 
 
@@ -186,7 +189,7 @@ class WorkerPool:
         future = worker.pending.popleft() if worker.pending else None
         if future is not None and not future.done():
             future.set_result(Reply(values[0], values[1], values[2], values[3], values[4], values[5], worker.index,
-                                    values[6]))
+                                    values[6], values[7]))
         self._release(worker)
 
     def _fail(self, worker: _Worker) -> None:
@@ -220,7 +223,7 @@ class WorkerPool:
                 return
         self._idle.append(worker)
 
-    async def execute(self, tx_index: int, params: dict | None) -> Reply:
+    async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
         if self.failure is not None:
             raise SutFailure(self.failure)
         if self._idle:

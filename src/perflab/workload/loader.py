@@ -203,6 +203,9 @@ def _resolve_files(workload: Workload, data: Any, path: Path) -> None:
                 raise InputError(f"module {module!r} not found (searched the workload's directory and target.path)",
                                  file=path, line=line_of(data, ("transactions", i, "call")), field=f"transactions[{i}].call")
     if isinstance(target, CommandTarget):
+        if target.valgrind and shutil.which("valgrind") is None:
+            raise InputError("valgrind is not installed (apt-get install valgrind)", file=path,
+                             line=line_of(data, ("target", "valgrind")), field="target.valgrind")
         for i, tx in enumerate(workload.transactions):
             argv = tx.command if isinstance(tx.command, list) else shlex.split(tx.command)
             if not argv:
