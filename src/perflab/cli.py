@@ -121,7 +121,7 @@ def run(
     colour = {"complete": "green", "interrupted": "yellow"}.get(result.status, "red")
     err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {result.reason}" if result.reason else "")
               + ("" if result.valid else " [red](invalid run)[/red]"))
-    out.print(result.run_id)
+    out.print(result.run_id, soft_wrap=True, highlight=False)
     if result.status == "failed":
         raise typer.Exit(1)
 
@@ -225,7 +225,7 @@ def study(
     _print_verdicts(doc)
     for kind, path in paths.items():
         err.print(f"{kind}: {path}")
-    out.print(str(runner.dir))
+    out.print(str(runner.dir), soft_wrap=True, highlight=False)
     if gate:
         raise typer.Exit(gate_exit_code(doc["comparisons"], runner.study.gate_metrics))
 

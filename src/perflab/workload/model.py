@@ -80,6 +80,54 @@ class Constant(Strict):
 ParamSpec = Union[RandomInt, Choice, Sequence, Constant]
 
 
+# --- network transaction bodies ---------------------------------------------------------------
+
+_BODIES = ("sql", "call", "command", "http", "tcp")
+
+
+class Extract(Strict):
+    """Where a value comes from in a response: a JSON path ($.a.b[0]), a regex group, a header."""
+
+    json_path: str | None = Field(default=None, alias="json", description="JSON path into the body, e.g. $.items[0].id")
+    regex: str | None = Field(default=None, description="regular expression over the body; group 1 (else 0)")
+    header: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Extract":
+        if sum(x is not None for x in (self.json_path, self.regex, self.header)) != 1:
+            raise ValueError("give one of json, regex or header")
+        if self.regex is not None:
+            re.compile(self.regex)
+        if self.json_path is not None and not self.json_path.startswith("$"):
+            raise ValueError("a JSON path starts with $ (e.g. $.token)")
+        return self
+
+
+class HttpRequest(Strict):
+    """One request of an HTTP transaction. `{name}` in path, headers and body is replaced by
+    the transaction's parameters and the user's variables (values extracted earlier)."""
+
+    method: str = "GET"
+    path: str = Field(description="path (appended to target.base_url) or a full URL")
+    headers: dict[str, str] = Field(default_factory=dict)
+    json_body: Any = Field(default=None, alias="json", description="JSON request body")
+    body: str | None = None
+    expect_status: list[int] | int | None = Field(default=None, description="ok statuses; default 2xx and 3xx")
+    expect_body: str | None = Field(default=None, description="the body must contain this text (or match as a regex)")
+    extract: dict[str, Extract | str] = Field(default_factory=dict,
+                                              description="user variables set from the response; a string is a JSON path")
+
+    @field_validator("extract")
+    @classmethod
+    def _paths(cls, v: dict[str, Any]) -> dict[str, Extract]:
+        return {k: Extract(json_path=x) if isinstance(x, str) else x for k, x in v.items()}
+
+
+class TcpExchange(Strict):
+    message_size: int | None = Field(default=None, ge=1, description="bytes per message (default: the target's)")
+    messages: int | None = Field(default=None, ge=1, description="messages per transaction (default: the target's)")
+
+
 # --- transactions ------------------------------------------------------------------------
 
 
@@ -89,6 +137,8 @@ class Transaction(Strict):
     sql: list[str] | str | None = None
     call: str | None = None
     command: list[str] | str | None = None
+    http: list[HttpRequest] | None = Field(default=None, description="HTTP requests made in order (one transaction)")
+    tcp: TcpExchange | None = Field(default=None, description="messages sent over the target's TCP connection")
     args: list[Any] | None = None
     kwargs: dict[str, Any] | None = None
     params: dict[str, ParamSpec] = Field(default_factory=dict)
@@ -104,6 +154,11 @@ class Transaction(Strict):
     def _sql_list(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
 
+    @field_validator("http", mode="before")
+    @classmethod
+    def _http_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v
+
     @field_validator("call")
     @classmethod
     def _module_function(cls, v: str | None) -> str | None:
@@ -113,14 +168,14 @@ class Transaction(Strict):
 
     @model_validator(mode="after")
     def _one_body(self) -> "Transaction":
-        bodies = [k for k in ("sql", "call", "command") if getattr(self, k) is not None]
+        bodies = [k for k in _BODIES if getattr(self, k) is not None]
         if len(bodies) != 1:
-            raise ValueError("a transaction needs exactly one body: sql, call or command")
+            raise ValueError("a transaction needs exactly one body: sql, call, command, http or tcp")
         return self
 
     @property
     def body_kind(self) -> str:
-        return next(k for k in ("sql", "call", "command") if getattr(self, k) is not None)
+        return next(k for k in _BODIES if getattr(self, k) is not None)
 
 
 # --- scripts, load, timing -----------------------------------------------------------------
@@ -212,9 +267,148 @@ class CommandTarget(Strict):
     valgrind: bool = Field(default=False, description="count instructions per transaction with valgrind (slow)")
 
 
-Target = Annotated[Union[SqliteTarget, PythonTarget, CommandTarget], Field(discriminator="kind")]
+class PostgresServer(Strict):
+    """A PostgreSQL server perflab starts fresh for every run (initdb into the run directory)."""
 
-_BODY_FOR_TARGET = {"sqlite": "sql", "python": "call", "command": "command"}
+    bin: str = Field(description="directory of initdb/postgres (e.g. /usr/lib/postgresql/15/bin), or `pgserver`: "
+                                 "the 16.x server bundled in the pgserver wheel")
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description="postgresql.conf settings")
+    user: str = Field(default="postgres", description="OS user the server runs as when perflab runs as root")
+    keep_data: bool = Field(default=False, description="keep the data directory after the run (the log is always kept)")
+    components: dict[str, str] | None = Field(default=None, description="component -> regex on process titles "
+                                              "(default: backends, checkpointer, bgwriter, walwriter, autovacuum, ...)")
+    ready_timeout: Duration = 60.0
+
+    @field_validator("ready_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class PgbenchInit(Strict):
+    scale: int = Field(default=1, ge=1, description="pgbench -i -s: 100,000 accounts per unit")
+    options: list[str] = Field(default_factory=list, description="more pgbench -i options, e.g. [--unlogged-tables]")
+
+
+class PostgresTarget(Strict):
+    kind: Literal["postgres"]
+    server: PostgresServer | None = Field(default=None, description="start this server for each run (or give dsn)")
+    dsn: str | None = Field(default=None, description="an existing server instead: postgresql://user@host:port/db")
+    database: str = "perflab"
+    pgbench_init: PgbenchInit | None = Field(default=None, description="create pgbench's tables before the run")
+    setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
+    connections: Literal["per_user", "pool"] = Field(default="per_user",
+                                                     description="a connection per simulated user, or a shared pool")
+    pool_size: int | None = Field(default=None, ge=1, description="pool connections (default: placement.workers or 8)")
+    prepared: bool = Field(default=True, description="prepare each statement once per connection")
+    counters: bool = Field(default=True, description="sample pg_stat_database (sut.xact_commit, blks_read, blks_hit)")
+
+    @model_validator(mode="after")
+    def _server_or_dsn(self) -> "PostgresTarget":
+        if (self.server is None) == (self.dsn is None):
+            raise ValueError("give target.server (perflab starts PostgreSQL) or target.dsn (an existing server)")
+        return self
+
+
+class HttpTarget(Strict):
+    kind: Literal["http"]
+    base_url: str = Field(description="e.g. http://127.0.0.1:8080")
+    client: Literal["aiohttp", "httptools"] = Field(
+        default="aiohttp", description="aiohttp, or a lean HTTP/1.1 client on httptools (less driver CPU per request)")
+    connections: Literal["per_user", "pool"] = "per_user"
+    pool_size: int | None = Field(default=None, ge=1)
+    timeout: Duration = 30.0
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^/]+", v):
+            raise ValueError("expected http://host:port")
+        return v.rstrip("/")
+
+
+class TcpTarget(Strict):
+    kind: Literal["tcp"]
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+    message_size: int = Field(default=64, ge=1, description="bytes per message")
+    messages: int = Field(default=1, ge=1, description="messages per transaction")
+    mode: Literal["round_trip", "stream"] = Field(
+        default="round_trip", description="round_trip: send one, wait for its echo; stream: send all, then read all")
+    response_size: int | None = Field(default=None, ge=0, description="bytes expected back per message (default: "
+                                      "message_size, an echo)")
+
+
+Target = Annotated[Union[SqliteTarget, PythonTarget, CommandTarget, PostgresTarget, HttpTarget, TcpTarget],
+                   Field(discriminator="kind")]
+
+_BODY_FOR_TARGET = {"sqlite": "sql", "python": "call", "command": "command", "postgres": "sql", "http": "http",
+                    "tcp": "tcp"}
+NETWORK_KINDS = frozenset({"postgres", "http", "tcp"})
+
+
+class ReadyProbe(Strict):
+    """How perflab knows a service is ready: a TCP port accepts, a URL answers, or a command succeeds."""
+
+    tcp: int | str | None = Field(default=None, description="port, or host:port")
+    http: str | None = Field(default=None, description="URL that must answer (any status below 500)")
+    command: list[str] | None = None
+    timeout: Duration = 30.0
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @model_validator(mode="after")
+    def _one(self) -> "ReadyProbe":
+        if sum(x is not None for x in (self.tcp, self.http, self.command)) != 1:
+            raise ValueError("give one of tcp, http or command")
+        return self
+
+
+class Service(Strict):
+    """A server perflab starts before the run and stops after: the system under test.
+
+    Its process tree (and cgroup) is what the (S) and (V) monitors measure. `{run_dir}` and
+    `{workload_dir}` in command, env and files are replaced by those directories.
+    """
+
+    command: list[str] = Field(min_length=1)
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = Field(default=None, description="OS user to run as (when perflab runs as root)")
+    files: dict[str, str] = Field(default_factory=dict,
+                                  description="file in the run directory -> template file (relative to the workload)")
+    ready: ReadyProbe
+    stop_signal: Literal["SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP"] = "SIGTERM"
+    stop_timeout: Duration = Field(default=10.0, description="then SIGKILL")
+    components: dict[str, str] = Field(default_factory=dict, description="component -> regex on process names")
+    version_command: list[str] | None = Field(default=None, description="prints the version (fingerprint sut_version)")
+
+    @field_validator("stop_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class Driver(Strict):
+    """Who generates the load: perflab's own driver, or an external load generator whose log is
+    imported into the same run format."""
+
+    kind: Literal["native", "pgbench", "wrk", "k6"] = "native"
+    threads: int | None = Field(default=None, ge=1, description="pgbench -j / wrk -t (default 1)")
+    protocol: Literal["simple", "extended", "prepared"] = Field(default="prepared", description="pgbench -M")
+    options: list[str] = Field(default_factory=list, description="more command-line options for the tool")
+
+
+_DRIVER_TARGETS = {"pgbench": "postgres", "wrk": "http", "k6": "http"}
 
 
 class Placement(Strict):
@@ -236,6 +430,8 @@ class Workload(Strict):
     load: Load
     timing: Timing = Field(default_factory=Timing)
     placement: Placement = Field(default_factory=Placement)
+    service: Service | None = Field(default=None, description="a server to start for each run: the SUT")
+    driver: Driver = Field(default_factory=Driver)
     seed: int = 1
     monitor_interval: Duration = 1.0
 
@@ -282,6 +478,13 @@ def check_references(workload: Workload) -> None:
         raise LocatedError(("init_script",), f"unknown script {workload.init_script!r}; defined: {sorted(scripts)}")
     if sum(s.weight for s in workload.scripts if s.name != workload.init_script) <= 0:
         raise LocatedError(("scripts",), "at least one script needs a weight above 0")
+    if workload.service is not None and workload.target.kind not in NETWORK_KINDS:
+        raise LocatedError(("service",), f"a service is the SUT of a network target (postgres, http, tcp), "
+                                         f"not of a {workload.target.kind} target")
+    wanted = _DRIVER_TARGETS.get(workload.driver.kind)
+    if wanted is not None and workload.target.kind != wanted:
+        raise LocatedError(("driver", "kind"), f"{workload.driver.kind} drives a {wanted} target, "
+                                               f"not a {workload.target.kind} one")
     body = _BODY_FOR_TARGET[workload.target.kind]
     for i, tx in enumerate(workload.transactions):
         if tx.body_kind != body:

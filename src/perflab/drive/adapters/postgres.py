@@ -1,0 +1,152 @@
+"""PostgreSQL through asyncpg, from the driver's event loop.
+
+Unlike the in-process adapters, the SUT is a server: the driver sends statements over
+connections and the server's own processes do the work (they are the SUT the monitors
+measure). Each simulated user gets a connection of its own (`connections: per_user`, the
+seeds' one terminal per session) or the users share a pool.
+
+A transaction's `sql` is one statement (autocommit: one commit) or several run inside
+BEGIN .. COMMIT. Parameters are written `:name` as in the other SQL adapters and bound as
+$1, $2, ... ; `prepared: true` prepares each statement once per connection.
+first_response is when the first statement's result arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any, Callable
+
+import asyncpg
+
+from perflab.drive.workers import Reply
+from perflab.errors import SutFailure
+from perflab.workload.model import PostgresTarget, Workload
+
+# `:name` but not the `::type` cast.
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_CONNECTION_ERRORS = (OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
+                      asyncpg.exceptions.InterfaceError, asyncpg.exceptions.AdminShutdownError,
+                      asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.CrashShutdownError)
+
+
+async def raise_if_down(failure: Callable[[], str | None] | None, wait_s: float = 0.2) -> None:
+    """A lost connection is a failed transaction -- unless the server itself is gone, which
+    fails the run. The server's exit may take a moment to be seen (the postmaster first
+    stops its children), so look again briefly."""
+    if failure is None:  # a server perflab did not start: nothing to watch
+        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        reason = failure()
+        if reason:
+            raise SutFailure(reason)
+        if time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(0.01)
+
+
+def positional(sql: str) -> tuple[str, list[str]]:
+    """'... :aid ... :delta ... :aid' -> ('... $1 ... $2 ... $1', ['aid', 'delta'])."""
+    names: list[str] = []
+
+    def number(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return _PARAM.sub(number, sql), names
+
+
+class PostgresExecutor:
+    """execute(tx_index, params, user) -> Reply, on asyncpg connections."""
+
+    def __init__(self, workload: Workload, dsn: str, failure: Callable[[], str | None] | None = None,
+                 pool_size: int | None = None):
+        target = workload.target
+        assert isinstance(target, PostgresTarget)
+        self.dsn = dsn
+        self.failure = failure
+        self.prepared = target.prepared
+        self.per_user = target.connections == "per_user"
+        self.pool_size = target.pool_size or pool_size or 8
+        self.plans = [[positional(sql) for sql in tx.sql] for tx in workload.transactions]
+        self.connections: dict[int, asyncpg.Connection] = {}
+        self.pool: asyncpg.Pool | None = None
+        self._statements: dict[tuple[int, str], Any] = {}
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        # statement_cache_size=0 when not prepared: every execution is parsed and planned anew.
+        return {"statement_cache_size": 256 if self.prepared else 0,
+                "server_settings": {"application_name": "perflab"}}
+
+    async def open(self, users: int | None) -> None:
+        try:
+            if self.per_user and users:
+                # Log every user on before the run starts: connection set-up is not a transaction.
+                conns = await asyncio.gather(*(asyncpg.connect(self.dsn, **self._connect_kwargs())
+                                               for _ in range(users)))
+                self.connections = dict(enumerate(conns))
+            else:
+                self.per_user = False
+                self.pool = await asyncpg.create_pool(self.dsn, min_size=self.pool_size, max_size=self.pool_size,
+                                                      **self._connect_kwargs())
+        except _CONNECTION_ERRORS + (asyncpg.PostgresError,) as exc:
+            raise SutFailure((self.failure and self.failure()) or f"cannot connect to PostgreSQL: {type(exc).__name__}: {exc}") from None
+
+    async def _run(self, conn: asyncpg.Connection, tx_index: int, params: dict | None) -> float | None:
+        statements = self.plans[tx_index]
+        first = None
+        if len(statements) == 1:
+            await self._statement(conn, statements[0], params)
+            return time.monotonic()
+        async with conn.transaction():
+            for plan in statements:
+                await self._statement(conn, plan, params)
+                if first is None:
+                    first = time.monotonic()
+        return first
+
+    async def _statement(self, conn: asyncpg.Connection, plan: tuple[str, list[str]], params: dict | None):
+        sql, names = plan
+        args = [params[n] for n in names] if names else ()
+        if self.prepared:
+            key = (id(conn), sql)
+            stmt = self._statements.get(key)
+            if stmt is None:
+                stmt = self._statements[key] = await conn.prepare(sql)
+            return await stmt.fetch(*args)
+        return await conn.fetch(sql, *args)
+
+    async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
+        try:
+            if self.per_user:
+                conn = self.connections.get(user)
+                if conn is None or conn.is_closed():
+                    conn = self.connections[user] = await asyncpg.connect(self.dsn, **self._connect_kwargs())
+                first = await self._run(conn, tx_index, params)
+            else:
+                async with self.pool.acquire() as conn:
+                    first = await self._run(conn, tx_index, params)
+            return Reply(True, None, first)
+        except asyncpg.PostgresError as exc:  # the server refused this one: a failed transaction
+            if isinstance(exc, _CONNECTION_ERRORS):
+                await raise_if_down(self.failure)
+            return Reply(False, f"{type(exc).__name__}: {exc}"[:500], None)
+        except _CONNECTION_ERRORS as exc:
+            await raise_if_down(self.failure)
+            return Reply(False, f"{type(exc).__name__}: {exc}"[:500], None)
+
+    async def close(self) -> None:
+        for conn in self.connections.values():
+            try:
+                await asyncio.wait_for(conn.close(), 5)
+            except Exception:
+                conn.terminate()
+        if self.pool is not None:
+            try:
+                await asyncio.wait_for(self.pool.close(), 10)
+            except Exception:
+                self.pool.terminate()

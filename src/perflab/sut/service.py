@@ -1,0 +1,439 @@
+"""Servers as the system under test: started fresh for each run, watched, stopped after.
+
+`ServiceProcess` runs any server from a command (the workload's `service` block): in the SUT's
+cgroup, on the SUT's CPUs, as an unprivileged user when perflab is root, in a session of its
+own (a Ctrl-C in the terminal reaches the driver, which then stops the server cleanly rather
+than the server dying under load). It is ready when its probe says so (a TCP port accepts, a
+URL answers, a command succeeds) and is stopped with its stop signal, then SIGKILL after a
+timeout. Its process tree is the SUT the (S) and (V) monitors measure.
+
+`PostgresServer` is the PostgreSQL case: initdb into the run directory, postgresql.conf
+settings, the postmaster started directly (not through pg_ctl, so its pid is ours to watch and
+its processes start inside the cgroup), the database created and loaded, `SELECT version()`
+for the fingerprint, a fast shutdown after.
+
+A server that exits during the run is a SUT failure: `failure()` says why, with the last
+lines of its log, and the run is marked failed with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from perflab.errors import SutFailure
+from perflab.workload.model import PostgresServer as PostgresServerSpec
+from perflab.workload.model import ReadyProbe
+from perflab.workload.model import Service as ServiceSpec
+
+LOG_TAIL_LINES = 5
+
+# Title rules for PostgreSQL's processes (first match wins; see monitor/sources/process_tree.py).
+# Backends are titled "postgres: <user> <db> <host>(<port>) <state>"; the postmaster keeps its
+# command line.
+POSTGRES_COMPONENTS = {
+    "checkpointer": r"postgres: (\S+: )?checkpointer",
+    "bgwriter": r"postgres: (\S+: )?background writer",
+    "walwriter": r"postgres: (\S+: )?walwriter",
+    "autovacuum": r"postgres: (\S+: )?autovacuum",
+    "backends": r"postgres: .*\(\d+\)",
+    "postmaster": r"/postgres(\s|$)",
+}
+
+
+@dataclass
+class Account:
+    """Who the server runs as. None fields: perflab's own user (not root)."""
+
+    name: str | None
+    uid: int | None = None
+    gid: int | None = None
+
+    @classmethod
+    def resolve(cls, name: str | None) -> "Account":
+        if os.geteuid() != 0 or name is None:
+            return cls(None)
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise SutFailure(f"OS user {name!r} does not exist (create it, e.g. `useradd --system {name}`)") from None
+        return cls(name, entry.pw_uid, entry.pw_gid)
+
+    def chown(self, path: Path) -> None:
+        if self.uid is not None:
+            os.chown(path, self.uid, self.gid)
+
+    def demote(self) -> None:
+        """In the child, last: drop root (PostgreSQL refuses to run as root)."""
+        if self.uid is not None:
+            os.setgid(self.gid)
+            os.initgroups(self.name, self.gid)
+            os.setuid(self.uid)
+
+    def can_reach(self, path: Path) -> bool:
+        """Whether this user can enter `path` (every parent directory must let it through)."""
+        if self.uid is None:
+            return True
+        return subprocess.run(["test", "-x", str(path)], preexec_fn=self.demote).returncode == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    return f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+
+class ServiceProcess:
+    """One server process (and its children): start, wait until ready, watch, stop."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path, *, cwd: Path | None = None,
+                 env: dict[str, str] | None = None, account: Account | None = None, cpus: list[int] | None = None,
+                 cgroup: Any = None):
+        self.name, self.argv, self.log_path = name, argv, log_path
+        self.cwd, self.env, self.account = cwd, env, account or Account(None)
+        self.cpus, self.cgroup = cpus, cgroup
+        self.proc: subprocess.Popen | None = None
+        self.stopping = False
+
+    def start(self) -> None:
+        cgroup, cpus, account = self.cgroup, self.cpus, self.account
+
+        def child() -> None:  # runs in the child between fork and exec, as root
+            if cgroup is not None:
+                cgroup.add_self()  # first: every process it starts is born inside
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+            account.demote()
+
+        with open(self.log_path, "ab") as log:
+            account.chown(self.log_path)
+            try:
+                self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=subprocess.STDOUT, preexec_fn=child,
+                                             start_new_session=True)
+            except OSError as exc:
+                raise SutFailure(f"{self.name} could not start ({self.argv[0]}): {exc.strerror or exc}") from None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc is not None else -1
+
+    def failure(self) -> str | None:
+        """Why the server is gone, or None while it runs (or while perflab itself stops it)."""
+        if self.proc is None or self.stopping or self.proc.poll() is None:
+            return None
+        return f"{self.name} (pid {self.proc.pid}) exited during the run ({describe_exit(self.proc.returncode)})" \
+               + self.log_tail()
+
+    def log_tail(self) -> str:
+        try:
+            lines = [ln for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return ("; log: " + " | ".join(lines[-LOG_TAIL_LINES:])) if lines else ""
+
+    def wait_ready(self, probe: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise SutFailure(f"{self.name} exited while starting ({describe_exit(self.proc.returncode)})"
+                                 + self.log_tail())
+            if probe():
+                return
+            if time.monotonic() > deadline:
+                raise SutFailure(f"{self.name} was not ready within {timeout:g} s" + self.log_tail())
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> str | None:
+        """Ask it to stop; SIGKILL its whole session after `timeout`. Returns a note if it had to."""
+        self.stopping = True
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            self._kill_leftovers()
+            return None
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=timeout)
+            note = None
+        except subprocess.TimeoutExpired:
+            note = f"{self.name} did not stop within {timeout:g} s of {signal.Signals(sig).name}: killed"
+            self._kill_leftovers()
+            proc.wait()
+        self._kill_leftovers()
+        return note
+
+    def _kill_leftovers(self) -> None:
+        # Children left behind in its session (a worker that outlived its master).
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# --- readiness probes --------------------------------------------------------------------------
+
+
+def tcp_probe(host: str, port: int) -> Callable[[], bool]:
+    def probe() -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+    return probe
+
+
+def http_probe(url: str) -> Callable[[], bool]:
+    def probe() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                return response.status < 500
+        except urllib.error.HTTPError as exc:
+            return exc.code < 500
+        except (OSError, ValueError):
+            return False
+    return probe
+
+
+def command_probe(argv: list[str], cwd: Path | None) -> Callable[[], bool]:
+    def probe() -> bool:
+        try:
+            return subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=5).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return probe
+
+
+def make_probe(ready: ReadyProbe, cwd: Path | None) -> Callable[[], bool]:
+    if ready.tcp is not None:
+        host, _, port = str(ready.tcp).rpartition(":")
+        return tcp_probe(host or "127.0.0.1", int(port))
+    if ready.http is not None:
+        return http_probe(ready.http)
+    return command_probe(list(ready.command or []), cwd)
+
+
+# --- the generic service -----------------------------------------------------------------------
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """`{run_dir}` and friends: plain token replacement (server configs are full of braces)."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+class Service:
+    """A workload's `service` block, started for one run."""
+
+    def __init__(self, spec: ServiceSpec, workload_dir: Path, run_dir: Path, cpus: list[int] | None, cgroup: Any):
+        self.spec = spec
+        self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir)}
+        self.cwd = (workload_dir / substitute(spec.cwd, self.tokens)) if spec.cwd else run_dir
+        self.workload_dir, self.run_dir = workload_dir, run_dir
+        account = Account.resolve(spec.user)
+        env = {**os.environ, **{k: substitute(v, self.tokens) for k, v in spec.env.items()}}
+        argv = [substitute(a, self.tokens) for a in spec.command]
+        self.process = ServiceProcess(f"service {Path(argv[0]).name}", argv, run_dir / "service.log", cwd=self.cwd,
+                                      env=env, account=account, cpus=cpus, cgroup=cgroup)
+        self.components = dict(spec.components)
+        self.counters = None
+        self.version: str | None = None
+
+    def start(self) -> dict[str, Any]:
+        for dest, template in self.spec.files.items():
+            text = (self.workload_dir / template).read_text()
+            target = self.run_dir / dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(substitute(text, self.tokens))
+        self.version = self._version()
+        self.process.start()
+        self.process.wait_ready(make_probe(self.spec.ready, self.cwd), self.spec.ready.timeout)
+        return {"sut_version": self.version, "service": self.process.argv}
+
+    def _version(self) -> str:
+        argv = self.spec.version_command
+        if not argv:
+            return Path(self.process.argv[0]).name
+        try:
+            done = subprocess.run([substitute(a, self.tokens) for a in argv], capture_output=True, text=True,
+                                  timeout=30, cwd=self.cwd)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"unknown ({exc})"
+        return (done.stdout.strip() or done.stderr.strip()).splitlines()[0] if (done.stdout or done.stderr) else "unknown"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def failure(self) -> str | None:
+        return self.process.failure()
+
+    def stop(self) -> str | None:
+        return self.process.stop(getattr(signal, self.spec.stop_signal), self.spec.stop_timeout)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def postgres_bin(spec: str) -> Path:
+    """`pgserver` -> the binaries bundled in the pgserver wheel; else the directory given."""
+    if spec == "pgserver":
+        try:
+            import pgserver  # noqa: F401  (only its files are used, not its daemon management)
+        except ImportError:
+            raise SutFailure("the pgserver package is not installed (pip install pgserver)") from None
+        return Path(pgserver.__file__).parent / "pginstall" / "bin"
+    return Path(spec)
+
+
+def postgres_version(bin_dir: Path) -> str:
+    done = subprocess.run([str(bin_dir / "postgres"), "--version"], capture_output=True, text=True, timeout=30)
+    return done.stdout.strip()
+
+
+class PostgresServer:
+    """A fresh PostgreSQL cluster in the run directory, for one run."""
+
+    SUPERUSER = "postgres"
+
+    def __init__(self, spec: PostgresServerSpec, database: str, run_dir: Path, run_id: str,
+                 cpus: list[int] | None, cgroup: Any, max_connections: int = 300):
+        self.spec, self.database, self.run_dir = spec, database, run_dir
+        self.bin = postgres_bin(spec.bin)
+        for program in ("initdb", "postgres"):
+            if not (self.bin / program).exists():
+                raise SutFailure(f"no {program} in {self.bin} (target.server.bin)")
+        self.account = Account.resolve(spec.user)
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.data_dir, self.data_note = self._data_dir(run_id)
+        self.max_connections = max_connections
+        self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+                                      run_dir / "postgres.log", account=self.account, cpus=cpus, cgroup=cgroup,
+                                      env={**os.environ, "LC_ALL": "C"})
+        self.components = dict(spec.components or POSTGRES_COMPONENTS)
+        self.version: str | None = None
+
+    def _data_dir(self, run_id: str) -> tuple[Path, str | None]:
+        # initdb into the run directory; when the server's user cannot reach it (a private
+        # temporary directory), into /var/tmp with a link from the run directory.
+        inside = self.run_dir / "pgdata"
+        if self.account.can_reach(self.run_dir):
+            return inside, None
+        outside = Path("/var/tmp/perflab-pgdata") / run_id
+        outside.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(outside.parent, 0o755)
+        inside.symlink_to(outside)
+        return outside, f"data directory {outside} (the server's user cannot enter the run directory)"
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{self.SUPERUSER}@{self.host}:{self.port}/{self.database}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _as_server_user(self, argv: list[str], what: str, timeout: float = 300) -> str:
+        done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=self.account.demote, timeout=timeout,
+                              env={**os.environ, "LC_ALL": "C"})
+        if done.returncode != 0:
+            raise SutFailure(f"{what} failed ({describe_exit(done.returncode)}): {(done.stderr or done.stdout).strip()[-800:]}")
+        return done.stdout
+
+    def start(self) -> dict[str, Any]:
+        self.data_dir.mkdir(mode=0o700)
+        self.account.chown(self.data_dir)
+        self._as_server_user([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", self.SUPERUSER, "-A", "trust",
+                              "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+        settings: dict[str, Any] = {
+            "listen_addresses": self.host, "port": self.port, "unix_socket_directories": "",
+            "max_connections": self.max_connections, "logging_collector": False,
+            **self.spec.settings,
+        }
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write("\n# perflab\n")
+            for key, value in settings.items():
+                conf.write(f"{key} = {_conf_value(value)}\n")
+        self.process.start()
+        self.process.wait_ready(tcp_probe(self.host, self.port), self.spec.ready_timeout)
+        self._wait_accepting()
+        return {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
+                "postgres_settings": {k: str(v) for k, v in settings.items()},
+                **({"postgres_data_note": self.data_note} if self.data_note else {})}
+
+    def _wait_accepting(self) -> None:
+        """The port opens before recovery ends; wait until a query works, then create the database."""
+        import asyncio
+
+        import asyncpg
+
+        async def setup() -> str:
+            deadline = time.monotonic() + self.spec.ready_timeout
+            while True:
+                try:
+                    conn = await asyncpg.connect(host=self.host, port=self.port, user=self.SUPERUSER,
+                                                 database="postgres", timeout=5)
+                    break
+                except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+                    if time.monotonic() > deadline or self.process.proc.poll() is not None:
+                        raise SutFailure(f"PostgreSQL did not accept connections: {exc}" + self.process.log_tail())
+                    await asyncio.sleep(0.1)
+            try:
+                if self.database != "postgres":
+                    await conn.execute(f'CREATE DATABASE "{self.database}"')
+                return await conn.fetchval("SELECT version()")
+            finally:
+                await conn.close()
+
+        self.version = asyncio.run(setup())
+
+    def pgbench_init(self, scale: int, options: list[str]) -> None:
+        program = self.bin / "pgbench" if (self.bin / "pgbench").exists() else shutil.which("pgbench")
+        if program is None:
+            raise SutFailure("pgbench is not installed")
+        done = subprocess.run([str(program), "-i", "-q", "-s", str(scale), *options, "-h", self.host,
+                               "-p", str(self.port), "-U", self.SUPERUSER, self.database],
+                              capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            raise SutFailure(f"pgbench -i failed: {done.stderr.strip()[-800:]}")
+
+    def failure(self) -> str | None:
+        return self.process.failure()
+
+    def stop(self) -> str | None:
+        # SIGINT is PostgreSQL's fast shutdown: roll back, checkpoint, exit.
+        note = self.process.stop(signal.SIGINT, timeout=60.0)
+        if not self.spec.keep_data:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            if self.data_dir != self.run_dir / "pgdata":
+                (self.run_dir / "pgdata").unlink(missing_ok=True)
+        return note
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
