@@ -2,7 +2,7 @@
 VENV ?= .venv
 STAMP := $(VENV)/.perflab-installed
 
-.PHONY: demo test install clean accuracy
+.PHONY: demo demo-full demo-run test install clean accuracy
 
 $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 	./scripts/bootstrap-venv.sh $(VENV)
@@ -10,9 +10,21 @@ $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 
 install: $(STAMP)
 
-# The main job on the embedded default.
+# The main job on the embedded default: the SQLite 3.40 -> 3.54 release study (about 4 minutes).
 demo: $(STAMP)
+	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml
+
+# The same study at full length (2-minute measurement windows, 30 s stabilization; about 40 minutes).
+demo-full: $(STAMP)
+	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml --measurement 2m --stabilization 30s
+
+# One run of the debit-credit workload and its summary.
+demo-run: $(STAMP)
 	$(VENV)/bin/perflab run examples/debit-credit.yaml
+
+# Regenerate docs/accuracy.md (known-cost SUT at 20-90% utilization; run on a quiet machine).
+accuracy: $(STAMP)
+	$(VENV)/bin/perflab accuracy
 
 # The tests (what CI runs).
 test: $(STAMP)
