@@ -109,13 +109,16 @@ class Study(Strict):
     gate_metrics: list[str] = Field(default_factory=lambda: ["itr_s"],
                                     description="metrics whose verdicts decide the exit code of compare")
 
-    @model_validator(mode="after")
-    def _shape(self) -> "Study":
-        names = [c.name for c in self.configurations]
-        if len(set(names)) != len(names):
-            raise ValueError(f"configuration names must be unique: {names}")
-        if self.sweep is None and len(self.configurations) < 2:
-            raise ValueError("a comparison needs at least two configurations (the first is the base)")
-        if self.sweep is not None and len(self.configurations) > 1:
-            raise ValueError("a sweep varies one factor of one configuration; give at most one configuration")
-        return self
+
+
+def check_study(study: Study) -> None:
+    """Cross-field checks, located for file:line messages (LocatedError)."""
+    from perflab.workload.model import LocatedError
+
+    names = [c.name for c in study.configurations]
+    if len(set(names)) != len(names):
+        raise LocatedError(("configurations",), f"configuration names must be unique: {names}")
+    if study.sweep is None and len(study.configurations) < 2:
+        raise LocatedError(("configurations",), "a comparison needs at least two configurations (the first is the base)")
+    if study.sweep is not None and len(study.configurations) > 1:
+        raise LocatedError(("sweep",), "a sweep varies one factor of one configuration; give at most one configuration")

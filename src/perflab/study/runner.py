@@ -22,9 +22,9 @@ from perflab.study.calibrate import calibrate
 from perflab.study.compare import DEFAULT_METRICS, compare_configs
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
 from perflab.study.gates import check_run
-from perflab.study.model import Configuration, Study
+from perflab.study.model import Configuration, Study, check_study
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
-from perflab.workload.model import Workload
+from perflab.workload.model import LocatedError, Workload
 
 UTIL_BAND_HALF_WIDTH = 10.0
 
@@ -43,6 +43,10 @@ def load_study(path: Path) -> tuple[Study, Workload, Path]:
     path = Path(path)
     data = read_yaml(path)
     study = validate_model(Study, data, path)
+    try:
+        check_study(study)
+    except LocatedError as exc:
+        raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
     workload_path = (path.parent / study.workload).resolve()
     if not workload_path.exists():
         raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
