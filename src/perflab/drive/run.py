@@ -295,7 +295,17 @@ def _finish(run: dict, run_dir: Path, store: Store, recorder: Recorder | None, e
         invalid.append(f"run {status}: {reason}")
     run.update(status=status, reason=reason, valid=not invalid, invalid_reasons=invalid, finished=_now_iso())
     write_json_atomic(run_dir / "run.json", run)
-    store.index(run)
+    store.index(run, etr_t=_etr_for_catalog(run_dir))
+
+
+def _etr_for_catalog(run_dir: Path) -> float | None:
+    """ETR (T) for `perflab runs`; the catalog is an index, so a reduction problem only leaves it blank."""
+    try:
+        from perflab.reduce.reduce import reduce_run
+
+        return reduce_run(run_dir).values.get("etr_t")
+    except Exception:
+        return None
 
 
 def _last_end(recorder: Recorder | None) -> float:

@@ -229,6 +229,8 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dic
         warnings.append("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na")
     if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
         measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
+    if samples.has("monitor.cpu_user") and samples.has("monitor.cpu_sys"):
+        measured["monitor_sec"] = samples.delta(["monitor.cpu_user", "monitor.cpu_sys"], window, "MONITOR SEC")
     if samples.has("i.instructions"):
         measured["instructions_i"] = samples.delta(["i.instructions"], window, "INSTRUCTIONS (I)")
     if samples.has("i.cycles"):

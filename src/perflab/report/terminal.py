@@ -21,7 +21,7 @@ SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) +
 CLASS_COLUMNS = ("tx_ok", "etr_t", "avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t",
                  "resp_p99_t", "errors_t")
 SUMMARY_KEYS = ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
-                "driver_cpu", "errors_t")
+                "driver_cpu", "monitor_cpu", "errors_t")
 
 
 def format_value(metric: Metric, value: Any) -> str:

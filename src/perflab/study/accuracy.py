@@ -66,18 +66,6 @@ class Level:
     values: dict
     tx_cpu_ms: float
     window_s: float
-    monitor_sec: float
-
-
-def monitor_seconds(run_dir: Path, start: float, end: float) -> float:
-    """The monitor's own CPU over the window (it is reported apart, like the driver's)."""
-    import numpy as np
-
-    samples = pq.read_table(run_dir / "samples.parquet").to_pandas()
-    if "monitor.cpu_user" not in samples:
-        return 0.0
-    cpu = samples["monitor.cpu_user"] + samples["monitor.cpu_sys"]
-    return float(np.interp(end, samples.t, cpu) - np.interp(start, samples.t, cpu))
 
 
 def _sampling_error(fraction: float, ticks: float) -> float:
@@ -108,7 +96,7 @@ def run_accuracy(store: Store, quick: bool = False, on_progress: Callable[[str],
         w = run["window"]
         inside = tx[(tx.end >= w["start"]) & (tx.end < w["end"]) & tx.ok]
         levels.append(Level(util, rate, result.run_id, dict(metrics.values), 1000 * inside.cpu.mean(),
-                            w["end"] - w["start"], monitor_seconds(result.run_dir, w["start"], w["end"])))
+                            w["end"] - w["start"]))
     io_rate = 40.0
     on_progress(f"I/O level: {io_rate:.0f} tx/s, {IO_WRITES} fdatasync'd writes each")
     io_result = execute_run(RunRequest(load_workload(io_path), io_path, rate=io_rate, duration=8.0 if quick else 30.0,
@@ -160,7 +148,7 @@ def render_accuracy(result: dict, fingerprint: dict) -> str:
         ticks = TICK_HZ * util / 100.0 * result["processors"] * level.window_s
         pbt_h_net = None
         if v.get("busy_sec_h") is not None and v.get("tx_ok"):
-            own = (v.get("driver_sec") or 0.0) + level.monitor_sec
+            own = (v.get("driver_sec") or 0.0) + (v.get("monitor_sec") or 0.0)
             pbt_h_net = 1000.0 * (v["busy_sec_h"] - own) / v["tx_ok"]
         itr_known = 1000.0 * result["processors"] / known_pbt
         row = [
