@@ -25,8 +25,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+# Piped or captured output is not squeezed to 80 columns: run ids and paths must stay whole.
+out = Console() if sys.stdout.isatty() else Console(width=200)
+err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
 
 StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
 
