@@ -1,19 +1,10 @@
-"""Shared helpers: write a workload file, run it through perflab, read the stored run."""
+"""Fixtures shared by every test folder. Helpers live in cli_helpers.py (importable by name)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-PERFLAB = [sys.executable, "-m", "perflab.cli"]
 
 
 @pytest.fixture
@@ -21,34 +12,3 @@ def store(tmp_path: Path) -> Path:
     path = tmp_path / "store"
     path.mkdir()
     return path
-
-
-def write_workload(directory: Path, text: str, name: str = "workload.yaml") -> Path:
-    path = directory / name
-    path.write_text(textwrap.dedent(text).lstrip())
-    return path
-
-
-def perflab(*args: str, store: Path | None = None, timeout: float = 180, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if store is not None:
-        env["PERFLAB_HOME"] = str(store)
-    return subprocess.run([*PERFLAB, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=kwargs.pop("cwd", REPO), **kwargs)
-
-
-def run_dir_of(store: Path, run_id: str) -> Path:
-    return store / "runs" / run_id.strip()
-
-
-def load_run(run_dir: Path) -> tuple[dict, "pandas.DataFrame"]:
-    run = json.loads((run_dir / "run.json").read_text())
-    tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
-    for col in ("script", "transaction", "class"):
-        tx[col] = tx[col].astype(str)
-    return run, tx
-
-
-def in_window(run: dict, tx):
-    w = run["window"]
-    return tx[(tx.end >= w["start"]) & (tx.end < w["end"])]

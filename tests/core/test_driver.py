@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import PERFLAB, REPO, in_window, load_run, perflab, run_dir_of, write_workload
+from cli_helpers import PERFLAB, REPO, in_window, load_run, perflab, run_dir_of, write_workload
 
 PY_NOOP = """
 name: noop-{tag}

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import write_workload
+from cli_helpers import write_workload
 from perflab.drive.run import RunRequest, execute_run
 from perflab.store.catalog import Store
 from perflab.workload.loader import load_workload

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import perflab, write_workload
+from cli_helpers import perflab, write_workload
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
 from perflab.workload.thinktime import BactrianThink, EmpiricalThink

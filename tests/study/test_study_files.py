@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO, perflab
+from cli_helpers import REPO, perflab
 from perflab.study.configure import apply_changes
 from perflab.study.model import parse_bytes
 from perflab.stats.schedule import interleaved_schedule

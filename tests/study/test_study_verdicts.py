@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import perflab
+from cli_helpers import perflab
 
 CPU_MS = 4.0
 
