@@ -313,6 +313,31 @@ def accuracy(
 
 
 @app.command()
+def metrics(
+    markdown: bool = typer.Option(False, "--markdown", help="the reference as Markdown (docs/metrics.md)"),
+) -> None:
+    """List the metric catalog: labels, keys, units, sources, formulas."""
+    from perflab.report.metric_reference import render_metric_reference
+
+    if markdown:
+        print(render_metric_reference(), end="")
+        return
+    from rich.table import Table
+
+    from perflab.reduce.registry import REGISTRY
+
+    table = Table(title="perflab metric catalog", title_justify="left")
+    for col in ("group", "label", "key", "unit", "formula"):
+        table.add_column(col)
+    keys = set(REGISTRY.perflab_keys())
+    for m in REGISTRY:
+        if m.key in keys:
+            formula = "; ".join(f.expression for f in m.formulas) if m.formulas else "measured"
+            table.add_row(m.group, m.label, m.key, m.unit or "", formula)
+    out.print(table)
+
+
+@app.command()
 def derive(
     table: Path = typer.Argument(..., help="a published measurement table (seed-table CSV format)"),
     check: bool = typer.Option(False, "--check", help="exit 1 when a derivable row disagrees beyond rounding"),

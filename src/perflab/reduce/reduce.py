@@ -149,7 +149,9 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
         "processors": float(len(sut_cpus)) if sut_cpus else all_cpus,
         "processors_h": float(len(h_cpus)) if (sut_cpus or driver_cpus) else all_cpus,
         "driver_processors": float(len(driver_cpus) or 1),
-        "real_storage": (_number(fingerprint.get("memory_bytes")) or 0.0) / MB or None,
+        # the SUT's memory limit (cgroup) when the configuration set one, else the machine's memory
+        "real_storage": (_number(config.get("real_storage_bytes")) or _number(fingerprint.get("memory_bytes"))
+                         or 0.0) / MB or None,
     }
     if tx is not None:
         measured.update(response_rows(tx))

@@ -116,7 +116,9 @@ _METRICS: list[Metric] = [
              measurement="len(config.sut_cpus ∪ config.driver_cpus); all CPUs when neither is given"),
     _perflab("real_storage", "REAL STORAGE", "MB", "", "Environment",
              "Memory available to the system under test.", context=ANY, decimals=0,
-             aliases=_aliases("Real Storage"), measurement="run.json fingerprint.memory_bytes / 2^20"),
+             aliases=_aliases("Real Storage"),
+             measurement="run.json config.real_storage_bytes (the SUT cgroup's memory limit) / 2^20; else "
+                         "fingerprint.memory_bytes / 2^20"),
     _seed("exp_storage", "EXP. STORAGE", "MB", "", "Environment", "Configured expanded storage.", context=ANY,
           aliases=_aliases("Expanded Storage")),
     _seed("vtams", "VTAMs", "", "", "Environment", "Number of VTAM server machines.", context=ANY,
