@@ -35,7 +35,7 @@ from perflab.errors import SutFailure
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.sut.placement import Placement, resolve_placement
-from perflab.workload.model import Workload
+from perflab.workload.model import NETWORK_KINDS, Workload
 
 DRIVER_SATURATION_PCT = 90.0
 MAX_DEFAULT_WORKERS = 8
@@ -106,8 +106,9 @@ def _sut_cgroup(run_id: str, placement: Placement, memory_limit: int | None, pid
     return cgroup, None
 
 
-def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pool: WorkerPool, placement: Placement,
-                   counters: Any, cgroup: Any = None):
+def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pids: list[int], placement: Placement,
+                   counter_spec: Any, cgroup: Any = None, components: dict[str, str] | None = None,
+                   driver_pid: int | None = -1):
     """The monitors (H, S, V, I, SUT counters) in a process of their own, or None with why not."""
     if not request.monitor:
         return None, "monitor disabled (--no-monitor)"
@@ -119,11 +120,12 @@ def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pool: WorkerPo
         interval_s=request.workload.monitor_interval,
         t0_monotonic=t0,
         out_path=run_dir / "samples.parquet",
-        sut_pids=pool.pids,
+        sut_pids=pids,
         sut_cgroup=cgroup.path_for_monitor if cgroup is not None else None,
-        driver_pid=os.getpid(),
+        components=components or {},
+        driver_pid=os.getpid() if driver_pid == -1 else driver_pid,
         cpus=placement.driver_cpus,
-        counters=counters.handle if counters is not None else None,
+        counters=counter_spec,
     )
     sampler = Sampler(spec)
     sampler.start()
@@ -186,6 +188,12 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
         on_started(run_id, run_dir)
 
     workload_dir = Path(request.workload_path).resolve().parent
+    if workload.target.kind in NETWORK_KINDS:
+        # The SUT is a server reached over the network: no worker pool (see network_run.py).
+        from perflab.drive.network_run import execute_network_run
+
+        return execute_network_run(request, store, run, run_dir, workload_dir, placement, phases, users, rate,
+                                   seed, n_workers)
     cls = adapter_class(workload.target.kind)
     recorder = None
     pool = None
@@ -210,7 +218,8 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
                       "memory_limit": request.memory_limit}
         t0 = time.monotonic()
         run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
-        sampler, monitor_note = _start_monitor(request, run_dir, t0, pool, placement, counters, cgroup)
+        sampler, monitor_note = _start_monitor(request, run_dir, t0, pool.pids, placement,
+                                               counters.handle if counters is not None else None, cgroup)
         run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
         tx_names = [t.name for t in workload.transactions]
         recorder = Recorder([s.name for s in workload.scripts], tx_names, [], t0)
@@ -272,15 +281,22 @@ def set_progress(callback: Callable | None) -> None:
 
 
 def _finish(run: dict, run_dir: Path, store: Store, recorder: Recorder | None, engine: Engine | None,
-            phases: Phases, status: str, reason: str | None) -> None:
+            phases: Phases, status: str, reason: str | None, table: Any = None,
+            window: tuple[float, float] | None = None) -> None:
+    """`table`: transactions imported from an external driver's log, instead of a recorder;
+    `window`: the measured span when that driver decides it (pgbench's measured run)."""
     if recorder is not None:
         table = recorder.table()
+    if table is not None:
         write_atomic(run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
     end = phases.window_end
     if status != "complete":
         # A run cut short measures only up to its last completed transaction.
-        end = min(end, max(phases.window_start, _last_end(recorder)))
+        last = _last_end(recorder) if recorder is not None else _table_last_end(table)
+        end = min(end, max(phases.window_start, last))
     run["window"] = {"start": phases.window_start, "end": end, "planned_end": phases.window_end}
+    if window is not None:
+        run["window"] = {"start": window[0], "end": window[1], "planned_end": window[0] + phases.measurement}
     invalid: list[str] = []
     if engine is not None and engine.outcome.window_wall_s == engine.outcome.window_wall_s:
         wall = engine.outcome.window_wall_s
@@ -306,6 +322,15 @@ def _etr_for_catalog(run_dir: Path) -> float | None:
         return reduce_run(run_dir).values.get("etr_t")
     except Exception:
         return None
+
+
+def _table_last_end(table: Any) -> float:
+    if table is None or table.num_rows == 0:
+        return 0.0
+    import pyarrow.compute as pc
+
+    value = pc.max(table.column("end")).as_py()
+    return 0.0 if value is None else float(value)
 
 
 def _last_end(recorder: Recorder | None) -> float:

@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -247,7 +248,7 @@ class Service:
 
     def __init__(self, spec: ServiceSpec, workload_dir: Path, run_dir: Path, cpus: list[int] | None, cgroup: Any):
         self.spec = spec
-        self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir)}
+        self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir), "python": sys.executable}
         self.cwd = (workload_dir / substitute(spec.cwd, self.tokens)) if spec.cwd else run_dir
         self.workload_dir, self.run_dir = workload_dir, run_dir
         account = Account.resolve(spec.user)
@@ -298,11 +299,13 @@ class Service:
 def postgres_bin(spec: str) -> Path:
     """`pgserver` -> the binaries bundled in the pgserver wheel; else the directory given."""
     if spec == "pgserver":
-        try:
-            import pgserver  # noqa: F401  (only its files are used, not its daemon management)
-        except ImportError:
-            raise SutFailure("the pgserver package is not installed (pip install pgserver)") from None
-        return Path(pgserver.__file__).parent / "pginstall" / "bin"
+        # Only its files are used, not its daemon management, so it is found, not imported.
+        import importlib.util
+
+        found = importlib.util.find_spec("pgserver")
+        if found is None or not found.submodule_search_locations:
+            raise SutFailure("the pgserver package is not installed (pip install pgserver)")
+        return Path(list(found.submodule_search_locations)[0]) / "pginstall" / "bin"
     return Path(spec)
 
 

@@ -24,6 +24,7 @@ from perflab.errors import InputError
 from perflab.workload.model import (
     CommandTarget,
     LocatedError,
+    PostgresTarget,
     PythonTarget,
     Workload,
     check_references,
@@ -99,7 +100,7 @@ def _field_path(data: Any, loc: tuple) -> str:
         elif isinstance(part, str) and isinstance(node, CommentedMap) and not part[:1].isupper() and "[" not in part:
             # a missing or unknown key at this level: still part of what the user must fix
             known_tag = part in {"constant", "uniform", "exponential", "lognormal", "bactrian", "empirical",
-                                 "sqlite", "python", "command", "closed", "open"}
+                                 "sqlite", "python", "command", "closed", "open", "postgres", "http", "tcp"}
             if not known_tag:
                 parts.append(part)
                 node = None
@@ -169,6 +170,7 @@ def load_workload(path: Path | str) -> Workload:
     except LocatedError as exc:
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=_field_path(data, exc.loc)) from None
     _resolve_files(workload, data, path)
+    _resolve_services(workload, data, path)
     return workload
 
 
@@ -217,6 +219,39 @@ def _resolve_files(workload: Workload, data: Any, path: Path) -> None:
             if shutil.which(exe) is None and not (base / exe).exists():
                 raise InputError(f"program {exe!r} not found on PATH", file=path,
                                  line=line_of(data, ("transactions", i, "command")), field=f"transactions[{i}].command")
+
+
+def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
+    """Servers and load generators the workload names must exist before a run starts them."""
+    base = path.parent
+    target = workload.target
+
+    def fail(message: str, loc: tuple) -> None:
+        raise InputError(message, file=path, line=line_of(data, loc), field=".".join(map(str, loc)))
+
+    if isinstance(target, PostgresTarget) and target.server is not None:
+        if target.server.bin == "pgserver":
+            if importlib.util.find_spec("pgserver") is None:
+                fail("the pgserver package is not installed (pip install pgserver)", ("target", "server", "bin"))
+        elif not (Path(target.server.bin) / "postgres").exists():
+            fail(f"no PostgreSQL server in {target.server.bin} (e.g. apt-get install postgresql-15 for "
+                 "/usr/lib/postgresql/15/bin)", ("target", "server", "bin"))
+    service = workload.service
+    if service is not None:
+        exe = service.command[0]
+        if "{" not in exe and shutil.which(exe) is None and not (base / exe).exists():
+            fail(f"program {exe!r} not found on PATH", ("service", "command"))
+        for dest, template in service.files.items():
+            if not (base / template).exists():
+                fail(f"template file not found: {template}", ("service", "files", dest))
+    tools = {"pgbench": "pgbench (apt-get install postgresql-client-15)"}
+    kind = workload.driver.kind
+    if kind in tools and _find_tool(kind) is None:
+        fail(f"{tools[kind]} is not installed", ("driver", "kind"))
+
+
+def _find_tool(name: str) -> str | None:
+    return shutil.which(name)
 
 
 def _module_exists(module: str, extra_paths: list[str]) -> bool:

@@ -376,8 +376,9 @@ class ReadyProbe(Strict):
 class Service(Strict):
     """A server perflab starts before the run and stops after: the system under test.
 
-    Its process tree (and cgroup) is what the (S) and (V) monitors measure. `{run_dir}` and
-    `{workload_dir}` in command, env and files are replaced by those directories.
+    Its process tree (and cgroup) is what the (S) and (V) monitors measure. `{run_dir}`,
+    `{workload_dir}` and `{python}` (perflab's interpreter) in command, cwd, env, files and
+    version_command are replaced.
     """
 
     command: list[str] = Field(min_length=1)
@@ -402,13 +403,13 @@ class Driver(Strict):
     """Who generates the load: perflab's own driver, or an external load generator whose log is
     imported into the same run format."""
 
-    kind: Literal["native", "pgbench", "wrk", "k6"] = "native"
-    threads: int | None = Field(default=None, ge=1, description="pgbench -j / wrk -t (default 1)")
+    kind: Literal["native", "pgbench"] = "native"
+    threads: int | None = Field(default=None, ge=1, description="pgbench -j (default 1)")
     protocol: Literal["simple", "extended", "prepared"] = Field(default="prepared", description="pgbench -M")
     options: list[str] = Field(default_factory=list, description="more command-line options for the tool")
 
 
-_DRIVER_TARGETS = {"pgbench": "postgres", "wrk": "http", "k6": "http"}
+_DRIVER_TARGETS = {"pgbench": "postgres"}
 
 
 class Placement(Strict):
@@ -485,6 +486,11 @@ def check_references(workload: Workload) -> None:
     if wanted is not None and workload.target.kind != wanted:
         raise LocatedError(("driver", "kind"), f"{workload.driver.kind} drives a {wanted} target, "
                                                f"not a {workload.target.kind} one")
+    if workload.driver.kind == "pgbench":
+        _check_pgbench(workload)
+    target = workload.target
+    if isinstance(target, PostgresTarget) and target.server is not None and workload.service is not None:
+        raise LocatedError(("service",), "target.server is already the SUT: give a service or target.server, not both")
     body = _BODY_FOR_TARGET[workload.target.kind]
     for i, tx in enumerate(workload.transactions):
         if tx.body_kind != body:
@@ -493,3 +499,26 @@ def check_references(workload: Workload) -> None:
                 f"a {workload.target.kind} target runs transactions with a `{body}` body, not `{tx.body_kind}`",
             )
 
+
+
+def _check_pgbench(workload: Workload) -> None:
+    """What pgbench can run: one transaction per script, random_int or numeric constant
+    parameters, no think time (pgbench would count a \\sleep in the response time)."""
+    from perflab.workload.thinktime import ConstantThink
+
+    if workload.init_script is not None:
+        raise LocatedError(("init_script",), "pgbench has no logon script; remove init_script or use driver: native")
+    if workload.think is not None and not (isinstance(workload.think, ConstantThink) and workload.think.value == 0):
+        raise LocatedError(("think",), "pgbench runs without think time (it would count a sleep as response time)")
+    for i, script in enumerate(workload.scripts):
+        if len(script.steps) != 1:
+            raise LocatedError(("scripts", i, "steps"), "pgbench runs one transaction per script")
+        if script.steps[0].think is not None:
+            raise LocatedError(("scripts", i, "steps", 0, "think"), "pgbench runs without think time")
+    for i, tx in enumerate(workload.transactions):
+        for name, spec in tx.params.items():
+            ok = isinstance(spec, RandomInt) or (isinstance(spec, Constant) and isinstance(spec.value, (int, float))
+                                                 and not isinstance(spec.value, bool))
+            if not ok:
+                raise LocatedError(("transactions", i, "params", name),
+                                   "pgbench takes random_int or numeric value parameters only")

@@ -290,7 +290,11 @@ class _LeanClient:
             conn._reset()
             conn.waiter = asyncio.get_running_loop().create_future()
             conn.transport.write(head + body if body else head)
-            result = await asyncio.wait_for(conn.waiter, self.timeout)
+            try:
+                result = await asyncio.wait_for(conn.waiter, self.timeout)
+            except BaseException:
+                conn.transport.close()  # a half-read response: the connection cannot be reused
+                raise
             if conn.keep_alive and conn.lost is None:
                 self.idle.append(conn)
             else:

@@ -1,0 +1,85 @@
+"""External load generators (pgbench; wrk and k6 are planned, see docs/real-systems.md).
+
+When one driver process cannot produce the load (or a study wants the industry's own tool),
+perflab runs an external driver instead of its own and imports the tool's log into the same
+run format: transactions.parquet rows (intended, actual start, first response and end times
+where the tool gives them), the window on perflab's clock, the tool's own summary in run.json.
+Monitors, metrics, statistics and reports then work the same whichever driver ran.
+
+Each tool has one module: a runner (command line from the workload) and an importer (its log
+to rows). All share `ExternalResult` and `TableBuilder`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from perflab.drive.recorder import SCHEMA
+
+NAN = float("nan")
+
+
+@dataclass
+class ExternalResult:
+    table: pa.Table | None
+    status: str  # complete | failed | interrupted
+    reason: str | None
+    driver: dict[str, Any] = field(default_factory=dict)  # run.json "driver": the tool's CPU
+    summary: dict[str, Any] = field(default_factory=dict)  # run.json "external": the tool's own figures
+    window: tuple[float, float] | None = None  # the measured part, when the tool decides it
+
+
+class TableBuilder:
+    """transactions.parquet rows from an imported log (times already in seconds since t0)."""
+
+    def __init__(self, scripts: list[str], transactions: list[str], classes: list[str]):
+        self.scripts, self.transactions, self.classes = scripts, transactions, classes
+        self.columns: dict[str, list] = {name: [] for name in SCHEMA.names}
+
+    def add(self, user: int, script: int, tx: int, klass: int, intended: float, actual: float, first: float,
+            end: float, ok: bool, error: str | None) -> None:
+        c = self.columns
+        c["user"].append(user)
+        c["script"].append(script)
+        c["transaction"].append(tx)
+        c["class"].append(klass)
+        c["intended_start"].append(intended)
+        c["actual_start"].append(actual)
+        c["first_response"].append(first)
+        c["end"].append(end)
+        c["ok"].append(ok)
+        c["error"].append(error)
+
+    def __len__(self) -> int:
+        return len(self.columns["end"])
+
+    def table(self) -> pa.Table:
+        n = len(self)
+        arrays = []
+        names = {"script": self.scripts, "transaction": self.transactions, "class": self.classes}
+        for f in SCHEMA:
+            values = self.columns[f.name]
+            if f.name in names:
+                arrays.append(pa.DictionaryArray.from_arrays(pa.array(values, pa.int16()),
+                                                             pa.array(names[f.name], pa.string())))
+            elif f.name == "think":
+                arrays.append(pa.array([NAN] * n, pa.float64()))
+            elif f.name in ("cpu", "cpu_user", "cpu_sys", "instructions"):
+                arrays.append(pa.array([NAN] * n, pa.float64()))
+            elif f.name == "worker":
+                arrays.append(pa.array([-1] * n, pa.int16()))
+            else:
+                arrays.append(pa.array(values, f.type))
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def run_external(workload, kind: str, run_dir, workload_dir, phases, t0: float, t0_epoch: float, users, rate, seed,
+                 n_workers: int, driver_cpus: list[int], dsn: str | None, failure) -> ExternalResult:
+    if kind == "pgbench":
+        from perflab.drive.external.pgbench import run_pgbench
+
+        return run_pgbench(workload, run_dir, phases, t0, t0_epoch, users, rate, n_workers, driver_cpus, dsn, failure)
+    raise ValueError(f"unknown external driver {kind!r}")

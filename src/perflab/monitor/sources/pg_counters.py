@@ -58,7 +58,6 @@ class PgCounterSource:
         except Exception as exc:
             self._loop.close()
             raise SourceUnavailable(f"cannot read pg_stat_database: {type(exc).__name__}: {exc}") from None
-        self._last: dict[str, float] = {}
 
     def read(self) -> dict[str, float]:
         if self._conn.is_closed():

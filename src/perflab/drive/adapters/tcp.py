@@ -1,0 +1,84 @@
+"""Request/response over a raw TCP socket: the seeds' VSE HiperSockets echo and VM/ESA
+INSTVER message-size studies.
+
+Each simulated user keeps one connection. A transaction sends `messages` messages of
+`message_size` bytes and reads `response_size` bytes back for each (default: the same size,
+an echo). `round_trip` waits for each reply before sending the next message; `stream` sends
+them all, then reads all the replies. first_response is when the first reply byte arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+from perflab.drive.adapters.postgres import raise_if_down
+from perflab.drive.workers import Reply
+from perflab.workload.model import TcpTarget, Workload
+
+
+class TcpExecutor:
+    def __init__(self, workload: Workload, failure: Callable[[], str | None] | None = None,
+                 pool_size: int | None = None):
+        target = workload.target
+        assert isinstance(target, TcpTarget)
+        self.target = target
+        self.failure = failure
+        self.plans = []
+        for tx in workload.transactions:
+            size = tx.tcp.message_size or target.message_size
+            count = tx.tcp.messages or target.messages
+            reply = target.response_size if target.response_size is not None else size
+            # a recognisable payload, so a wrong echo is not mistaken for a right one
+            payload = (bytes(range(33, 127)) * (size // 94 + 1))[:size]
+            self.plans.append((payload, count, reply))
+        self.connections: dict[int, tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
+
+    async def open(self, users: int | None) -> None:
+        for user in range(users or 0):
+            self.connections[user] = await self._connect()
+
+    async def _connect(self):
+        reader, writer = await asyncio.open_connection(self.target.host, self.target.port)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
+
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a message is sent when written
+        return reader, writer
+
+    async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
+        payload, count, reply_size = self.plans[tx_index]
+        first = None
+        try:
+            conn = self.connections.get(user)
+            if conn is None:
+                conn = self.connections[user] = await self._connect()
+            reader, writer = conn
+            if self.target.mode == "stream":
+                writer.write(payload * count)
+                await writer.drain()
+                if reply_size:
+                    await reader.readexactly(1)
+                    first = time.monotonic()
+                    await reader.readexactly(reply_size * count - 1)
+            else:
+                for _ in range(count):
+                    writer.write(payload)
+                    if reply_size:
+                        data = await reader.readexactly(reply_size)
+                        if first is None:
+                            first = time.monotonic()
+                        if reply_size == len(payload) and data != payload:
+                            return Reply(False, "the echo differs from the message sent", first)
+            return Reply(True, None, first)
+        except (OSError, asyncio.IncompleteReadError, ConnectionError) as exc:
+            self.connections.pop(user, None)
+            await raise_if_down(self.failure)
+            return Reply(False, f"{type(exc).__name__}: {exc}"[:500], first)
+
+    async def close(self) -> None:
+        for _, writer in self.connections.values():
+            writer.close()
+        self.connections.clear()
