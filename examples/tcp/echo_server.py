@@ -2,11 +2,25 @@
 echo study). Every byte received is sent back. One process, one event loop (uvloop when
 installed), like a single-threaded network service.
 
-    python echo_server.py PORT
+    python echo_server.py PORT [WORK_US]
+
+WORK_US (default 0) is CPU work per received message, in microseconds: a service that does
+something with each request. A bare echo costs so little that a Python load driver saturates
+before the server does; the sweep example gives the server 50 us per message so the server is
+the bottleneck being measured (see docs/real-systems.md).
 """
 
 import asyncio
 import sys
+import time
+
+WORK_S = 0.0
+
+
+def work() -> None:
+    end = time.perf_counter() + WORK_S
+    while time.perf_counter() < end:
+        pass
 
 
 class Echo(asyncio.Protocol):
@@ -14,6 +28,8 @@ class Echo(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data):
+        if WORK_S:
+            work()
         self.transport.write(data)
 
 
@@ -30,4 +46,6 @@ if __name__ == "__main__":
         uvloop.install()
     except ImportError:
         pass
+    if len(sys.argv) > 2:
+        WORK_S = float(sys.argv[2]) / 1e6
     asyncio.run(main(int(sys.argv[1])))

@@ -17,6 +17,26 @@ DEFAULT_METRICS = [
 ]
 
 
+# Per-component (V) rows, compared per component: the seeds' VTAM and SFS server rows.
+COMPONENT_METRICS = ("srv_tot_cpu_cmd_v", "srv_wkset_v")
+
+
+def flatten_components(values: dict[str, Any], per_component: dict[str, dict] | None) -> dict[str, Any]:
+    """Add `<metric>:<component>` keys (e.g. srv_tot_cpu_cmd_v:checkpointer) to a run's values."""
+    out = dict(values)
+    for component, row in (per_component or {}).items():
+        for key in COMPONENT_METRICS:
+            if row.get(key) is not None:
+                out[f"{key}:{component}"] = row[key]
+    return out
+
+
+def with_component_keys(metrics: list[str], runs: list[dict]) -> list[str]:
+    """The metric list plus every per-component key some run measured, in a stable order."""
+    extra = sorted({k for r in runs for k in r.get("metrics", {}) if ":" in k and k.split(":", 1)[0] in COMPONENT_METRICS})
+    return list(metrics) + [k for k in extra if k not in metrics]
+
+
 def _registry():
     from perflab.reduce.registry import REGISTRY
 
@@ -24,14 +44,16 @@ def _registry():
 
 
 def _metric_info(key: str) -> dict[str, Any]:
+    base, _, component = key.partition(":")
     try:
-        metric = _registry().get(key)
+        metric = _registry().get(base)
     except (KeyError, ImportError):
         metric = None
     if metric is None:
         return {"label": key, "unit": "", "group": "", "direction": "none", "decimals": 3}
     direction = getattr(metric.direction, "value", metric.direction)
-    return {"label": metric.label, "unit": metric.unit, "group": metric.group, "direction": direction,
+    label = f"{component} {metric.label}" if component else metric.label
+    return {"label": label, "unit": metric.unit, "group": metric.group, "direction": direction,
             "decimals": getattr(metric, "decimals", 3)}
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from perflab.errors import InputError
 from perflab.store.catalog import Store
-from perflab.study.compare import DEFAULT_METRICS, compare_configs
+from perflab.sut.fingerprint import split_fingerprint
+from perflab.study.compare import DEFAULT_METRICS, compare_configs, flatten_components, with_component_keys
 
 
 def _group_dirs(store: Store, ref: str, which: str) -> tuple[str, list[Path]]:
@@ -53,7 +54,7 @@ def _run_entry(run_dir: Path, config: str, index: int) -> dict[str, Any]:
     return {"run_id": run["run_id"], "config": config, "block": block, "order": index, "status": run["status"],
             "reason": run.get("reason"), "valid": not reasons, "excluded": bool(reasons),
             "exclusion_reasons": reasons, "users": run["config"].get("users"), "rate": run["config"].get("rate"),
-            "metrics": dict(metrics.values), "per_class": metrics.per_class, "per_interval": metrics.per_interval,
+            "metrics": flatten_components(dict(metrics.values), metrics.per_component), "per_class": metrics.per_class, "per_interval": metrics.per_interval,
             "warnings": list(metrics.warnings), "_run": run}
 
 
@@ -74,10 +75,9 @@ def comparison_document(store: Store, a: str, b: str, margin: float, confidence:
     warnings = []
     for name in (name_a, name_b):
         first = next(r for r in runs if r["config"] == name)["_run"]
-        fp = first.get("fingerprint", {})
-        software = {k: fp.get(k) for k in ("sut_version", "sqlite_driver", "python", "perflab") if fp.get(k)}
+        hardware, software = split_fingerprint(first.get("fingerprint", {}))
         configurations.append({"name": name, "base": name == name_a, "changes": {},
-                               "software": software, "hardware": {k: v for k, v in fp.items() if k not in software}})
+                               "software": software, "hardware": hardware})
     fingerprints = {json.dumps({k: v for k, v in r["_run"].get("fingerprint", {}).items()
                                 if k in ("cpu_model", "cores", "memory_bytes", "kernel")}, sort_keys=True) for r in runs}
     if len(fingerprints) > 1:
@@ -104,7 +104,8 @@ def comparison_document(store: Store, a: str, b: str, margin: float, confidence:
                    "gates": {}, "placement": first_run.get("fingerprint", {}).get("placement")},
         "configurations": configurations,
         "runs": runs,
-        "comparisons": [compare_configs(runs, name_a, name_b, metrics or DEFAULT_METRICS, margin, confidence)],
+        "comparisons": [compare_configs(runs, name_a, name_b, with_component_keys(metrics or DEFAULT_METRICS, runs),
+                                        margin, confidence)],
         "sweep": None,
         "warnings": warnings,
     }

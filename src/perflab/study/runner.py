@@ -19,10 +19,11 @@ from perflab.stats.schedule import interleaved_schedule
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import calibrate
-from perflab.study.compare import DEFAULT_METRICS, compare_configs
+from perflab.study.compare import DEFAULT_METRICS, compare_configs, flatten_components, with_component_keys
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
 from perflab.study.gates import check_run
 from perflab.study.model import Configuration, Study, check_study
+from perflab.sut.fingerprint import split_fingerprint
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import LocatedError, Workload
 
@@ -239,7 +240,7 @@ class StudyRunner:
         import json
 
         run = json.loads((result.run_dir / "run.json").read_text())
-        values = dict(metrics.values)
+        values = flatten_components(dict(metrics.values), metrics.per_component)
         reasons = check_run(run, values, metrics.per_interval, self.study.gates, util_band, is_base)
         entry = {
             "run_id": result.run_id, "config": config.name, "block": block, "order": order,
@@ -252,10 +253,8 @@ class StudyRunner:
         conf = next(c for c in doc["configurations"] if c["name"] == config.name)
         if not conf["software"]:
             fp = run.get("fingerprint", {})
-            conf["software"] = {k: fp.get(k) for k in ("sut_version", "sqlite_driver", "python", "perflab")
-                                if fp.get(k) is not None}
+            conf["hardware"], conf["software"] = split_fingerprint(fp)
             conf["software"]["adapter"] = self.workload.target.kind
-            conf["hardware"] = {k: v for k, v in fp.items() if k not in conf["software"]}
             conf["hardware"]["processors"] = run["config"].get("processors")
             conf["hardware"]["real_storage_bytes"] = run["config"].get("real_storage_bytes")
             doc["design"]["placement"] = fp.get("placement")
@@ -267,7 +266,7 @@ class StudyRunner:
     def _compare(self, doc: dict, configs: list[Configuration]) -> list[dict]:
         if self.study.sweep is not None:
             return []
-        metrics = self.study.metrics or DEFAULT_METRICS
+        metrics = with_component_keys(self.study.metrics or DEFAULT_METRICS, doc["runs"])
         base = configs[0].name
         return [compare_configs(doc["runs"], base, c.name, metrics, self.study.margin, self.study.confidence)
                 for c in configs[1:]]

@@ -122,3 +122,18 @@ def _hypervisor_flag() -> bool | None:
         if line.startswith("flags"):
             return "hypervisor" in line.split()
     return None
+
+
+# The fingerprint keys that identify the machine (the report's hardware section). Everything
+# else a run's fingerprint holds -- SUT version, server binary, settings, paths -- describes the
+# software under test.
+MACHINE_KEYS = ("cpu_model", "cores", "online_cpus", "memory_bytes", "memory_limit_bytes", "kernel", "kernel_version",
+                "arch", "os", "virtualized", "cgroup_version", "perf_counters", "clock_ticks_per_s", "page_size",
+                "hostname", "boot_id")
+
+
+def split_fingerprint(fingerprint: dict) -> tuple[dict, dict]:
+    """(hardware, software) parts of a run's fingerprint; the placement belongs to neither."""
+    hardware = {k: v for k, v in fingerprint.items() if k in MACHINE_KEYS}
+    software = {k: v for k, v in fingerprint.items() if k not in MACHINE_KEYS and k != "placement"}
+    return hardware, software
