@@ -22,6 +22,7 @@ from typing import Any
 
 from perflab.drive.engine import Engine, Phases
 from perflab.drive.recorder import Recorder
+from perflab.drive.run import stop_monitor
 from perflab.errors import SutFailure
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store
@@ -162,11 +163,7 @@ def execute_network_run(request, store: Store, run: dict, run_dir: Path, workloa
         status, reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        if sampler is not None:
-            try:
-                run["monitor"].update(sampler.stop() or {})
-            except Exception as exc:  # a monitor problem must not lose the transactions
-                run["monitor"]["error"] = f"{type(exc).__name__}: {exc}"
+        stop_monitor(sampler, run)
         if server is not None:
             gone = server.failure()
             if gone and status == "complete":

@@ -132,6 +132,16 @@ def _start_monitor(request: RunRequest, run_dir: Path, t0: float, pids: list[int
     return sampler, None
 
 
+def stop_monitor(sampler, run: dict[str, Any]) -> None:
+    """Stop the monitors and keep their summary; a monitor problem must not lose the transactions."""
+    if sampler is None:
+        return
+    try:
+        run["monitor"].update(sampler.stop() or {})
+    except Exception as exc:
+        run["monitor"]["error"] = f"{type(exc).__name__}: {exc}"
+
+
 def _shared_counters(names: tuple[str, ...], slots: int):
     if not names:
         return None
@@ -235,11 +245,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
         outcome_status, reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        if sampler is not None:
-            try:
-                run["monitor"].update(sampler.stop() or {})
-            except Exception as exc:  # a monitor problem must not lose the transactions
-                run["monitor"]["error"] = f"{type(exc).__name__}: {exc}"
+        stop_monitor(sampler, run)
         if pool is not None:
             pool.close()
         if cgroup is not None:
