@@ -1,7 +1,7 @@
 """A system under test whose cost per transaction is known: the ruler for perflab's monitors.
 
 `work(cpu_ms, sys_ms, fsync_writes)` burns `cpu_ms` of user CPU, `sys_ms` of system CPU and
-does `fsync_writes` synchronous 4 KiB writes. Metrics such as PBT/CMD (S), EMUL/CMD (S),
+does `fsync_writes` synchronous (O_DSYNC) 4 KiB writes. Metrics such as PBT/CMD (S), EMUL/CMD (S),
 CP/CMD (S) and VIO/CMD measured by perflab are checked against these numbers
 (docs/accuracy.md, `perflab accuracy`).
 
@@ -12,8 +12,9 @@ sized to the time left, so a burn ends within microseconds of its target. The us
 pure arithmetic; it reads the clock once per ~50 us chunk, and that one system call per chunk
 is the only system time it adds (about 1 %). The system burn reads /dev/zero into a buffer:
 the kernel clears up to 1 MiB per call, so nearly all of its time is system time.
-The writes overwrite preallocated blocks and call fdatasync, so each is one device write with
-no file-system metadata to journal.
+The writes overwrite preallocated blocks through an O_DSYNC descriptor: each puts exactly 4 KiB
+on the device with no file-system metadata to journal (on a disk with a write-back cache the
+block layer also issues a cache flush per write; docs/accuracy.md shows how it is counted).
 """
 
 from __future__ import annotations
@@ -93,10 +94,14 @@ def _data_file() -> int:
     if _data_fd is None:
         directory = Path(os.environ.get("PERFLAB_RUN_DIR") or ".")
         path = directory / f"synthetic-{os.getpid()}.dat"
-        _data_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         for slot in range(_SLOTS):  # allocate the blocks once: later writes change no metadata
-            os.pwrite(_data_fd, _BLOCK, slot * 4096)
-        os.fsync(_data_fd)
+            os.pwrite(fd, _BLOCK, slot * 4096)
+        os.fsync(fd)
+        os.close(fd)
+        # O_DSYNC: each write returns once its data is on the device, with no file-system
+        # journal commit (an overwrite of allocated blocks changes no metadata the data needs).
+        _data_fd = os.open(path, os.O_RDWR | os.O_DSYNC)
     return _data_fd
 
 
@@ -107,7 +112,6 @@ def fsync_write(count: int) -> None:
     fd = _data_file()
     for _ in range(count):
         os.pwrite(fd, _BLOCK, _data_slot * 4096)
-        os.fdatasync(fd)
         _data_slot = (_data_slot + 1) % _SLOTS
 
 
