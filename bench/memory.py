@@ -1,0 +1,93 @@
+"""Memory per simulated user: RSS of the load generator with N idle users (long think times)
+minus its RSS with one, divided by N - 1.
+
+perflab: the null python target, think constant 3600 s (no user issues a transaction), the
+driver's VmRSS sampled every 0.2 s and its median over the measurement window taken (run.json
+gives the window on the wall clock). Locust (a bare User and a FastHttpUser, wait_time 3600 s)
+and k6 (VUs sleeping an hour): VmRSS sampled every 0.2 s, the median of the last 40 % of the
+process's life (after the users are spawned / the VUs initialized, before shutdown).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from common import (BENCH, DRIVER_CPU, find_tool, proc_rss_bytes, quiet_enough, shell_join, taskset,
+                    with_retries, workdir)
+from perflab_runs import python_workload, run_perflab
+
+IDLE_THINK = "{dist: constant, value: 3600}"
+
+
+def perflab_rss(users: int, stabilization: float = 4.0, measurement: float = 4.0) -> dict[str, Any]:
+    def poll(pid: int):
+        return proc_rss_bytes(pid)
+
+    run = run_perflab(python_workload(f"bench-idle-{users}", users=users, think=IDLE_THINK,
+                                      stabilization=stabilization, measurement=measurement, workers=1),
+                      f"bench-idle-{users}", poll=poll)
+    t0 = run.run["clock"]["t0_epoch"]
+    window = run.run["window"]
+    inside = [rss for t, rss in run.polls if rss and t0 + window["start"] <= t < t0 + window["end"]]
+    if not inside:
+        raise RuntimeError(f"no RSS sample inside the window of {run.run_id}")
+    return {"rss_bytes": statistics.median(inside), "samples": len(inside), "command": run.command,
+            "run_id": run.run_id, "background_cores": run.background_cores}
+
+
+def _tool_rss(argv: list[str], timeout: float) -> dict[str, Any]:
+    samples: list[tuple[float, int]] = []
+    log_path = workdir("logs") / f"{Path(argv[0]).name}-memory.log"
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(taskset(DRIVER_CPU, argv), stdout=log_file, stderr=subprocess.STDOUT)
+    started = time.monotonic()
+    while proc.poll() is None:
+        rss = proc_rss_bytes(proc.pid)
+        if rss:
+            samples.append((time.monotonic(), rss))
+        if time.monotonic() - started > timeout:
+            proc.kill()
+        time.sleep(0.2)
+    proc.wait()
+    end = time.monotonic()
+    life = end - started
+    tail = [rss for t, rss in samples if started + 0.6 * life <= t <= end - 1.0]
+    if proc.returncode not in (0, None) or not tail:
+        raise RuntimeError(f"{argv[0]} exited {proc.returncode} with {len(tail)} samples: see {log_path}")
+    return {"rss_bytes": statistics.median(tail), "samples": len(tail), "command": "taskset -c 0 " + shell_join(argv),
+            "background_cores": 0.0}
+
+
+def locust_rss(users: int, user_class: str = "IdleUser", duration_s: int = 20) -> dict[str, Any]:
+    exe = find_tool("locust")
+    argv = [exe, "-f", str(BENCH / "peers" / "locustfile.py"), "--headless", "-u", str(users), "-r", str(users),
+            "-t", f"{duration_s}s", "--only-summary", "--loglevel", "WARNING", "--host", "http://127.0.0.1:18080",
+            user_class]
+    return _tool_rss(argv, timeout=duration_s + 120)
+
+
+def k6_rss(vus: int, duration_s: int = 20) -> dict[str, Any]:
+    exe = find_tool("k6")
+    argv = [exe, "run", "--quiet", "--no-usage-report", "--no-summary", "-e", f"VUS={vus}", "-e",
+            f"DURATION={duration_s}s", str(BENCH / "peers" / "k6_idle.js")]
+    return _tool_rss(argv, timeout=duration_s + 300)
+
+
+def per_user(tool, users: int) -> dict[str, Any]:
+    """One repetition: the baseline (1 user) and N users, each run waiting for a quiet machine."""
+    base = with_retries(lambda: tool(1), quiet_enough)
+    full = with_retries(lambda: tool(users), quiet_enough)
+    value = (full["rss_bytes"] - base["rss_bytes"]) / (users - 1)
+    return {"bytes_per_user": value, "rss_bytes": full["rss_bytes"], "baseline_rss_bytes": base["rss_bytes"],
+            "command": full["command"], "baseline_command": base["command"]}
+
+
+def mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0

@@ -1,0 +1,359 @@
+"""docs/performance.md from bench/results/results.json (and the hand-written profile findings
+in bench/findings.md). Every number: median [min - max] over the repetitions, the spread
+(max - min) / median, the command that produced it, and the ratio to the peer beside it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from common import BENCH
+
+FINDINGS = BENCH / "findings.md"
+HTTP_PERFLAB = "perflab (httptools client)"
+
+
+def _s(x: Any) -> dict | None:
+    return x if isinstance(x, dict) and "median" in x else None
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    if abs(value) >= 1000 and digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+BACKGROUND_LIMIT = 0.05
+
+
+def noisy(entry: Any) -> bool:
+    """Did any repetition run with more than 5 % of a core of other work on the machine?"""
+    if not isinstance(entry, dict):
+        return False
+    return any((r.get("background_cores") or 0) > BACKGROUND_LIMIT for r in entry.get("reps") or [])
+
+
+def cell(summary: Any, digits: int = 0, spread: bool = True, entry: Any = None) -> str:
+    s = _s(summary)
+    if s is None:
+        return "–"
+    text = f"{fmt(s['median'], digits)} [{fmt(s['min'], digits)}–{fmt(s['max'], digits)}]"
+    if spread and s.get("spread_pct") is not None and s["n"] > 1:
+        text += f" ±{s['spread_pct'] / 2:.0f}%"
+    if noisy(entry):
+        text += " †"
+    return text
+
+
+def med(summary: Any) -> float | None:
+    s = _s(summary)
+    return None if s is None else s["median"]
+
+
+def ratio_text(a: float | None, b: float | None, digits: int = 2) -> str:
+    if a is None or b is None or b == 0:
+        return "–"
+    value = a / b
+    return f"{value:.2g}×" if 0 < value < 0.1 else f"{value:.{digits}f}×"
+
+
+def code(text: str | None) -> str:
+    return f"`{text}`" if text else "–"
+
+
+def _n(entry: dict) -> int:
+    return max((v.get("n", 0) for v in entry.values() if isinstance(v, dict)), default=0)
+
+
+# --- sections ----------------------------------------------------------------------------------
+
+
+def machine_section(results: dict) -> list[str]:
+    m = results.get("machine") or {}
+    rows = ["| | |", "|---|---|"]
+    for key in ("cpu_model", "cores", "memory_gib", "kernel", "os", "python", "perflab", "nginx", "wrk", "k6",
+                "locust", "wrk2"):
+        if key in m:
+            rows.append(f"| {key} | {m[key]} |")
+    return ["## The machine", "", *rows, ""]
+
+
+def driver_section(results: dict) -> list[str]:
+    d = results.get("driver") or {}
+    out = ["## Driver cost", ""]
+    null = d.get("null") or {}
+    if null:
+        out += ["### (a) The null in-process target", "",
+                "perflab: the python adapter calling `perflab.sut.synthetic:noop`, think 0, 50 users, 4 SUT "
+                "workers on CPU 1, the driver on CPU 0, monitors off; CPU = DRIVER SEC over the 10 s "
+                "window, transactions = COMMANDS (T) (`perflab show --json`). perflab's cost here includes "
+                "handing every transaction to a SUT worker process over a pipe and reading its reply -- "
+                "its design keeps the SUT's CPU out of the driver's. The peers have no out-of-process null "
+                "target; their nearest analogues run the (empty) transaction inside the generator, so the "
+                "ratio compares unequal work and is shown for orientation only. Peers' cost: the difference "
+                "between a 4 s and a 14 s run (wait4 CPU, the tool's own count), which cancels start-up.", "",
+                "| generator | CPU µs / tx | tx/s per generator core | achieved tx/s | generator CPU % "
+                "| perflab ÷ this (tx/s per core) | command |",
+                "|---|---|---|---|---|---|---|"]
+        base = med((null.get("perflab") or {}).get("tx_per_core_s"))
+        for name, e in null.items():
+            if e.get("note") and "tx_per_core_s" not in e:
+                out.append(f"| {name} | {e['note']} | | | | | |")
+                continue
+            out.append(f"| {name} | {cell(e.get('cpu_us_per_tx'), 1)} | {cell(e.get('tx_per_core_s'), entry=e)} | "
+                       f"{cell(e.get('tps'), spread=False)} | {cell(e.get('gen_util_pct'), spread=False)} | "
+                       f"{'' if name == 'perflab' else ratio_text(base, med(e.get('tx_per_core_s')))} | "
+                       f"{code(e.get('command'))} |")
+        out.append("")
+    http = d.get("http") or {}
+    if http:
+        out += ["### (b) A local HTTP server", "",
+                "nginx 1.22 (Debian, one worker, `return 200` with a 14-byte body, keepalive_requests "
+                "100000000) pinned to CPU 1 with taskset; the load generator pinned to CPU 0; 50 "
+                "connections / users / VUs, no think time, 10 s. Every tool measured the same way from "
+                "outside: after the load starts and 1.5 s of warm-up, a 6 s window of the generator's CPU "
+                "(utime + stime of its process tree, /proc/PID/stat) against the requests nginx handled "
+                "(stub_status). *tx/s per generator core* = requests / generator CPU-second: the rate one "
+                "saturated core would give at that cost. *Core busy* is CPU 0's whole busy time "
+                "(interrupts and softirq included, which the kernel charges to no process).", "",
+                "| generator | CPU µs / tx | tx/s per generator core | achieved tx/s | generator CPU % "
+                "| CPU 0 busy % | nginx CPU % | perflab (httptools) ÷ this | command |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        base = med((http.get(HTTP_PERFLAB) or {}).get("tx_per_core_s"))
+        for name, e in http.items():
+            if e.get("note") and "tx_per_core_s" not in e:
+                out.append(f"| {name} | {e['note']} | | | | | | | |")
+                continue
+            out.append(f"| {name} | {cell(e.get('cpu_us_per_tx'), 1)} | {cell(e.get('tx_per_core_s'), entry=e)} | "
+                       f"{cell(e.get('tps'), spread=False)} | {cell(e.get('gen_util_pct'), spread=False)} | "
+                       f"{cell(e.get('driver_core_busy_pct'), spread=False)} | "
+                       f"{cell(e.get('target_util_pct'), spread=False)} | "
+                       f"{'' if name == HTTP_PERFLAB else ratio_text(base, med(e.get('tx_per_core_s')))} | "
+                       f"{code(e.get('command'))} |")
+        out.append("")
+    return out
+
+
+def memory_section(results: dict) -> list[str]:
+    m = results.get("memory") or {}
+    if not m:
+        return []
+    out = ["## Memory per simulated user", "",
+           "RSS of the load generator with N idle users minus its RSS with one user, divided by N − 1. "
+           "perflab: null python target, think constant 3600 s, the driver's VmRSS every 0.2 s, median "
+           "over the measurement window. Locust (`User` and `FastHttpUser`, wait_time 3600 s) and k6 "
+           "(VUs sleeping 3600 s): VmRSS every 0.2 s, median of the last 40 % of the process's life "
+           "(users spawned, VUs initialized, before shutdown).", "",
+           "| users | generator | bytes per user | RSS at N users (MB) | perflab ÷ this | command |",
+           "|---|---|---|---|---|---|"]
+    perflab = m.get("perflab") or {}
+    sizes = sorted({int(k) for tool in m.values() if isinstance(tool, dict) for k in tool})
+    for n in sizes:
+        base = med((perflab.get(str(n)) or {}).get("bytes_per_user"))
+        for tool, entries in m.items():
+            e = entries.get(str(n)) if isinstance(entries, dict) else None
+            if not e:
+                continue
+            if e.get("note") and "bytes_per_user" not in e:
+                out.append(f"| {n:,} | {tool} | {e['note']} | | | |")
+                continue
+            rss = _s(e.get("rss_bytes")) or {}
+            rss_mb = None if not rss else rss["median"] / 1e6
+            if rss_mb is None:
+                reps = [r.get("rss_bytes") for r in e.get("reps", []) if r.get("rss_bytes")]
+                rss_mb = sorted(reps)[len(reps) // 2] / 1e6 if reps else None
+            out.append(f"| {n:,} | {tool} | {cell(e.get('bytes_per_user'), entry=e)} | {fmt(rss_mb)} | "
+                       f"{'' if tool == 'perflab' else ratio_text(base, med(e.get('bytes_per_user')), 3)} | "
+                       f"{code(e.get('command'))} |")
+    out.append("")
+    return out
+
+
+def schedule_section(results: dict) -> list[str]:
+    s = results.get("schedule") or {}
+    if not s:
+        return []
+    out = ["## Schedule accuracy", "",
+           "Lateness = actual_start − intended_start from transactions.parquet, over the transactions "
+           "intended to start inside the measurement window; nearest-rank percentiles; milliseconds.", "",
+           "### Closed loop: users at a fixed offered load", "",
+           "Null python target, 4 SUT workers, exponential think time with mean users / 1000 s (so every "
+           "size offers ~1000 tx/s), 5 s stabilization, 10 s window.", "",
+           "| users | think | tx in window | p50 ms | p99 ms | max ms | command |", "|---|---|---|---|---|---|---|"]
+    for n, e in sorted((s.get("closed") or {}).items(), key=lambda kv: int(kv[0])):
+        think = next((r.get("think") for r in e.get("reps", []) if r.get("think")), "")
+        out.append(f"| {int(n):,} | `{think}` | {cell(e.get('rate_per_s'), spread=False)}/s | "
+                   f"{cell(e.get('p50_ms'), 3)} | {cell(e.get('p99_ms'), 3, entry=e)} | {cell(e.get('max_ms'), 2)} | "
+                   f"{code(e.get('command'))} |")
+    out += ["", "### Open loop: constant arrivals up to the driver's limit", "",
+            "perflab: null python target, `arrival: constant`, 4 SUT workers, 2 s stabilization, 10 s window. "
+            "k6: `constant-arrival-rate` on one core (taskset), 200 pre-allocated VUs, each iteration "
+            "recording Date.now() − (scenario start + iteration / rate) -- 1 ms resolution, whole run.", "",
+            "**wrk2 is not compared:** it is C and none of the registries this machine reaches carries it "
+            "(Debian, PyPI and npm have no package of it; the Go module proxy serves Go modules only). "
+            "**wrk, qualitatively (stated as such, not measured as lateness):** wrk has no schedule -- each "
+            "of its connections sends the next request when the previous response arrives, and it times "
+            "latency from the actual send. So it has no intended start to be late against: when the target "
+            "stalls, wrk sends fewer requests and reports the stall as one slow request per connection "
+            "(coordinated omission), where perflab's open loop keeps the schedule and records every "
+            "arrival's lateness and response time from its intended start.", "",
+            "| rate /s | perflab achieved /s | perflab p50 ms | perflab p99 ms | perflab max ms | perflab driver CPU % "
+            "| k6 achieved /s | k6 dropped | k6 p50 ms | k6 p99 ms | k6 max ms | p99 perflab ÷ k6 |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    k6 = s.get("k6_open") or {}
+    for rate, e in sorted((s.get("open") or {}).items(), key=lambda kv: float(kv[0])):
+        k = k6.get(str(rate)) or {}
+        out.append(f"| {float(rate):,.0f} | {cell(e.get('rate_per_s'), spread=False)} | {cell(e.get('p50_ms'), 3)} | "
+                   f"{cell(e.get('p99_ms'), 3, entry=e)} | {cell(e.get('max_ms'), 2)} | "
+                   f"{cell(e.get('driver_util_pct'), spread=False)} | {cell(k.get('rate_per_s'), spread=False)} | "
+                   f"{cell(k.get('dropped'), spread=False)} | {cell(k.get('p50_ms'), 2)} | {cell(k.get('p99_ms'), 2, entry=k)} | "
+                   f"{cell(k.get('max_ms'), 1)} | {ratio_text(med(e.get('p99_ms')), med(k.get('p99_ms')), 3)} |")
+    first = next(iter((s.get("open") or {}).values()), {})
+    kfirst = next(iter(k6.values()), {})
+    out += ["", f"Commands: perflab {code(first.get('command'))} (rate varied); k6 {code(kfirst.get('command'))}.", ""]
+    return out
+
+
+def monitor_section(results: dict) -> list[str]:
+    m = results.get("monitor") or {}
+    if not m:
+        return []
+    out = ["## Monitor overhead", "",
+           "A perflab run with the monitors on (all machine sources, the SUT's process tree of 2 workers, "
+           "the driver's CPU), null target at ~1000 tx/s, 15 s window. `sampling_cpu_per_s` (run.json "
+           "monitor block) = the monitor process's CPU between its first and last sample per second; "
+           "`monitor_cpu_s` = its whole CPU, start-up and the final parquet write included.", "",
+           "| interval | sampling CPU, % of one core | monitor_cpu_s (whole run) | final write CPU s | samples "
+           "| command |", "|---|---|---|---|---|---|"]
+    for iv, e in m.items():
+        write = [r.get("monitor_write_cpu_s") for r in e.get("reps", []) if r.get("monitor_write_cpu_s") is not None]
+        samples = [r.get("samples") for r in e.get("reps", []) if r.get("samples") is not None]
+        out.append(f"| {iv} | {cell(e.get('pct_of_core'), 3, entry=e)} | {cell(e.get('monitor_cpu_s'), 3)} | "
+                   f"{fmt(sorted(write)[len(write) // 2] if write else None, 3)} | "
+                   f"{fmt(sorted(samples)[len(samples) // 2] if samples else None)} | {code(e.get('command'))} |")
+    out.append("")
+    return out
+
+
+def reduce_section(results: dict) -> list[str]:
+    r = results.get("reduce") or {}
+    if not r:
+        return []
+    out = ["## Reduction and reporting", "",
+           "A synthetic run directory per docs/architecture.md (run.json; transactions.parquet with every "
+           "column: 4 classes, 3 transactions, 2 scripts, 1000 users, 1 % errors; 60 % of the rows "
+           "finish inside the window), made by `bench/monitor_reduce.py`. *show* = `perflab show --json "
+           "DIR` in a new process (interpreter start, imports, reduction, JSON); *reduce_run* = the "
+           "reduction alone in a warm process.", "",
+           "| stored transactions | show: wall s | show: CPU s | show: peak RSS MB | reduce_run: wall s | command |",
+           "|---|---|---|---|---|---|"]
+    for rows, e in sorted(r.items(), key=lambda kv: int(kv[0])):
+        show, red = e.get("show") or {}, e.get("reduce_run") or {}
+        out.append(f"| {int(rows):,} | {cell(show.get('wall_s'), 2, entry=show)} | {cell(show.get('cpu_s'), 2)} | "
+                   f"{cell(show.get('peak_rss_mb'), spread=False)} | {cell(red.get('wall_s'), 2)} | "
+                   f"{code(show.get('command'))} |")
+    out.append("")
+    return out
+
+
+# --- goals -------------------------------------------------------------------------------------
+
+
+def goals_section(results: dict) -> list[str]:
+    d = results.get("driver") or {}
+    http = d.get("http") or {}
+    perflab = med((http.get(HTTP_PERFLAB) or {}).get("tx_per_core_s"))
+    k6 = med((http.get("k6") or {}).get("tx_per_core_s"))
+    wrk = med((http.get("wrk") or {}).get("tx_per_core_s"))
+    mem = med((((results.get("memory") or {}).get("perflab") or {}).get("100000") or {}).get("bytes_per_user"))
+    late = med((((results.get("schedule") or {}).get("closed") or {}).get("10000") or {}).get("p99_ms"))
+    mon = med(((results.get("monitor") or {}).get("1s") or {}).get("pct_of_core"))
+    red = med(((((results.get("reduce") or {}).get("10000000") or {}).get("show")) or {}).get("wall_s"))
+
+    def verdict(ok: bool | None) -> str:
+        return "–" if ok is None else ("**met**" if ok else "**missed**")
+
+    rows = [
+        ("perflab ≥ 2× k6's tx/s per core, same HTTP target",
+         f"perflab {fmt(perflab)} vs k6 {fmt(k6)} tx/s per core = {ratio_text(perflab, k6)}",
+         verdict(None if perflab is None or k6 is None else perflab >= 2 * k6)),
+        ("stretch: within 2× of wrk",
+         f"wrk {fmt(wrk)} tx/s per core = {ratio_text(wrk, perflab)} perflab's",
+         verdict(None if perflab is None or wrk is None else wrk <= 2 * perflab)),
+        ("≤ 4 KB per idle simulated user at 100k users", f"{fmt(mem)} bytes per user",
+         verdict(None if mem is None else mem <= 4096)),
+        ("p99 start lateness ≤ 2 ms at 10k users", f"{fmt(late, 3)} ms", verdict(None if late is None else late <= 2.0)),
+        ("monitors ≤ 0.5 % of one core at 1 s", f"{fmt(mon, 3)} %", verdict(None if mon is None else mon <= 0.5)),
+        ("10M transactions reduced and reported ≤ 10 s", f"{fmt(red, 2)} s (`perflab show --json`, wall)",
+         verdict(None if red is None else red <= 10.0)),
+    ]
+    if perflab is None:
+        note = ((http.get(HTTP_PERFLAB) or {}).get("note")) or "not measured"
+        rows[0] = (rows[0][0], note, "–")
+        rows[1] = (rows[1][0], note, "–")
+    out = ["## Goals", "", "| goal | measured (medians) | |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return out + [""]
+
+
+def profile_section(results: dict) -> list[str]:
+    p = results.get("profile") or {}
+    out: list[str] = []
+    if p:
+        out += ["## Profiles", "",
+                "py-spy (peers venv) attached to the `perflab run` driver for 6 s of the measurement window. "
+                "*self* = share of on-CPU samples whose innermost Python frame is the function; "
+                "`Runner.run (asyncio/runners.py)` as *self* is time inside uvloop's C event loop (epoll, "
+                "callback dispatch, socket and pipe system calls), which has no Python frame of its own.", ""]
+        for name, e in p.items():
+            if e.get("note"):
+                out += [f"### {name}", "", e["note"], ""]
+                continue
+            out += [f"### {name}", "",
+                    f"{e.get('samples')} samples; ETR (T) {fmt(e.get('etr_t'))} tx/s, DRIVER CPU "
+                    f"{fmt(e.get('driver_cpu'), 1)} %; {code(e.get('command'))}", "",
+                    "| self % | function |", "|---|---|"]
+            out += [f"| {share:.1f} | `{func}` |" for func, share in (e.get("self") or [])[:12]]
+            out.append("")
+    if FINDINGS.exists():
+        out += [FINDINGS.read_text().rstrip(), ""]
+    return out
+
+
+def render(results: dict) -> str:
+    results = json.loads(json.dumps(results, default=str))  # integer keys become strings, as stored
+    lines = ["# perflab's own speed", "",
+             "<!-- generated by bench/run_all.py from bench/results/results.json; the findings section comes "
+             "from bench/findings.md. Do not edit by hand: re-run the benchmark. -->", "",
+             "Benchmarks of perflab's driver, monitors and reduction, with Locust, k6 and wrk measured beside "
+             "it on the same targets in the same run. Not tests: CI only smoke-runs perflab's side "
+             "(tests/bench/test_bench_smoke.py). How to run them and what they need: bench/README.md.", "",
+             "Every number is the **median [min–max] ±half-range %** of the repetitions "
+             f"({_reps(results)} per number), measured {_when(results)} on the machine below with the command shown. "
+             "Measurements wait for the machine to be quiet and are repeated when other work used more "
+             "than 5 % of a core meanwhile (up to 4 attempts); † marks a number where a repetition still "
+             "had more (its value is kept: another team's tests shared the machine). Ratios are perflab ÷ "
+             "the peer on the same row's metric.", ""]
+    lines += goals_section(results)
+    lines += machine_section(results)
+    lines += driver_section(results)
+    lines += memory_section(results)
+    lines += schedule_section(results)
+    lines += monitor_section(results)
+    lines += reduce_section(results)
+    lines += profile_section(results)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _when(results: dict) -> str:
+    days = sorted({str(meta.get("finished", ""))[:10] for key, meta in results.items()
+                   if key.endswith("_meta") and isinstance(meta, dict) and meta.get("finished")})
+    return ("on " + " and ".join(days)) if days else "recently"
+
+
+def _reps(results: dict) -> str:
+    reps = {meta.get("reps") for key, meta in results.items() if key.endswith("_meta") and isinstance(meta, dict)}
+    reps.discard(None)
+    return ", ".join(str(r) for r in sorted(reps)) or "3"
