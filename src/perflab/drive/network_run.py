@@ -103,78 +103,74 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int):
 
 def execute_network_run(request, store: Store, run: dict, run_dir: Path, workload_dir: Path, placement: Placement,
                         phases: Phases, users: int | None, rate: float | None, seed: int, n_workers: int):
-    from perflab.drive.run import RunResult, _finish, _start_monitor, _sut_cgroup
+    from perflab.drive.run import Ending, RunResult, _finish, _start_monitor, _sut_cgroup, recording_ending
 
     workload = request.workload
     run_id = run["run_id"]
     server = sampler = recorder = engine = cgroup = None
     table = window = None
-    status, reason = "failed", None
     affinity = os.sched_getaffinity(0)
     driver_kind = workload.driver.kind
+    ending = Ending()
     try:
-        cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, [])
-        server = start_sut(workload, workload_dir, run_dir, run_id, placement.sut_cpus, cgroup, users)
-        failure = server.failure if server is not None else None
-        if server is not None:
-            run["fingerprint"].update(server.start())
-        dsn, counter_spec = None, None
-        if workload.target.kind == "postgres":
-            dsn, facts, counter_spec = prepare_postgres(workload, server)
-            run["fingerprint"].update(facts)
-        run["fingerprint"]["adapter"] = workload.target.kind
-        run["fingerprint"]["driver"] = driver_kind
-        components = dict(server.components) if server is not None else {}
-        pids = [server.pid] if server is not None else []
-        run["sut"] = {"pids": pids, "service": type(server).__name__ if server else None,
-                      "counters": ["xact_commit", "xact_rollback", "blks_read", "blks_hit"] if counter_spec else [],
-                      "tx_counter": "xact_commit" if counter_spec else None, "components": components,
-                      "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
-                      "memory_limit": request.memory_limit}
-        write_json_atomic(run_dir / "run.json", run)
-        os.sched_setaffinity(0, placement.driver_cpus)
-        t0 = time.monotonic()
-        run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
-        # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
-        sampler, monitor_note = _start_monitor(request, run_dir, t0, pids, placement, counter_spec, cgroup,
-                                               components, driver_pid=-1 if driver_kind == "native" else None)
-        run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
-        if driver_kind == "native":
-            recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0)
-            executor = make_executor(workload, dsn, failure, n_workers)
-            engine = Engine(workload, executor, recorder, phases, t0, users=users, rate=rate, seed=seed)
-            recorder.class_names = engine.class_names
-            outcome = _drive(engine, executor, failure, users)
-            status, reason = outcome.status, outcome.reason
-        else:
-            from perflab.drive.external import run_external
+        with recording_ending(ending):
+            cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, [])
+            server = start_sut(workload, workload_dir, run_dir, run_id, placement.sut_cpus, cgroup, users)
+            failure = server.failure if server is not None else None
+            if server is not None:
+                run["fingerprint"].update(server.start())
+            dsn, counter_spec = None, None
+            if workload.target.kind == "postgres":
+                dsn, facts, counter_spec = prepare_postgres(workload, server)
+                run["fingerprint"].update(facts)
+            run["fingerprint"]["adapter"] = workload.target.kind
+            run["fingerprint"]["driver"] = driver_kind
+            components = dict(server.components) if server is not None else {}
+            pids = [server.pid] if server is not None else []
+            run["sut"] = {"pids": pids, "service": type(server).__name__ if server else None,
+                          "counters": ["xact_commit", "xact_rollback", "blks_read", "blks_hit"] if counter_spec else [],
+                          "tx_counter": "xact_commit" if counter_spec else None, "components": components,
+                          "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
+                          "memory_limit": request.memory_limit}
+            write_json_atomic(run_dir / "run.json", run)
+            os.sched_setaffinity(0, placement.driver_cpus)
+            t0 = time.monotonic()
+            run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
+            # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
+            sampler, monitor_note = _start_monitor(request, run_dir, t0, pids, placement, counter_spec, cgroup,
+                                                   components, driver_pid=-1 if driver_kind == "native" else None)
+            run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
+            if driver_kind == "native":
+                recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0)
+                executor = make_executor(workload, dsn, failure, n_workers)
+                engine = Engine(workload, executor, recorder, phases, t0, users=users, rate=rate, seed=seed)
+                recorder.class_names = engine.class_names
+                outcome = _drive(engine, executor, failure, users)
+                ending.status, ending.reason = outcome.status, outcome.reason
+            else:
+                from perflab.drive.external import run_external
 
-            result = run_external(workload, driver_kind, run_dir, workload_dir, phases, t0, run["clock"]["t0_epoch"],
-                                  users, rate, seed, n_workers, placement.driver_cpus, dsn, failure)
-            table, status, reason = result.table, result.status, result.reason
-            run["driver"] = result.driver
-            run["external"] = {"tool": driver_kind, **result.summary}
-            window = result.window
-    except SutFailure as exc:
-        status, reason = "failed", str(exc)
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
-    except Exception as exc:
-        status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        raise
+                t0_epoch = run["clock"]["t0_epoch"]
+                result = run_external(workload, driver_kind, run_dir, workload_dir, phases, t0, t0_epoch, users, rate,
+                                      seed, n_workers, placement.driver_cpus, dsn, failure)
+                table, ending.status, ending.reason = result.table, result.status, result.reason
+                run["driver"] = result.driver
+                run["external"] = {"tool": driver_kind, **result.summary}
+                window = result.window
     finally:
         stop_monitor(sampler, run)
         if server is not None:
             gone = server.failure()
-            if gone and status == "complete":
-                status, reason = "failed", gone
+            if gone and ending.status == "complete":
+                ending.status, ending.reason = "failed", gone
             note = server.stop()
             if note:
                 run.setdefault("sut", {})["stop_note"] = note
         if cgroup is not None:
             cgroup.remove()
         os.sched_setaffinity(0, affinity)
-        _finish(run, run_dir, store, recorder, engine, phases, status, reason, table=table, window=window)
+        _finish(run, run_dir, store, recorder, engine, phases, ending.status, ending.reason, table=table,
+                window=window)
     n = len(recorder) if recorder is not None else (table.num_rows if table is not None else 0)
     return RunResult(run_id, run_dir, run["status"], run["reason"], bool(run["valid"]), n)
 

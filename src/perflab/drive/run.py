@@ -20,6 +20,7 @@ import platform
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -69,6 +70,30 @@ class RunResult:
     reason: str | None
     valid: bool
     transactions: int
+
+
+@dataclass
+class Ending:
+    """How a run ended -- complete, failed or interrupted -- and why (run.json status, reason)."""
+
+    status: str = "failed"
+    reason: str | None = None
+
+
+@contextmanager
+def recording_ending(ending: Ending):
+    """Record what ended a run in `ending`. A SUT failure and Ctrl-C end the run normally (it is
+    stored, marked failed or interrupted); any other exception is a bug: recorded as the
+    reason, then raised, after the caller's `finally` has stored the run."""
+    try:
+        yield ending
+    except SutFailure as exc:
+        ending.status, ending.reason = "failed", str(exc)
+    except KeyboardInterrupt:
+        ending.status, ending.reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
+    except Exception as exc:
+        ending.status, ending.reason = "failed", f"{type(exc).__name__}: {exc}"
+        raise
 
 
 def _now_iso() -> str:
@@ -208,42 +233,36 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
     recorder = None
     pool = None
     sampler = None
-    outcome_status, reason = "failed", None
     engine = None
     counters = None
     cgroup = None
     # The driver is pinned for the run only: a study runs many runs in one process, and each
     # must resolve its placement from the CPUs the process was given, not the previous run's pin.
     affinity = os.sched_getaffinity(0)
+    ending = Ending()
     try:
-        run["fingerprint"].update(cls.prepare(workload, workload_dir, run_dir))
-        os.sched_setaffinity(0, placement.driver_cpus)
-        counters = _shared_counters(cls.counter_names, n_workers)
-        specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(workload_dir), str(run_dir), i,
-                            placement.sut_cpus, counters) for i in range(n_workers)]
-        pool = WorkerPool(specs)
-        cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, pool.pids)
-        run["sut"] = {"pids": pool.pids, "counters": list(cls.counter_names), "tx_counter": cls.tx_counter,
-                      "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
-                      "memory_limit": request.memory_limit}
-        t0 = time.monotonic()
-        run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
-        sampler, monitor_note = _start_monitor(request, run_dir, t0, pool.pids, placement,
-                                               counters.handle if counters is not None else None, cgroup)
-        run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
-        tx_names = [t.name for t in workload.transactions]
-        recorder = Recorder([s.name for s in workload.scripts], tx_names, [], t0)
-        engine = Engine(workload, pool, recorder, phases, t0, users=users, rate=rate, seed=seed)
-        recorder.class_names = engine.class_names
-        outcome = _drive(engine, pool)
-        outcome_status, reason = outcome.status, outcome.reason
-    except SutFailure as exc:
-        outcome_status, reason = "failed", str(exc)
-    except KeyboardInterrupt:
-        outcome_status, reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
-    except Exception as exc:
-        outcome_status, reason = "failed", f"{type(exc).__name__}: {exc}"
-        raise
+        with recording_ending(ending):
+            run["fingerprint"].update(cls.prepare(workload, workload_dir, run_dir))
+            os.sched_setaffinity(0, placement.driver_cpus)
+            counters = _shared_counters(cls.counter_names, n_workers)
+            specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(workload_dir), str(run_dir), i,
+                                placement.sut_cpus, counters) for i in range(n_workers)]
+            pool = WorkerPool(specs)
+            cgroup, cgroup_note = _sut_cgroup(run_id, placement, request.memory_limit, pool.pids)
+            run["sut"] = {"pids": pool.pids, "counters": list(cls.counter_names), "tx_counter": cls.tx_counter,
+                          "cgroup": cgroup.path_for_monitor if cgroup is not None else None, "cgroup_note": cgroup_note,
+                          "memory_limit": request.memory_limit}
+            t0 = time.monotonic()
+            run["clock"] = {"t0_monotonic": t0, "t0_epoch": time.time()}
+            sampler, monitor_note = _start_monitor(request, run_dir, t0, pool.pids, placement,
+                                                   counters.handle if counters is not None else None, cgroup)
+            run["monitor"] = {"interval_s": workload.monitor_interval, "note": monitor_note}
+            tx_names = [t.name for t in workload.transactions]
+            recorder = Recorder([s.name for s in workload.scripts], tx_names, [], t0)
+            engine = Engine(workload, pool, recorder, phases, t0, users=users, rate=rate, seed=seed)
+            recorder.class_names = engine.class_names
+            outcome = _drive(engine, pool)
+            ending.status, ending.reason = outcome.status, outcome.reason
     finally:
         stop_monitor(sampler, run)
         if pool is not None:
@@ -254,7 +273,7 @@ def execute_run(request: RunRequest, store: Store, on_tick: Callable | None = No
         if counters is not None:
             counters.close()
             counters.unlink()
-        _finish(run, run_dir, store, recorder, engine, phases, outcome_status, reason)
+        _finish(run, run_dir, store, recorder, engine, phases, ending.status, ending.reason)
     return RunResult(run_id, run_dir, run["status"], run["reason"], bool(run["valid"]), len(recorder or []))
 
 

@@ -244,13 +244,19 @@ def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
         for dest, template in service.files.items():
             if not (base / template).exists():
                 fail(f"template file not found: {template}", ("service", "files", dest))
-    tools = {"pgbench": "pgbench (apt-get install postgresql-client-15)"}
+    tools = {"pgbench": "pgbench (apt-get install postgresql-client-15)",
+             "wrk": "wrk (apt-get install wrk)",
+             "k6": "k6 (go install go.k6.io/k6@latest; perflab looks on PATH and in $(go env GOPATH)/bin)"}
     kind = workload.driver.kind
     if kind in tools and _find_tool(kind) is None:
         fail(f"{tools[kind]} is not installed", ("driver", "kind"))
 
 
 def _find_tool(name: str) -> str | None:
+    if name == "k6":
+        from perflab.drive.external.k6 import find_k6
+
+        return find_k6()
     return shutil.which(name)
 
 

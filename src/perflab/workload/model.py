@@ -8,6 +8,7 @@ line of the YAML file.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal, Union
 
@@ -403,13 +404,13 @@ class Driver(Strict):
     """Who generates the load: perflab's own driver, or an external load generator whose log is
     imported into the same run format."""
 
-    kind: Literal["native", "pgbench"] = "native"
-    threads: int | None = Field(default=None, ge=1, description="pgbench -j (default 1)")
+    kind: Literal["native", "pgbench", "k6", "wrk"] = "native"
+    threads: int | None = Field(default=None, ge=1, description="pgbench -j (default 1); wrk runs a thread per user")
     protocol: Literal["simple", "extended", "prepared"] = Field(default="prepared", description="pgbench -M")
     options: list[str] = Field(default_factory=list, description="more command-line options for the tool")
 
 
-_DRIVER_TARGETS = {"pgbench": "postgres"}
+_DRIVER_TARGETS = {"pgbench": "postgres", "k6": "http", "wrk": "http"}
 
 
 class Placement(Strict):
@@ -498,7 +499,8 @@ def check_references(workload: Workload) -> None:
                 ("transactions", i, tx.body_kind),
                 f"a {workload.target.kind} target runs transactions with a `{body}` body, not `{tx.body_kind}`",
             )
-
+    if workload.driver.kind in ("k6", "wrk"):
+        _check_http_tool(workload, workload.driver.kind)
 
 
 def _check_pgbench(workload: Workload) -> None:
@@ -522,3 +524,50 @@ def _check_pgbench(workload: Workload) -> None:
             if not ok:
                 raise LocatedError(("transactions", i, "params", name),
                                    "pgbench takes random_int or numeric value parameters only")
+
+
+def _check_http_tool(workload: Workload, tool: str) -> None:
+    """What k6 and wrk can run (see drive/external/k6.py and wrk.py for why).
+
+    Both: constant think times only (a sleep in k6, wrk's delay()). k6: random_int, choice and
+    value parameters; constant-rate arrivals (its constant-arrival-rate executor has no Poisson
+    arrivals); connections per VU. wrk: closed loop only (it has no arrival schedule), one
+    request per transaction, nothing to fill in or extract (its requests are prepared once).
+    """
+    from perflab.workload.thinktime import ConstantThink
+
+    for loc, think in [(("think",), workload.think)] + [
+            (("scripts", i, "steps", j, "think"), step.think)
+            for i, script in enumerate(workload.scripts) for j, step in enumerate(script.steps)]:
+        if think is not None and not isinstance(think, ConstantThink):
+            raise LocatedError(loc, f"{tool} takes a constant think time only (e.g. think: 0.5)")
+    if tool == "k6":
+        if isinstance(workload.load, OpenLoad) and workload.load.arrival != "constant":
+            raise LocatedError(("load", "arrival"), "k6 starts arrivals at a constant rate (its constant-arrival-rate "
+                                                    "executor): write arrival: constant")
+        if workload.target.connections != "per_user":
+            raise LocatedError(("target", "connections"), "k6 keeps connections per virtual user: use per_user")
+        for i, tx in enumerate(workload.transactions):
+            for name, spec in tx.params.items():
+                if not isinstance(spec, (RandomInt, Choice, Constant)):
+                    raise LocatedError(("transactions", i, "params", name),
+                                       "k6 takes random_int, choice or value parameters only")
+        return
+    if isinstance(workload.load, OpenLoad):
+        raise LocatedError(("load", "rate"), "wrk has no arrival schedule (closed loop only): give load.users, "
+                                             "or use driver: k6 for an open loop")
+    if workload.init_script is not None:
+        raise LocatedError(("init_script",), "wrk has no logon script; remove init_script or use driver: k6")
+    for i, tx in enumerate(workload.transactions):
+        if tx.params:
+            raise LocatedError(("transactions", i, "params"), "wrk sends prepared requests: no parameters")
+        if len(tx.http) != 1:
+            raise LocatedError(("transactions", i, "http"), "wrk sends one request per transaction")
+        request = tx.http[0]
+        if request.extract:
+            raise LocatedError(("transactions", i, "http", 0, "extract"), "wrk cannot extract values")
+        text = json.dumps([request.path, request.headers, request.body, request.json_body])
+        if re.search(r"\{\w+\}", text):
+            raise LocatedError(("transactions", i, "http", 0), "wrk sends prepared requests: no {name} values")
+        if request.path.startswith(("http://", "https://")):
+            raise LocatedError(("transactions", i, "http", 0, "path"), "wrk sends to target.base_url: give a path")

@@ -1,4 +1,4 @@
-"""External load generators (pgbench; wrk and k6 are planned, see docs/real-systems.md).
+"""External load generators: pgbench, k6, wrk (docs/real-systems.md says what each can give).
 
 When one driver process cannot produce the load (or a study wants the industry's own tool),
 perflab runs an external driver instead of its own and imports the tool's log into the same
@@ -12,7 +12,10 @@ to rows). All share `ExternalResult` and `TableBuilder`.
 
 from __future__ import annotations
 
+import gzip
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -82,4 +85,32 @@ def run_external(workload, kind: str, run_dir, workload_dir, phases, t0: float, 
         from perflab.drive.external.pgbench import run_pgbench
 
         return run_pgbench(workload, run_dir, phases, t0, t0_epoch, users, rate, n_workers, driver_cpus, dsn, failure)
+    if kind == "k6":
+        from perflab.drive.external.k6 import run_k6
+
+        return run_k6(workload, run_dir, phases, t0_epoch, users, rate, driver_cpus, failure)
+    if kind == "wrk":
+        from perflab.drive.external.wrk import run_wrk
+
+        return run_wrk(workload, run_dir, phases, t0, users, rate, driver_cpus, failure)
     raise ValueError(f"unknown external driver {kind!r}")
+
+
+def measured_window(table):
+    """The tool's measured run is the window: its first transaction's start to its last end, so
+    ETR (T) is the tool's own count over the tool's own duration."""
+    import pyarrow.compute as pc
+
+    if table is None or table.num_rows == 0:
+        return None
+    start = pc.min(table.column("intended_start")).as_py()
+    end = pc.max(table.column("end")).as_py()
+    return (start, end + 1e-6)  # the window is half-open: keep the last transaction in it
+
+
+def gzip_evidence(path: Path) -> None:
+    """Compress a tool's log in place: kept as the evidence behind every imported row."""
+    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+

@@ -35,8 +35,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder
-from perflab.drive.external.process import run_tool
+from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window
+from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
 from perflab.workload.model import Constant, RandomInt, Workload
 
@@ -113,7 +113,7 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
         warm = run_tool([*common, "-T", str(math.ceil(phases.window_start)), database], run_dir, "pgbench-warmup",
                         driver_cpus, failure)
         summary["warmup"] = {"returncode": warm.returncode, **_summary(warm.stdout)}
-        bad = _outcome(warm, failure, "pgbench warm-up")
+        bad = tool_outcome(warm, failure, "pgbench warm-up")
         if bad is not None:
             return ExternalResult(None, *bad, warm.driver, summary)
         # The warm-up's backends publish their last counts (up to a second's worth each) when
@@ -127,35 +127,16 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
     logs = sorted(run_dir.glob("pgbench_log.*"))
     table = import_logs(logs, workload, indices, t0, t0_epoch)
     for log in logs:
-        _gzip(log)  # kept as the evidence behind every row, compressed
-    window = _window(table)
-    bad = _outcome(tool, failure, "pgbench")
+        gzip_evidence(log)  # kept as the evidence behind every row, compressed
+    window = measured_window(table)
+    bad = tool_outcome(tool, failure, "pgbench")
     if bad is not None:
         return ExternalResult(table, *bad, tool.driver, summary, window)
     return ExternalResult(table, "complete", None, tool.driver, summary, window)
 
 
-def _window(table):
-    """The measured pgbench run is the window: its first transaction's start to its last end,
-    so ETR (T) is pgbench's own count over pgbench's own duration."""
-    import pyarrow.compute as pc
-
-    if table is None or table.num_rows == 0:
-        return None
-    start = pc.min(table.column("intended_start")).as_py()
-    end = pc.max(table.column("end")).as_py()
-    return (start, end + 1e-6)  # the window is half-open: keep the last transaction in it
 
 
-def _outcome(tool, failure, what: str):
-    if tool.sut_failure:
-        return "failed", tool.sut_failure
-    if tool.interrupted:
-        return "interrupted", tool.interrupted
-    if tool.returncode != 0:
-        gone = failure() if failure is not None else None
-        return "failed", gone or f"{what} exited with code {tool.returncode}: {tool.stderr.strip()[-600:]}"
-    return None
 
 
 def _summary(stdout: str) -> dict:
@@ -202,9 +183,3 @@ def _version(program: str) -> str:
         return subprocess.run([program, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except OSError:
         return "unknown"
-
-
-def _gzip(path: Path) -> None:
-    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
-        shutil.copyfileobj(src, dst)
-    path.unlink()

@@ -66,3 +66,16 @@ def run_tool(argv: list[str], run_dir: Path, name: str, cpus: list[int], failure
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return ToolRun(proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
                    started, ended, cpu, sut_failure, interrupted)
+
+
+def tool_outcome(tool, failure, what: str):
+    """(status, reason) when the tool run did not complete, else None: the SUT's failure first, then
+    Ctrl-C, then the tool's own exit code (with the server's reason if it has gone meanwhile)."""
+    if tool.sut_failure:
+        return "failed", tool.sut_failure
+    if tool.interrupted:
+        return "interrupted", tool.interrupted
+    if tool.returncode != 0:
+        gone = failure() if failure is not None else None
+        return "failed", gone or f"{what} exited with code {tool.returncode}: {tool.stderr.strip()[-600:]}"
+    return None
