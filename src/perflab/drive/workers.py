@@ -6,8 +6,12 @@ SUT's CPU apart from the driver's -- the seeds' TPNS ran on a separate processor
 reason. A worker is the SUT's "server process": with fewer workers than users, transactions
 queue for a free worker, and that wait is part of the response time.
 
-Wire format: one request or reply per pipe message, encoded with `marshal` (fast for the
-plain tuples exchanged; both ends run the same interpreter).
+Wire format: each request or reply is a 4-byte big-endian length and a `marshal` payload
+(fast for the plain tuples exchanged; both ends run the same interpreter). Both ends read the
+pipe in bulk and split it into messages themselves (FrameReader): multiprocessing's
+`recv_bytes` spends two read system calls on every message, and under load several messages
+wait per wake-up. The driver also writes the requests one loop iteration sends to a worker in
+one system call.
 """
 
 from __future__ import annotations
@@ -17,17 +21,71 @@ import marshal
 import multiprocessing
 import os
 import signal
-import sys
+import struct
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import SutFailure
 
 READY_TIMEOUT_S = 120.0
+READ_CHUNK = 65536  # bytes per read: many replies at once, and a large message in few reads
+
+# The length before every message: multiprocessing.Connection's own header for messages under
+# 2 GiB, so the start-up handshake (Connection.send_bytes) and later messages share one format.
+_HEADER = struct.Struct("!I")
+
+
+def frame(message: bytes) -> bytes:
+    """One message on the pipe: its length, then the message."""
+    return _HEADER.pack(len(message)) + message
+
+
+class FrameReader:
+    """Splits what is read from a pipe into the messages `frame` made.
+
+    A read returns whatever has arrived: several messages, or a message cut anywhere (even
+    inside its length); the incomplete end is kept for the next read.
+    """
+
+    __slots__ = ("_rest",)
+
+    def __init__(self) -> None:
+        self._rest = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes | bytearray]:
+        if self._rest:
+            self._rest += data
+            data = self._rest
+        messages = []
+        start, size = 0, len(data)
+        unpack = _HEADER.unpack_from
+        while size - start >= 4:
+            (length,) = unpack(data, start)
+            end = start + 4 + length
+            if end > size:
+                break
+            messages.append(data[start + 4:end])
+            start = end
+        if start == size:
+            self._rest = bytearray()
+        elif data is self._rest:
+            del self._rest[:start]  # in place: a long message arriving in many reads is not re-copied each time
+        else:
+            self._rest = bytearray(data[start:])
+        return messages
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking pipe (a stream socket may take part of it)."""
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)
+        while written < len(data):
+            written += os.write(fd, view[written:])
 
 
 @dataclass
@@ -73,20 +131,46 @@ def worker_main(conn, spec: WorkerSpec) -> None:
         conn.send_bytes(marshal.dumps(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         return
     conn.send_bytes(marshal.dumps(("ready", os.getpid())))
+    _serve(conn.fileno(), adapter, writer)
+    adapter.close()
+
+
+def _serve(fd: int, adapter, writer) -> None:
+    """Run requests until the driver sends an empty message or closes the pipe. One read may
+    bring several requests; each reply is written as soon as its transaction ends, so no
+    transaction's response time includes the next one's."""
+    execute = _executor(adapter, writer)
+    frames = FrameReader()
+    while True:
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except OSError:
+            return
+        if not data:
+            return
+        for message in frames.feed(data):
+            if not message:
+                return
+            reply = execute(message)
+            try:
+                write_all(fd, frame(reply))
+            except OSError:  # the driver has gone
+                return
+
+
+def _executor(adapter, writer):
+    """The function that runs one request and returns the marshaled reply: the transaction,
+    its CPU, and the SUT's counters published for the monitor."""
     take_cpu = getattr(adapter, "take_cpu", None)
     take_instructions = getattr(adapter, "take_instructions", None)
+    counter_names = adapter.counter_names
     # CLOCK_THREAD_CPUTIME_ID is the kernel's exact runtime of this thread. getrusage's
     # user/system split is tick-sampled and useless for sub-millisecond transactions, so an
     # in-process transaction records its exact total only; a command records wait4's split.
     thread_time = time.thread_time
     nan = float("nan")
-    while True:
-        try:
-            message = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        if not message:
-            break
+
+    def execute(message: bytes) -> bytes:
         tx_index, params = marshal.loads(message)
         before = thread_time()
         try:
@@ -104,20 +188,24 @@ def worker_main(conn, spec: WorkerSpec) -> None:
             cpu = user + system
         values = adapter.counters()
         if writer is not None:
-            for name, value in zip(adapter.counter_names, values):
+            for name, value in zip(counter_names, values):
                 writer.set(name, value)
-        conn.send_bytes(marshal.dumps((ok, error, first, cpu, user, system, values, instructions)))
-    adapter.close()
+        return marshal.dumps((ok, error, first, cpu, user, system, values, instructions))
+
+    return execute
 
 
 class _Worker:
-    __slots__ = ("index", "process", "conn", "pending", "pid", "counters")
+    __slots__ = ("index", "process", "conn", "fd", "pending", "pid", "counters", "frames", "outbox")
 
     def __init__(self, index: int, process, conn):
         self.index, self.process, self.conn = index, process, conn
+        self.fd = conn.fileno()
         self.pending: deque[asyncio.Future] = deque()  # replies come back in request order
         self.pid = 0
         self.counters: tuple = ()
+        self.frames = FrameReader()
+        self.outbox: list[bytes] = []  # requests not yet written (see WorkerPool._flush)
 
 
 class WorkerPool:
@@ -126,7 +214,7 @@ class WorkerPool:
     Each worker holds up to `depth` requests: while it runs one, the next already waits in its
     pipe, so the driver's round trip (reply read, next request sent) never leaves the SUT idle.
     Requests beyond that wait in the driver for a worker slot, like connections waiting for a
-    server process.
+    server process; a reply that frees a slot sends the oldest waiting request at once.
     """
 
     def __init__(self, specs: list[WorkerSpec], depth: int = 2):
@@ -136,7 +224,11 @@ class WorkerPool:
         self.workers: list[_Worker] = []
         self.failure: str | None = None
         self._idle: list[_Worker] = []
-        self._waiters: deque[asyncio.Future] = deque()
+        # requests waiting for a free slot: (request bytes, the reply's future), oldest first
+        self._queue: deque[tuple[bytes, asyncio.Future]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._unflushed: list[_Worker] = []
+        self._plain_requests: dict[int, bytes] = {}
         for spec in specs:
             parent, child = ctx.Pipe(duplex=True)
             process = ctx.Process(target=worker_main, args=(child, spec), name=f"perflab-sut-{spec.index}", daemon=True)
@@ -169,22 +261,92 @@ class WorkerPool:
         return [w.pid for w in self.workers]
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
         for worker in self.workers:
-            loop.add_reader(worker.conn.fileno(), self._on_reply, worker)
+            loop.add_reader(worker.fd, self._on_readable, worker)
 
     def detach(self, loop: asyncio.AbstractEventLoop) -> None:
         for worker in self.workers:
             try:
-                loop.remove_reader(worker.conn.fileno())
+                loop.remove_reader(worker.fd)
             except (ValueError, OSError):
                 pass
 
-    def _on_reply(self, worker: _Worker) -> None:
+    # --- sending ----------------------------------------------------------------------------
+
+    def execute(self, tx_index: int, params: dict | None, user: int = -1) -> asyncio.Future:
+        """The future of one transaction's Reply: sent now when a worker slot is free, else
+        when a reply frees one."""
+        if self.failure is not None:
+            raise SutFailure(self.failure)
+        future = self._loop.create_future()
+        request = self._request(tx_index, params)
+        if self._idle:
+            self._send(self._idle.pop(), request, future)
+        else:
+            self._queue.append((request, future))
+        return future
+
+    def _request(self, tx_index: int, params: dict | None) -> bytes:
+        if params is not None:
+            return frame(marshal.dumps((tx_index, params)))
+        request = self._plain_requests.get(tx_index)  # a transaction without parameters: always the same bytes
+        if request is None:
+            request = self._plain_requests[tx_index] = frame(marshal.dumps((tx_index, None)))
+        return request
+
+    def _send(self, worker: _Worker, request: bytes, future: asyncio.Future) -> None:
+        """Queue the request for the worker's next write (see _flush)."""
+        worker.pending.append(future)
+        if not worker.outbox:
+            self._unflushed.append(worker)
+            if len(self._unflushed) == 1:
+                self._loop.call_soon(self._flush)
+        worker.outbox.append(request)
+
+    def _flush(self) -> None:
+        """Write each worker's queued requests in one system call. The requests one loop
+        iteration sends (users woken by a read of several replies) wait at most until the
+        loop's next iteration; with `depth` requests per worker, the worker has another to
+        run meanwhile."""
+        workers, self._unflushed = self._unflushed, []
+        for worker in workers:
+            self._write(worker)
+
+    def _write(self, worker: _Worker) -> None:
+        outbox = worker.outbox
+        if not outbox:  # written already, or the worker failed
+            return
+        data = outbox[0] if len(outbox) == 1 else b"".join(outbox)
+        outbox.clear()
         try:
-            values = marshal.loads(worker.conn.recv_bytes())
-        except (EOFError, OSError, ValueError):
+            write_all(worker.fd, data)
+        except OSError:  # EPIPE: the worker has exited; its requests fail with the reason
+            self._fail(worker)
+
+    # --- receiving --------------------------------------------------------------------------
+
+    def _on_readable(self, worker: _Worker) -> None:
+        """Every reply that has arrived from this worker, with one read. The pipe is readable,
+        so the read does not block although the descriptor is blocking."""
+        try:
+            data = os.read(worker.fd, READ_CHUNK)
+        except OSError:  # e.g. ECONNRESET: the worker died with requests unread
+            data = b""
+        if not data:  # end of file: the worker has exited
             self._fail(worker)
             return
+        for message in worker.frames.feed(data):
+            try:
+                values = marshal.loads(message)
+            except (EOFError, ValueError, TypeError):
+                self._fail(worker)
+                return
+            self._on_reply(worker, values)
+        # The requests that took the freed slots go out now, in one write, not an iteration later.
+        self._write(worker)
+
+    def _on_reply(self, worker: _Worker, values: tuple) -> None:
         worker.counters = values[6]
         future = worker.pending.popleft() if worker.pending else None
         if future is not None and not future.done():
@@ -192,10 +354,19 @@ class WorkerPool:
                                     values[6], values[7]))
         self._release(worker)
 
+    def _release(self, worker: _Worker) -> None:
+        """A slot of `worker` is free: the oldest waiting request takes it."""
+        while self._queue:
+            request, future = self._queue.popleft()
+            if not future.done():  # a cancelled transaction gives up its place
+                self._send(worker, request, future)
+                return
+        self._idle.append(worker)
+
     def _fail(self, worker: _Worker) -> None:
         try:
-            asyncio.get_running_loop().remove_reader(worker.conn.fileno())
-        except (RuntimeError, ValueError, OSError):
+            self._loop.remove_reader(worker.fd)
+        except (AttributeError, ValueError, OSError):
             pass
         worker.process.join(timeout=1.0)
         code = worker.process.exitcode
@@ -203,43 +374,18 @@ class WorkerPool:
         reason = f"SUT worker {worker.index} (pid {worker.pid}) died ({how})"
         if self.failure is None:
             self.failure = reason
+        worker.outbox.clear()
         while worker.pending:
             future = worker.pending.popleft()
             if not future.done():
                 future.set_exception(SutFailure(reason))
-        # The dead worker is not returned to the idle list; anyone waiting for a worker when
-        # none are left learns of the failure instead of waiting forever.
+        # The dead worker's slots are never freed; when no worker is left, the requests
+        # waiting for one learn of the failure instead of waiting forever.
         if all(not w.process.is_alive() for w in self.workers):
-            while self._waiters:
-                waiter = self._waiters.popleft()
-                if not waiter.done():
-                    waiter.set_exception(SutFailure(reason))
-
-    def _release(self, worker: _Worker) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(worker)
-                return
-        self._idle.append(worker)
-
-    async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
-        if self.failure is not None:
-            raise SutFailure(self.failure)
-        if self._idle:
-            worker = self._idle.pop()
-        else:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            worker = await waiter
-        future = asyncio.get_running_loop().create_future()
-        worker.pending.append(future)
-        try:
-            worker.conn.send_bytes(marshal.dumps((tx_index, params)))
-        except (OSError, ValueError):
-            self._fail(worker)
-            raise SutFailure(self.failure or "SUT worker pipe closed") from None
-        return await future
+            while self._queue:
+                _, future = self._queue.popleft()
+                if not future.done():
+                    future.set_exception(SutFailure(reason))
 
     def counters(self) -> tuple:
         """The SUT's own counters summed over workers (e.g. SQLite total_changes)."""
@@ -255,7 +401,7 @@ class WorkerPool:
     def close(self, timeout: float = 5.0) -> None:
         for worker in self.workers:
             try:
-                worker.conn.send_bytes(b"")
+                write_all(worker.fd, frame(b""))  # an empty message: stop
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + timeout
