@@ -5,6 +5,7 @@ from __future__ import annotations
 import mmap
 import os
 import socket
+import time
 
 import pytest
 
@@ -19,16 +20,21 @@ from .helpers import TICK
 FIELDS = ("user", "nice", "system", "irq", "softirq", "iowait", "steal", "idle")
 
 
-def test_every_cpu_accounts_for_all_time_since_boot():
-    # Each CPU's fields together cover the whole uptime (idle included): a field read from the
-    # wrong position, or the wrong unit, breaks this.
-    v = ProcStatSource().read()
-    uptime = float(open("/proc/uptime").read().split()[0])
-    cpus = sorted({k.split(".")[1] for k in v})
+def test_every_cpu_accounts_for_all_elapsed_time():
+    # Each CPU's fields together cover the elapsed time (idle included): a field read from the
+    # wrong position, or the wrong unit, breaks this. Measured over an interval this test sees,
+    # not since boot: a virtual machine that was paused (snapshot, migration) has uptime that
+    # no CPU accounted for -- seen here as 104 s missing on cpu0 after 80 minutes.
+    src = ProcStatSource()
+    t0, before = time.monotonic(), src.read()
+    time.sleep(2.0)
+    after, elapsed = src.read(), time.monotonic() - t0
+    cpus = sorted({k.split(".")[1] for k in after})
     assert cpus == sorted(f"cpu{c}" for c in parse_cpu_list(open("/sys/devices/system/cpu/online").read().strip()))
     for cpu in cpus:
-        total = sum(v[f"h.{cpu}.{f}"] for f in FIELDS)
-        assert abs(total - uptime) <= 0.01 * uptime + 1.0, cpu
+        grew = sum(after[f"h.{cpu}.{f}"] - before[f"h.{cpu}.{f}"] for f in FIELDS)
+        # the two readings are not simultaneous with the clock reads: a tick each side, and 3%
+        assert abs(grew - elapsed) <= 0.03 * elapsed + 2 * TICK, (cpu, grew, elapsed)
 
 
 def test_user_time_lands_on_the_cpu_that_ran_it(spawn):
