@@ -15,17 +15,33 @@ def etr_trend(per_interval: list[dict] | None) -> float | None:
     """Relative change of ETR (T) across the window from a least-squares line through the
     per-interval rates: (slope x window length) / mean. None when there are too few intervals.
 
+    The last interval of a window that is not a whole number of intervals can be a sliver: an
+    external driver's window ends at its last response, so its final 0.05 s holds only the
+    tool's in-flight requests finishing -- a "rate" of a few percent of the rest, which a line
+    through it read as a collapse of -60% to -80%. That edge is not the steady state the gate
+    asks about: intervals shorter than half the usual length are left out of the line; the
+    rest are weighted by their length (a rate counted over d seconds has variance ~ 1/d).
+
     `per_interval` is reduction's list of rows ({"t_start", "t_end", "etr_t", ...})."""
     if not per_interval:
         return None
-    t = np.asarray([(row["t_start"] + row["t_end"]) / 2 for row in per_interval], dtype=float)
+    start = np.asarray([row["t_start"] for row in per_interval], dtype=float)
+    end = np.asarray([row["t_end"] for row in per_interval], dtype=float)
     etr = np.asarray([np.nan if row.get("etr_t") is None else row["etr_t"] for row in per_interval], dtype=float)
-    ok = np.isfinite(t) & np.isfinite(etr)
-    t, etr = t[ok], etr[ok]
-    if len(t) < 4 or etr.mean() <= 0:
+    ok = np.isfinite(start) & np.isfinite(end) & np.isfinite(etr) & (end > start)
+    start, end, etr = start[ok], end[ok], etr[ok]
+    length = end - start
+    if len(length):
+        whole = length >= 0.5 * np.median(length)
+        start, end, etr, length = start[whole], end[whole], etr[whole], length[whole]
+    if len(etr) < 4:
         return None
-    slope = np.polyfit(t, etr, 1)[0]
-    return float(slope * (t[-1] - t[0]) / etr.mean())
+    mean = float(np.sum(etr * length) / np.sum(length))  # transactions / time: the window's rate
+    if mean <= 0:
+        return None
+    t = (start + end) / 2
+    slope = np.polyfit(t, etr, 1, w=np.sqrt(length))[0]  # polyfit weights multiply residuals: 1/sd
+    return float(slope * (end[-1] - start[0]) / mean)
 
 
 def check_run(run: dict[str, Any], metrics: dict[str, Any], per_interval: list[dict] | None, gates: Gates,
