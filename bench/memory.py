@@ -1,9 +1,13 @@
 """Memory per simulated user: RSS of the load generator with N idle users (long think times)
 minus its RSS with one, divided by N - 1.
 
-perflab: the null python target, think constant 3600 s (no user issues a transaction), the
-driver's VmRSS sampled every 0.2 s and its median over the measurement window taken (run.json
-gives the window on the wall clock). Locust (a bare User and a FastHttpUser, wait_time 3600 s)
+perflab: the null python target; every user logs on at t0 and thinks until half a second
+before the window ends, so all of them are alive and idle while the driver's VmRSS is sampled
+(every 0.2 s, the median over the window, which run.json gives on the wall clock). The engine
+ends a user whose next transaction falls after the window, so a think time past the window
+(the 3600 s this benchmark once used) would measure users that no longer exist: the run must
+show exactly one transaction per user, or the measurement is refused.
+Locust (a bare User and a FastHttpUser, wait_time 3600 s)
 and k6 (VUs sleeping an hour): VmRSS sampled every 0.2 s, the median of the last 40 % of the
 process's life (after the users are spawned / the VUs initialized, before shutdown).
 """
@@ -20,19 +24,26 @@ from common import (BENCH, DRIVER_CPU, find_tool, proc_rss_bytes, quiet_enough, 
                     with_retries, workdir)
 from perflab_runs import python_workload, run_perflab
 
-IDLE_THINK = "{dist: constant, value: 3600}"
+IDLE_BEFORE_END_S = 0.5  # the users' one transaction: this long before the window ends
 
 
 def perflab_rss(users: int, stabilization: float = 4.0, measurement: float = 4.0) -> dict[str, Any]:
     def poll(pid: int):
         return proc_rss_bytes(pid)
 
-    run = run_perflab(python_workload(f"bench-idle-{users}", users=users, think=IDLE_THINK,
+    think = f"{{dist: constant, value: {stabilization + measurement - IDLE_BEFORE_END_S:g}}}"
+    run = run_perflab(python_workload(f"bench-idle-{users}", users=users, think=think,
                                       stabilization=stabilization, measurement=measurement, workers=1),
                       f"bench-idle-{users}", poll=poll)
+    issued = run.metrics().values.get("tx_ok")  # COMMANDS (T): each user's one transaction, in the window
+    if issued is None or round(issued) != users:
+        raise RuntimeError(f"{run.run_id}: {issued} transactions for {users} users: not every user was alive "
+                           "through the window")
     t0 = run.run["clock"]["t0_epoch"]
     window = run.run["window"]
-    inside = [rss for t, rss in run.polls if rss and t0 + window["start"] <= t < t0 + window["end"]]
+    # samples before the users' transactions: the idle users, not the burst of their one transaction
+    idle_end = window["end"] - IDLE_BEFORE_END_S
+    inside = [rss for t, rss in run.polls if rss and t0 + window["start"] <= t < t0 + idle_end]
     if not inside:
         raise RuntimeError(f"no RSS sample inside the window of {run.run_id}")
     return {"rss_bytes": statistics.median(inside), "samples": len(inside), "command": run.command,

@@ -107,7 +107,8 @@ def _smoke_http(nginx) -> dict[str, Any]:
             "tx_per_core_s": tx / cpu if cpu and tx else None, "command": run.command}
 
 
-def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
+def part_memory(reps: int, smoke: bool, stored: dict[str, Any] | None = None) -> dict[str, Any]:
+    """perflab's RSS per idle user, and the peers' (unless `stored` rows are to be kept for them)."""
     import memory as mem
 
     sizes = (200,) if smoke else (1000, 10000, 100000)
@@ -125,6 +126,9 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
                  "background_cores": max(full["background_cores"], base["background_cores"])})
     out["perflab"] = {n: collect(rows) for n, rows in out["perflab"].items()}
     if smoke:
+        return out
+    if stored is not None:
+        out.update({name: rows for name, rows in stored.items() if name != "perflab"})
         return out
     peers: dict[str, Any] = {}
     if find_tool("locust"):
@@ -218,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per number (at least 3 for the docs)")
     parser.add_argument("--render", action="store_true", help="only render docs/performance.md from the results")
     parser.add_argument("--smoke", action="store_true", help="perflab's side once at tiny size, no peers, no docs")
+    parser.add_argument("--keep-peers", action="store_true",
+                        help="memory: re-measure perflab only, keep the peers' stored rows (they did not change)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--doc", type=Path, default=DOC)
     args = parser.parse_args(argv)
@@ -239,7 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         for part in parts:
             started = time.monotonic()
             log(f"part {part}")
-            results[part] = RUNNERS[part](args.reps, args.smoke)
+            if part == "memory" and args.keep_peers and "memory" in results:
+                results[part] = part_memory(args.reps, args.smoke, stored=results["memory"])
+            else:
+                results[part] = RUNNERS[part](args.reps, args.smoke)
             results[part + "_meta"] = {"finished": dt.datetime.now().isoformat(timespec="seconds"),
                                        "seconds": round(time.monotonic() - started, 1), "reps": args.reps}
             if not args.smoke:
