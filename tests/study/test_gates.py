@@ -37,3 +37,29 @@ def test_a_sliver_at_the_end_is_not_the_steady_state():
 def test_too_few_intervals_give_no_verdict():
     assert etr_trend(rows([1.0, 2.0, 3.0])) is None
     assert etr_trend(None) is None
+
+
+def test_a_noisy_stationary_rate_is_not_called_unsteady_but_a_real_drift_is():
+    import numpy as np
+
+    from perflab.study.gates import SIGNIFICANT_Z, etr_trend_fit
+    from perflab.study.model import Gates
+    from perflab.study.gates import check_run
+
+    rng = np.random.default_rng(7)
+    gates = Gates()
+    run = {"status": "complete"}
+    metrics = {"etr_t": 3000.0, "error_pct_t": 0.0}
+    excluded_flat = excluded_drift = 0
+    trials = 400
+    for _ in range(trials):
+        noise = rng.normal(0.0, 0.10, 20)  # 10% second-to-second scatter, as PostgreSQL showed
+        flat = rows(list(3000.0 * (1 + noise)))
+        drift = rows(list(3000.0 * (1 - 0.4 * np.arange(20) / 19 + noise)))  # -40% across the window
+        excluded_flat += any(r.startswith("not steady") for r in check_run(run, metrics, flat, gates, None, True))
+        excluded_drift += any(r.startswith("not steady") for r in check_run(run, metrics, drift, gates, None, True))
+    # the flat series: under the test's one-sided 1% per direction (2% two-sided) plus sampling slack
+    assert excluded_flat / trials < 0.05
+    assert excluded_drift / trials > 0.9
+    change, se = etr_trend_fit(rows([3000.0, 3010.0, 2990.0, 3005.0, 2995.0, 3000.0]))
+    assert se < 0.02 and abs(change) < SIGNIFICANT_Z * se + 0.01
