@@ -98,6 +98,12 @@ def compare_configs(runs: list[dict], base: str, new: str, metrics: list[str], m
             entry.update({k: d.get(k) for k in ("ratio", "ci_low", "ci_high", "material", "note", "n_blocks", "cv",
                                                 "blocks_needed", "legacy", "warnings")})
             entry["verdict"] = str(d.get("verdict")) if d.get("verdict") is not None else None
+            if _finite(entry["ratio"]) and entry["base_value"] is not None:
+                # The change a report states is the paired estimate its interval belongs to, not
+                # the ratio of the columns' means (those include runs of incomplete blocks): a
+                # study read "decreased by 2.6% [90% CI -11.5% to +12.3%]" around a ratio of 0.997.
+                entry["rel_change"] = entry["ratio"] - 1
+                entry["abs_change"] = entry["base_value"] * entry["rel_change"]
         elif info["direction"] in ("higher", "lower"):
             entry["warnings"] = ["fewer than 2 valid runs per configuration: no interval, no verdict"]
         out.append(entry)
