@@ -61,6 +61,12 @@ def test_k6_run_reports_k6_own_count_and_rate(tmp_path):
     assert run["driver"]["cpu_s"] > 0 and v["util_proc_s"] is not None and v["pbt_cmd_s"] > 0
     shown = show_json(run, tmp_path)
     assert shown["values"]["tx_ok"] == v["tx_ok"] and shown["values"]["etr_t"] == pytest.approx(v["etr_t"])
+    # With no think time k6 runs flat out: whether its core saturated decides the run's validity,
+    # by the same rule as perflab's own driver, and the reason names the tool.
+    saturated = run["driver"]["util_pct"] >= 90.0
+    assert run["driver"]["saturated"] is saturated
+    assert run["valid"] is not saturated
+    assert any("(k6)" in r and "set the pace" in r for r in run["invalid_reasons"]) is saturated
 
 
 @needs_nginx

@@ -332,6 +332,12 @@ def _finish(run: dict, run_dir: Path, store: Store, recorder: Recorder | None, e
                          "saturated": saturated, "dropped": engine.outcome.dropped}
         if saturated:
             invalid.append(f"driver CPU {util:.0f}% of one core: run invalid (the driver, not the SUT, set the pace)")
+    elif (run.get("driver") or {}).get("saturated"):
+        # An external tool's CPU (its rusage over its run, pinned to the driver's CPU): the same
+        # rule -- a k6 at 98% of its core set the pace as surely as perflab's own driver would.
+        tool = (run.get("external") or {}).get("tool", "the external driver")
+        invalid.append(f"driver CPU {run['driver']['util_pct']:.0f}% of one core ({tool}): run invalid (the driver, "
+                       "not the SUT, set the pace)")
     if status != "complete":
         invalid.append(f"run {status}: {reason}")
     run.update(status=status, reason=reason, valid=not invalid, invalid_reasons=invalid, finished=_now_iso())
