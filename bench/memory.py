@@ -1,9 +1,10 @@
 """Memory per simulated user: RSS of the load generator with N idle users (long think times)
 minus its RSS with one, divided by N - 1.
 
-perflab: the null python target; every user logs on at t0 and thinks until half a second
-before the window ends, so all of them are alive and idle while the driver's VmRSS is sampled
-(every 0.2 s, the median over the window, which run.json gives on the wall clock). The engine
+perflab: the null python target; every user logs on at t0 and thinks through the idle part of
+the window, so all of them are alive and idle while the driver's VmRSS is sampled (every 0.2 s,
+the median over that part; run.json gives the window on the wall clock); then each makes one
+transaction, in a part of the window of its own. The engine
 ends a user whose next transaction falls after the window, so a think time past the window
 (the 3600 s this benchmark once used) would measure users that no longer exist: the run must
 show exactly one transaction per user, or the measurement is refused.
@@ -26,27 +27,28 @@ from common import (BENCH, DRIVER_CPU, find_tool, proc_rss_bytes, quiet_enough, 
                     with_retries, workdir)
 from perflab_runs import python_workload, run_perflab
 
-IDLE_BEFORE_END_S = 0.5  # the users' one transaction: this long before the window ends
+# After the idle part, the users' one transaction each: time for the null target to run them all
+# (and half a second), so every one is stored -- the proof that every user was alive.
+BURST_S_PER_USER = 1 / 20000
 
 
 def perflab_rss(users: int, stabilization: float = 4.0, measurement: float = 4.0) -> dict[str, Any]:
     def poll(pid: int):
         return proc_rss_bytes(pid)
 
-    think = f"{{dist: constant, value: {stabilization + measurement - IDLE_BEFORE_END_S:g}}}"
+    burst = 0.5 + users * BURST_S_PER_USER
+    think = f"{{dist: constant, value: {stabilization + measurement:g}}}"  # due when the idle part ends
     run = run_perflab(python_workload(f"bench-idle-{users}", users=users, think=think,
-                                      stabilization=stabilization, measurement=measurement, workers=1),
+                                      stabilization=stabilization, measurement=measurement + burst, workers=1),
                       f"bench-idle-{users}", poll=poll)
-    # Every user alive at the end issued its one transaction (stored whether or not it finished
-    # before the window closed: 100,000 of them take longer than the last half second).
     issued = pq.read_metadata(run.run_dir / "transactions.parquet").num_rows
     if issued != users:
         raise RuntimeError(f"{run.run_id}: {issued} transactions for {users} users: not every user was alive "
                            "through the window")
     t0 = run.run["clock"]["t0_epoch"]
     window = run.run["window"]
-    # samples before the users' transactions: the idle users, not the burst of their one transaction
-    idle_end = window["end"] - IDLE_BEFORE_END_S
+    # the idle part of the window only: the users thinking, not the burst of their transactions
+    idle_end = window["start"] + measurement
     inside = [rss for t, rss in run.polls if rss and t0 + window["start"] <= t < t0 + idle_end]
     if not inside:
         raise RuntimeError(f"no RSS sample inside the window of {run.run_id}")

@@ -142,9 +142,9 @@ def memory_section(results: dict) -> list[str]:
         return []
     out = ["## Memory per simulated user", "",
            "RSS of the load generator with N idle users minus its RSS with one user, divided by N − 1. "
-           "perflab: null python target; every user logs on at the start and thinks until 0.5 s before "
-           "the window ends (then makes its one transaction: the run must count exactly N, proof that every "
-           "user was alive), the driver's VmRSS every 0.2 s, median over the window before that. Locust (`User` and `FastHttpUser`, wait_time 3600 s) and k6 "
+           "perflab: null python target; every user logs on at the start and thinks through the idle part of the window "
+           "(then makes its one transaction, after it: the run must store exactly N, proof that every "
+           "user was alive), the driver's VmRSS every 0.2 s, median over the idle part. Locust (`User` and `FastHttpUser`, wait_time 3600 s) and k6 "
            "(VUs sleeping 3600 s): VmRSS every 0.2 s, median of the last 40 % of the process's life "
            "(users spawned, VUs initialized, before shutdown).", "",
            "| users | generator | bytes per user | RSS at N users (MB) | perflab ÷ this | command |",
