@@ -96,6 +96,17 @@ def run_external(workload, kind: str, run_dir, workload_dir, phases, t0: float, 
     raise ValueError(f"unknown external driver {kind!r}")
 
 
+def script_mix(workload) -> tuple[list[int], list[float]]:
+    """The scripts a tool picks from (not the logon script, not weight 0) and their cumulative
+    weights: what the generated k6 and wrk scripts draw against."""
+    mix = [i for i, s in enumerate(workload.scripts) if s.name != workload.init_script and s.weight > 0]
+    cumulative, total = [], 0.0
+    for i in mix:
+        total += workload.scripts[i].weight
+        cumulative.append(total)
+    return mix, cumulative
+
+
 def measured_window(table):
     """The tool's measured run is the window: its first transaction's start to its last end, so
     ETR (T) is the tool's own count over the tool's own duration."""

@@ -23,6 +23,7 @@ import json
 import math
 from typing import Any
 
+from perflab.drive.external import script_mix
 from perflab.workload.model import Choice, Constant, HttpTarget, OpenLoad, RandomInt, Workload
 
 # The only tag on each JSON line: the status (0: no response). Fewer tags, shorter lines.
@@ -195,11 +196,7 @@ def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool) -> dict[
     default_think = workload.think.value if workload.think is not None else 0.0
     names = {s.name: i for i, s in enumerate(workload.scripts)}
     tx_index = {t.name: i for i, t in enumerate(workload.transactions)}
-    mix = [i for i, s in enumerate(workload.scripts) if s.name != workload.init_script and s.weight > 0]
-    cumulative, total = [], 0.0
-    for i in mix:
-        total += workload.scripts[i].weight
-        cumulative.append(total)
+    mix, cumulative = script_mix(workload)
     return {
         "options": {"scenarios": {"perflab": scenario}, "systemTags": SYSTEM_TAGS, "maxRedirects": 0,
                     "summaryTrendStats": ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]},

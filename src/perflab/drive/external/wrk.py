@@ -32,7 +32,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window
+from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
 from perflab.workload.model import HttpTarget, Workload
@@ -190,11 +190,7 @@ def script_text(workload: Workload, log: str | None, summary_path: Path) -> str:
     target = workload.target
     default_think = workload.think.value if workload.think is not None else 0.0
     tx_index = {t.name: i for i, t in enumerate(workload.transactions)}
-    mix = [i for i, s in enumerate(workload.scripts) if s.name != workload.init_script and s.weight > 0]
-    cumulative, total = [], 0.0
-    for i in mix:
-        total += workload.scripts[i].weight
-        cumulative.append(total)
+    mix, cumulative = script_mix(workload)
     requests = []
     for tx in workload.transactions:
         r = tx.http[0]
