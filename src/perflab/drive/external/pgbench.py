@@ -35,7 +35,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window
+from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
 from perflab.workload.model import Constant, RandomInt, Workload
@@ -78,10 +78,6 @@ def script_text(workload: Workload, script_index: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def choosable(workload: Workload) -> list[int]:
-    return [i for i, s in enumerate(workload.scripts) if s.name != workload.init_script and s.weight > 0]
-
-
 def integer_weights(weights: list[float]) -> list[int]:
     if all(float(w).is_integer() for w in weights):
         return [int(w) for w in weights]
@@ -92,7 +88,7 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
                 rate: float | None, n_workers: int, driver_cpus: list[int], dsn: str, failure) -> ExternalResult:
     from urllib.parse import urlsplit
 
-    indices = choosable(workload)
+    indices, _ = script_mix(workload)
     weights = integer_weights([workload.scripts[i].weight for i in indices])
     args = []
     for i, weight in zip(indices, weights):
