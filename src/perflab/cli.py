@@ -1,8 +1,9 @@
-"""The `perflab` command. Thin: parse arguments, call the stages, render results.
+"""The `perflab` command: parses arguments and dispatches to the stages; nothing else.
 
-Exit codes: 0 success; 1 a check failed (derive --check) or a comparison found a regression;
-2 bad input (file, line, field, what was expected -- never a traceback); 3 a comparison was
-inconclusive.
+Exit codes (perflab.errors, README "Exit codes"): 0 success; 1 a primary verdict is WORSE
+(compare, study --gate), a SUT failed (run), a derived row disagrees (derive --check); 2 bad
+input (file, line, field, what was expected -- never a traceback); 3 a primary verdict is
+INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from perflab.errors import EXIT_USAGE, InputError, SutFailure
+from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
+from perflab.report.safe_text import terminal as escape
 
 app = typer.Typer(
     name="perflab",
@@ -32,20 +34,13 @@ err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, widt
 StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
 
 
-def _cpus(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
+def _seconds(text: str | None, option: str) -> float | None:
+    from perflab.workload.model import parse_duration
+
     try:
-        cpus: list[int] = []
-        for part in text.split(","):
-            if "-" in part:
-                low, high = part.split("-")
-                cpus.extend(range(int(low), int(high) + 1))
-            elif part.strip():
-                cpus.append(int(part))
-        return cpus
-    except ValueError:
-        raise InputError(f"expected CPU numbers such as 1 or 0,2-3, got {text!r}", field="--cpus") from None
+        return None if text is None else parse_duration(text)
+    except ValueError as exc:
+        raise InputError(str(exc), field=option) from None
 
 
 @app.command()
@@ -55,25 +50,20 @@ def validate(workload: Path = typer.Argument(..., help="workload YAML file")) ->
 
     w = load_workload(workload)
     load = f"{w.load.users} users (closed loop)" if w.closed else f"{w.load.rate}/s {w.load.arrival} arrivals (open loop)"
-    out.print(f"[green]ok[/green] {workload}: workload {w.name!r}, {len(w.transactions)} transactions, "
-              f"{len(w.scripts)} scripts, {load}, target {w.target.kind}")
+    out.print(f"[green]ok[/green] {escape(workload)}: workload {escape(repr(w.name))}, {len(w.transactions)} "
+              f"transactions, {len(w.scripts)} scripts, {load}, target {w.target.kind}")
 
 
 @app.command()
 def schema(kind: str = typer.Argument("workload", help="workload or study")) -> None:
     """Print the JSON schema of workload (or study) files, for editors."""
-    if kind == "workload":
-        from perflab.workload.model import Workload
+    from perflab.study.model import Study
+    from perflab.workload.model import Workload
 
-        out.print_json(json.dumps(Workload.model_json_schema(by_alias=True)))
-    elif kind == "study":
-        try:
-            from perflab.study.model import Study
-        except ImportError:
-            raise InputError("study files are not available yet", field="KIND") from None
-        out.print_json(json.dumps(Study.model_json_schema(by_alias=True)))
-    else:
+    models = {"workload": Workload, "study": Study}
+    if kind not in models:
         raise InputError(f"unknown schema {kind!r}; expected 'workload' or 'study'", field="KIND")
+    out.print_json(json.dumps(models[kind].model_json_schema(by_alias=True)))
 
 
 @app.command()
@@ -92,53 +82,40 @@ def run(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id."""
-    from perflab.drive.run import RunRequest, execute_run, set_progress
-    from perflab.store.catalog import Store
-    from perflab.workload.loader import load_workload
-    from perflab.workload.model import parse_duration
-
-    if users is not None and rate is not None:
-        raise InputError("give --users (closed loop) or --rate (open loop), not both", field="--users/--rate")
-    w = load_workload(workload)
-    try:
-        measurement = parse_duration(duration) if duration is not None else None
-    except ValueError as exc:
-        raise InputError(str(exc), field="--duration") from None
-    request = RunRequest(w, workload, users=users, rate=rate, duration=measurement, seed=seed, label=label,
-                         workers=workers, sut_cpus=_cpus(sut_cpus), driver_cpus=_cpus(driver_cpus),
-                         monitor=not no_monitor)
-    st = Store(store)
+    from perflab.drive.plan import RunRequest
+    from perflab.drive.run import execute_run
+    from perflab.reduce.reduce import reduce_run
     from perflab.report.progress import RunProgress
+    from perflab.report.terminal import render_summary
+    from perflab.store.catalog import Store
+    from perflab.sut.placement import parse_cpus
+    from perflab.workload.loader import load_workload
 
+    w = load_workload(workload)
+    request = RunRequest(w, workload, users=users, rate=rate, duration=_seconds(duration, "--duration"), seed=seed,
+                         label=label, workers=workers, sut_cpus=parse_cpus(sut_cpus, "--sut-cpus"),
+                         driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor)
+    st = Store(store)
     progress = None if quiet else RunProgress(err)
-    set_progress(progress.tick if progress else None)
     try:
-        result = execute_run(request, st, on_started=progress.started if progress else None)
+        result = execute_run(request, st, progress)
     finally:
         if progress:
             progress.close()
-        set_progress(None)
-    _print_summary(result.run_dir)
+    metrics = reduce_run(result.run_dir)
+    st.set_etr(result.run_id, metrics.values.get("etr_t"))
+    render_summary(metrics, err)
     colour = {"complete": "green", "interrupted": "yellow"}.get(result.status, "red")
-    err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {result.reason}" if result.reason else "")
+    err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {escape(result.reason)}" if result.reason else "")
               + ("" if result.valid else " [red](invalid run)[/red]"))
-    out.print(result.run_id, soft_wrap=True, highlight=False)
+    out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
     if result.status == "failed":
-        raise typer.Exit(1)
-
-
-def _print_summary(run_dir: Path) -> None:
-    try:
-        from perflab.reduce.reduce import reduce_run
-        from perflab.report.terminal import render_summary
-    except ImportError:
-        return
-    render_summary(reduce_run(run_dir), err)
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()
 def runs(
-    limit: int = typer.Option(30, "--limit", "-n", help="how many runs (newest first)"),
+    limit: int = typer.Option(30, "--limit", "-n", min=1, help="how many runs (newest first)"),
     rescan: bool = typer.Option(False, "--rescan", help="rebuild the catalog from the run directories"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     store: Optional[Path] = StoreOpt,
@@ -155,14 +132,15 @@ def runs(
     if as_json:
         out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status} for r in rows]))
         return
-    table = Table(title=f"runs in {st.runs_dir}", title_justify="left")
+    table = Table(title=f"runs in {escape(st.runs_dir)}", title_justify="left")
     for col in ("run id", "created", "workload", "label", "status", "users/rate", "ETR (T)"):
         table.add_column(col)
     for r in rows:
-        load = str(r.users) if r.users else (f"{r.rate:g}/s" if r.rate else "")
+        load = f"{r.users:,}" if r.users else (f"{r.rate:,g}/s" if r.rate else "")
         status = r.shown_status + ("" if r.valid in (None, True) else " (invalid)")
-        etr = "" if r.etr_t is None else f"{r.etr_t:.2f}"
-        table.add_row(r.run_id, r.created, r.workload, r.label or "", status, load, etr)
+        etr = "" if r.etr_t is None else f"{r.etr_t:,.2f}"
+        table.add_row(escape(r.run_id), escape(r.created), escape(r.workload), escape(r.label or ""), escape(status),
+                      load, etr)
     out.print(table)
 
 
@@ -177,8 +155,7 @@ def show(
     from perflab.report.terminal import render_metrics
     from perflab.store.catalog import Store
 
-    run_dir = Store(store).resolve(run_ref)
-    metrics = reduce_run(run_dir)
+    metrics = reduce_run(Store(store).resolve(run_ref))
     if as_json:
         out.print_json(json.dumps(metrics.to_json()))
     else:
@@ -190,104 +167,91 @@ def study(
     study_file: Path = typer.Argument(..., metavar="STUDY", help="study YAML file"),
     measurement: Optional[str] = typer.Option(None, "--measurement", help="override every run's measurement period"),
     stabilization: Optional[str] = typer.Option(None, "--stabilization", help="override the stabilization period"),
-    blocks: Optional[int] = typer.Option(None, "--blocks", min=1, help="override the number of blocks"),
+    blocks: Optional[int] = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
+    aa: bool = typer.Option(False, "--aa", help="A/A: run the base against itself; report the noise and the "
+                            "blocks the margin needs"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
     no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Run a study: calibrate, interleaved blocks, gates, verdicts; write the reports.
 
-    Prints the report directory. Exit codes: 0 done (with --gate: no gated verdict WORSE),
-    1 a gated verdict is WORSE (--gate), 2 bad input, 3 a gated verdict is INCONCLUSIVE (--gate).
+    Prints the report directory. Exit codes: 0 done (with --gate: every primary verdict
+    EQUIVALENT or BETTER), 1 a primary verdict is WORSE (--gate), 2 bad input, 3 a primary
+    verdict is INCONCLUSIVE (--gate), 4 a primary metric has no valid comparison (always).
     """
     from perflab.report.progress import StudyProgress
+    from perflab.report.terminal import render_verdicts
+    from perflab.report.write import write_reports
     from perflab.store.catalog import Store
-    from perflab.study.compare import gate_exit_code
     from perflab.study.runner import StudyOptions, StudyRunner
-    from perflab.workload.model import parse_duration
 
-    def seconds(text: str | None, name: str) -> float | None:
-        try:
-            return None if text is None else parse_duration(text)
-        except ValueError as exc:
-            raise InputError(str(exc), field=name) from None
-
-    options = StudyOptions(measurement=seconds(measurement, "--measurement"),
-                           stabilization=seconds(stabilization, "--stabilization"), blocks=blocks,
-                           monitor=not no_monitor)
+    options = StudyOptions(measurement=_seconds(measurement, "--measurement"),
+                           stabilization=_seconds(stabilization, "--stabilization"), blocks=blocks,
+                           monitor=not no_monitor, aa=aa)
     progress = StudyProgress(err)
-    runner = StudyRunner(study_file, Store(store), options, on_event=progress.event)
-    err.print(f"study [bold]{runner.study_id}[/bold] -> {runner.dir}")
+    runner = StudyRunner(study_file, Store(store), options, on_event=progress.event, observer=progress)
+    err.print(f"study [bold]{escape(runner.study_id)}[/bold] -> {escape(runner.dir)}")
     try:
         doc = runner.run()
     finally:
         progress.close()
-    paths = _write_reports(doc, runner.dir)
-    _print_verdicts(doc)
+    paths = {"study": runner.dir / "study.json", **write_reports(doc, runner.dir)}
+    render_verdicts(doc, err)
     for kind, path in paths.items():
-        err.print(f"{kind}: {path}")
-    out.print(str(runner.dir), soft_wrap=True, highlight=False)
-    if gate:
-        raise typer.Exit(gate_exit_code(doc["comparisons"], runner.study.gate_metrics))
-
-
-def _write_reports(doc: dict, directory: Path) -> dict:
-    try:
-        from perflab.report.write import write_reports
-    except ImportError:
-        return {"study": directory / "study.json"}
-    return {"study": directory / "study.json", **write_reports(doc, directory)}
-
-
-def _print_verdicts(doc: dict) -> None:
-    from rich.table import Table
-
-    for warning in doc.get("warnings", []):
-        err.print(f"[yellow]warning:[/yellow] {warning}")
-    for comparison in doc.get("comparisons", []):
-        table = Table(title=f"{comparison['base']} -> {comparison['new']}", title_justify="left")
-        for col in ("metric", "base", "new", "ratio", "90% CI", "verdict"):
-            table.add_column(col)
-        for m in comparison["metrics"]:
-            ci = "" if m.get("ci_low") is None else f"{m['ci_low']:.3f} - {m['ci_high']:.3f}"
-            ratio = "" if m.get("ratio") is None else f"{m['ratio']:.3f}"
-            fmt = (lambda v: "na" if v is None else f"{v:.4g}")
-            table.add_row(m["label"], fmt(m.get("base_value")), fmt(m.get("new_value")), ratio, ci, m.get("verdict") or "")
-        err.print(table)
+        err.print(f"{kind}: {escape(path)}")
+    out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
+    code = doc.verdict.exit_code if doc.verdict is not None else EXIT_OK
+    if gate or code == EXIT_NO_COMPARISON:
+        raise typer.Exit(code)
 
 
 @app.command()
 def compare(
-    a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or study:ID[:CONFIG]"),
+    a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or study:ID:CONFIG"),
     b: str = typer.Argument(..., metavar="B", help="new: the same forms"),
-    metric: list[str] = typer.Option(["itr_s"], "--metric", "-m", help="metrics whose verdicts decide the exit code"),
-    margin: float = typer.Option(0.03, "--margin", help="equivalence margin (0.03 = ±3%)"),
-    confidence: float = typer.Option(0.90, "--confidence", help="confidence level of the intervals"),
+    metric: Optional[list[str]] = typer.Option(None, "--metric", "-m", help="primary metrics: their verdicts decide "
+                                               "the exit code (default: the study's, else itr_s)"),
+    margin: Optional[float] = typer.Option(None, "--margin", help="equivalence margin (0.03 = ±3%)"),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="level of the intervals (0.90)"),
+    family_alpha: Optional[float] = typer.Option(None, "--family-alpha",
+                                                 help="error rate of all claims of a change together (0.05)"),
     report_dir: Optional[Path] = typer.Option(None, "--out", help="also write report.md/html/json here"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Compare stored runs or run groups (a regression gate for CI pipelines).
 
-    Runs are paired by block when both groups come from a study, else by order. Exit codes:
-    0 no gated verdict is WORSE; 1 a gated verdict is WORSE; 2 bad input; 3 a gated verdict is
-    INCONCLUSIVE (more runs needed). Gated metrics: --metric (default itr_s).
+    Runs of one study keep the study's gates, criteria and verdicts; other runs are judged by
+    the gates for single runs. Exit codes: 0 every primary verdict EQUIVALENT or BETTER; 1 one
+    is WORSE; 2 bad input; 3 one is INCONCLUSIVE (more runs needed); 4 no valid comparison.
     """
+    from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+    from perflab.report.terminal import render_verdicts
+    from perflab.report.write import write_reports
+    from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA, DEFAULT_MARGIN, Criteria, check
+    from perflab.store.atomic import write_json_atomic
     from perflab.store.catalog import Store
-    from perflab.study.compare import gate_exit_code
     from perflab.study.groups import comparison_document
 
-    doc = comparison_document(Store(store), a, b, margin, confidence)
-    _print_verdicts(doc)
+    criteria = None
+    if (margin, confidence, family_alpha) != (None, None, None):
+        values = (DEFAULT_MARGIN if margin is None else margin, DEFAULT_CONFIDENCE if confidence is None else confidence,
+                  DEFAULT_FAMILY_ALPHA if family_alpha is None else family_alpha)
+        problem = check(*values)
+        if problem is not None:
+            raise InputError(problem[1], field=f"--{problem[0].replace('_', '-')}")
+        criteria = Criteria(*values)
+    unknown = REGISTRY.unknown_keys(metric or [], COMPONENT_COMPARED)
+    if unknown:
+        raise InputError(f"unknown metric key {unknown[0]!r}: `perflab metrics` lists the keys", field="--metric")
+    doc = comparison_document(Store(store), a, b, criteria, primary=list(metric) if metric else None)
+    render_verdicts(doc, err)
     if report_dir is not None:
-        from perflab.store.atomic import write_json_atomic
-
         report_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(report_dir / "study.json", doc)
-        for kind, path in _write_reports(doc, report_dir).items():
-            err.print(f"{kind}: {path}")
-    code = gate_exit_code(doc["comparisons"], metric)
-    err.print({0: "no regression", 1: "[red]WORSE[/red]", 3: "[yellow]INCONCLUSIVE[/yellow]"}[code])
-    raise typer.Exit(code)
+        write_json_atomic(report_dir / "study.json", doc.dump())
+        for kind, path in write_reports(doc, report_dir).items():
+            err.print(f"{kind}: {escape(path)}")
+    raise typer.Exit(doc.verdict.exit_code if doc.verdict is not None else EXIT_NO_COMPARISON)
 
 
 @app.command()
@@ -303,13 +267,13 @@ def accuracy(
     from perflab.sut.fingerprint import machine_fingerprint
     from perflab.sut.placement import resolve_placement
 
-    result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(text))
+    result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(escape(text)))
     fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
     text = render_accuracy(result, fingerprint)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(output, lambda tmp: tmp.write_text(text))
-    out.print(text)
-    err.print(f"written: {output}")
+    out.print(text, markup=False)
+    err.print(f"written: {escape(output)}")
 
 
 @app.command()
@@ -317,24 +281,12 @@ def metrics(
     markdown: bool = typer.Option(False, "--markdown", help="the reference as Markdown (docs/metrics.md)"),
 ) -> None:
     """List the metric catalog: labels, keys, units, sources, formulas."""
-    from perflab.report.metric_reference import render_metric_reference
+    from perflab.report.metric_reference import render_metric_reference, render_metric_table
 
     if markdown:
         print(render_metric_reference(), end="")
-        return
-    from rich.table import Table
-
-    from perflab.reduce.registry import REGISTRY
-
-    table = Table(title="perflab metric catalog", title_justify="left")
-    for col in ("group", "label", "key", "unit", "formula"):
-        table.add_column(col)
-    keys = set(REGISTRY.perflab_keys())
-    for m in REGISTRY:
-        if m.key in keys:
-            formula = "; ".join(f.expression for f in m.formulas) if m.formulas else "measured"
-            table.add_row(m.group, m.label, m.key, m.unit or "", formula)
-    out.print(table)
+    else:
+        out.print(render_metric_table())
 
 
 @app.command()
@@ -357,11 +309,11 @@ def main() -> None:
     try:
         app()
     except InputError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(exc)}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except SutFailure as exc:
-        err.print(f"[red]SUT failure:[/red] {exc}", highlight=False)
-        sys.exit(1)
+        err.print(f"[red]SUT failure:[/red] {escape(exc)}", highlight=False)
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

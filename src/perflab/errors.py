@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-EXIT_USAGE = 2
+#: Exit codes, defined once (README.md "Exit codes" lists them for users).
+EXIT_OK = 0
+EXIT_FAILED = 1           # compare/study --gate: a primary verdict is WORSE; run: the SUT failed; derive: a row disagrees
+EXIT_USAGE = 2            # bad input: one line naming the file, line and field
+EXIT_INCONCLUSIVE = 3     # compare/study --gate: no primary verdict WORSE, but one INCONCLUSIVE (more blocks needed)
+EXIT_NO_COMPARISON = 4    # study/compare: a primary metric has no valid pair of runs (every pair excluded)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def run_ok(path, store, *args):
 
 def test_closed_loop_obeys_littles_law(tmp_path, store):
     run, tx = run_ok(REPO / "examples/debit-credit.yaml", store, "--users", "6", "--duration", "4s")
-    assert run["status"] == "complete" and run["valid"], run["invalid_reasons"]
+    assert run["status"] == "complete" and run["valid"], run["invalid"]
     w = in_window(run, tx[tx.ok])
     seconds = run["window"]["end"] - run["window"]["start"]
     etr = len(w) / seconds
@@ -134,8 +134,10 @@ def test_open_loop_shows_a_stall_in_response_times(tmp_path, store):
     waited = response[during.index]
     assert (waited >= (stall_end - during.intended_start) - 0.02).all()
     assert response.max() == pytest.approx(1.0, abs=0.1)
-    # the driver kept its schedule while the SUT was stalled (open loop, no omission)
-    assert (tx.actual_start - tx.intended_start).quantile(0.99) < 0.05
+    # the driver kept its schedule while the SUT was stalled (open loop, no omission): the
+    # arrivals during the stall were issued on time, not held back until it ended (a bound of a
+    # quarter of the stall, so a loaded host cannot fail a law about the driver's design)
+    assert (during.actual_start - during.intended_start).max() < 0.25
 
 
 def test_in_flight_cap_drops_and_counts(tmp_path, store):

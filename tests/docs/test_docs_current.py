@@ -20,3 +20,11 @@ def test_readme_opens_with_the_two_commands_and_ci_calls_the_test_one():
     commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
     assert commands == ["make demo", "make test"]
     assert "make test" in (REPO / ".ci/run").read_text()
+
+
+def test_the_record_reference_matches_the_models():
+    from perflab.records.reference import splice
+
+    text = (REPO / "docs/architecture.md").read_text()
+    assert splice(text) == text, \
+        "docs/architecture.md is stale: run `python -m perflab.records.reference docs/architecture.md`"

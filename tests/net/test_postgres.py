@@ -73,7 +73,7 @@ def test_server_killed_mid_run_fails_the_run_with_the_reason(tmp_path):
         while pid is None and time.monotonic() < deadline:
             for path in (store / "runs").glob("*/run.json") if (store / "runs").exists() else []:
                 run = json.loads(path.read_text())
-                if run.get("sut", {}).get("pids"):
+                if (run.get("sut") or {}).get("pids"):
                     pid = run["sut"]["pids"][0]
             time.sleep(0.2)
         assert pid is not None, "the server never started"

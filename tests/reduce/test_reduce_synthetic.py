@@ -193,7 +193,7 @@ def test_driver_cpu_from_samples_and_saturation(make_run):
     samples = steady_samples(driver__cpu_user=0.9, driver__cpu_sys=0.07)
     m = reduce_run(make_run(transactions={"end": in_window(1000)}, samples=samples))
     assert m.values["driver_cpu"] == pytest.approx(97.0)
-    assert "driver CPU 97%: run invalid (the driver, not the SUT, may have set the pace)" in m.warnings
+    assert "driver CPU 97% of one core: run invalid (the driver, not the SUT, set the pace)" in m.warnings
 
 
 def test_driver_cpu_from_run_json(make_run):

@@ -6,16 +6,17 @@ import numpy as np
 import pytest
 
 from perflab.errors import InputError
+from perflab.records.run import WindowRecord
 from perflab.reduce.window import Counter, Window, bucket_width, coverage
 
 
 def test_window_from_run_and_membership(tmp_path):
-    window = Window.from_run({"window": {"start": 7.0, "end": 37.0}}, tmp_path / "run.json")
+    window = Window.from_record(WindowRecord(start=7.0, end=37.0), tmp_path / "run.json")
     assert window.duration == 30.0
     inside = window.contains(np.array([6.999, 7.0, 36.999, 37.0, np.nan]))
     assert inside.tolist() == [False, True, True, False, False]     # half-open; unfinished never inside
     with pytest.raises(InputError):
-        Window.from_run({"window": {"start": 9.0, "end": 3.0}}, tmp_path / "run.json")
+        Window.from_record(WindowRecord(start=9.0, end=3.0), tmp_path / "run.json")
 
 
 def test_bucket_widths_and_edges():

@@ -13,7 +13,11 @@ EXCLUSION = "driver CPU 97%: run invalid (the driver, not the SUT, may have set 
 def _entry(key, label, unit, group, direction, base, new, *, ratio=None, ci=(None, None), verdict=None,
            material=False, cv=0.008, blocks_needed=None, legacy=None, warnings=(), decimals=2):
     both = base is not None and new is not None
+    primary = key == "itr_s"
     return {"key": key, "label": label, "unit": unit, "group": group, "direction": direction, "decimals": decimals,
+            "role": "primary" if primary else "secondary", "verdict_unadjusted": verdict,
+            "adjustment": ("holm" if primary else "gatekept-holm") if verdict else "none",
+            "p_adjusted": (0.001 if verdict in ("BETTER", "WORSE") else 0.5) if verdict else None,
             "base_value": base, "new_value": new,
             "abs_change": new - base if both else None, "rel_change": new / base - 1 if both else None,
             "ratio": ratio, "ci_low": ci[0], "ci_high": ci[1], "verdict": verdict, "material": material,
@@ -72,15 +76,14 @@ def _runs() -> list[dict]:
             util = 39.0 if is_new else 41.0
             runs.append({
                 "run_id": run_id, "config": config, "block": block, "order": order, "status": "complete",
-                "reason": None, "valid": not excluded, "excluded": excluded,
-                "exclusion_reasons": [EXCLUSION] if excluded else [],
+                "reason": None, "exclusions": [EXCLUSION] if excluded else [],
                 "metrics": {"etr_t": etr + block * 0.1, "itr_s": (1031.6 if is_new else 980.0) + block,
                             "itr_h": None, "util_proc_s": util, "avg_last_t": 0.0131 if is_new else 0.0123,
                             "instr_cmd_i": None},
                 "per_class": {"trivial": {"avg_last_t": 0.004 + 0.0001 * block, "tx_ok": 400.0},
                               "nontrivial": {"avg_last_t": 0.015 + 0.0002 * block, "tx_ok": 3600.0}},
-                "per_interval": _per_interval_columns(etr, util) if is_new else _per_interval_rows(etr, util),
-                "warnings": ["Little's law deviation 2.1%"] if run_id == "run-A-2" else [],
+                "per_interval": _per_interval_rows(etr, util),
+                "caveats": ["Little's law deviation 2.1%"] if run_id == "run-A-2" else [],
             })
             order += 1
     return runs
@@ -88,6 +91,7 @@ def _runs() -> list[dict]:
 
 def make_study() -> dict:
     return {
+        "format": 2,
         "study_id": "20261122-040000-release-ab12",
         "name": "release",
         "title": f"{BASE} -> {NEW}",
@@ -105,7 +109,8 @@ def make_study() -> dict:
             "timing": {"stagger": 1.0, "stabilization": 2.0, "measurement": 10.0},
         },
         "design": {
-            "blocks": BLOCKS, "seed": 7, "margin": 0.03, "confidence": 0.90,
+            "blocks": BLOCKS, "seed": 7, "margin": 0.03, "confidence": 0.90, "family_alpha": 0.05,
+            "primary_metrics": ["itr_s"],
             "schedule": [[r["block"], r["config"]] for r in _runs()],
             "load": {"mode": "calibrated", "users": 37, "rate": None, "target_util": 90.0,
                      "calibration": [{"users": 8, "rate": None, "util_proc_s": 31.0, "etr_t": 400.0,
@@ -133,6 +138,8 @@ def make_study() -> dict:
         "comparisons": [{"base": BASE, "new": NEW, "metrics": comparison_metrics()}],
         "sweep": None,
         "warnings": ["one-variable rule: the configurations differ in target.driver only"],
+        "verdict": {"exit_code": 0, "meaning": "every primary verdict is EQUIVALENT or BETTER",
+                    "primary": [{"base": BASE, "new": NEW, "key": "itr_s", "verdict": "BETTER"}]},
     }
 
 
@@ -155,3 +162,11 @@ def pct1(fraction: float) -> str:
 
 def find(entries: list[dict], key: str) -> dict:
     return next(e for e in entries if e["key"] == key)
+
+
+def doc(study: dict):
+    """The study dict as the model the reports read, with its first comparison."""
+    from perflab.records.study import parse_study_document
+
+    document = parse_study_document(study)
+    return document, (document.comparisons[0] if document.comparisons else None)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from perflab.report import discussion
 
-from .study_data import BASE, EXCLUDED_RUN, EXCLUSION, NEW, find, pct1
+from .study_data import BASE, EXCLUDED_RUN, EXCLUSION, NEW, doc, find, pct1
 
 
 def _texts(study: dict) -> list[str]:
-    return [s.text for s in discussion.discuss(study, study["comparisons"][0])]
+    return [s.text for s in discussion.discuss(*doc(study))]
 
 
 def _sentence_about(study: dict, label: str) -> str:
@@ -101,7 +101,7 @@ def test_opening_states_blocks_load_and_valid_runs(study):
 
 
 def test_general_observations_headline_response_throughput_and_caveats(study):
-    obs = discussion.observation(study, study["comparisons"][0])
+    obs = discussion.observation(*doc(study))
     texts = [s["text"] for s in obs["sentences"]]
     assert texts[0] == "Internal throughput (ITR (S)) increased by 5.3% [90% CI 4.1% to 6.5%, 5 blocks]: BETTER."
     assert texts[1].startswith("External response time (AVG LAST (T)) increased by 0.00080 s (6.5%)")
@@ -115,14 +115,14 @@ def test_general_observations_headline_response_throughput_and_caveats(study):
 def test_general_observations_carry_the_headline_warnings(study):
     entry = find(study["comparisons"][0]["metrics"], "itr_s")
     entry["warnings"] = ["CV 1.8 %: need ≥ 10 blocks at margin 3 %"]
-    caveats = discussion.observation(study, study["comparisons"][0])["caveats"]
+    caveats = discussion.observation(*doc(study))["caveats"]
     assert "ITR (S): CV 1.8 %: need ≥ 10 blocks at margin 3 %" in caveats
 
 
 def test_no_caveat_for_equal_utilization_or_unshared_cpus(study):
     study["design"]["placement"] = "driver on CPU 0, SUT on CPU 1"
     find(study["comparisons"][0]["metrics"], "util_proc_s").update(new_value=41.0, abs_change=0.0, rel_change=0.0)
-    caveats = discussion.observation(study, study["comparisons"][0])["caveats"]
+    caveats = discussion.observation(*doc(study))["caveats"]
     assert not any("shared" in c or "utilization" in c for c in caveats)
 
 
@@ -130,15 +130,15 @@ def test_headline_falls_back_to_itr_h_and_says_when_itr_is_missing(study):
     metrics = study["comparisons"][0]["metrics"]
     itr = find(metrics, "itr_s")
     itr.update(key="itr_h", label="ITR (H)")
-    obs = discussion.observation(study, study["comparisons"][0])
+    obs = discussion.observation(*doc(study))
     assert obs["sentences"][0]["text"].startswith("Internal throughput (ITR (H)) increased by 5.3%")
     itr.update(base_value=None, new_value=None)
-    obs = discussion.observation(study, study["comparisons"][0])
+    obs = discussion.observation(*doc(study))
     assert "was not measured (na)" in obs["sentences"][0]["text"]
 
 
 def test_interrupted_study_and_study_warnings_are_noted(study):
     study.update(status="interrupted", reason="SIGINT")
-    notes = discussion.study_notes(study)
+    notes = discussion.study_notes(doc(study)[0])
     assert notes[0].startswith("The study is interrupted: SIGINT")
     assert "Warning: one-variable rule: the configurations differ in target.driver only" in notes

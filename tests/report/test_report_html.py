@@ -82,7 +82,7 @@ def test_same_content_as_markdown(html):
     labels = {dom.text_of(e).split(" ", 1)[0] for e in data_rows}
     assert {"ITR", "ETR", "AVG", "RESP", "PBT/CMD", "UTIL/PROC", "INSTR/CMD"} <= labels
     na_row = next(dom.text_of(e) for e in data_rows if dom.text_of(e).startswith("INSTR/CMD (I)"))
-    assert na_row.split("instr", 1)[1].split() == ["na"] * 8
+    assert na_row.split("instr", 1)[1].split() == ["na"] * 9
     runs = dom.text_of(dom.by_id(elements, "runs"))
     assert "excluded: driver CPU 97%" in runs
 

@@ -36,23 +36,25 @@ def test_a_table_row_for_every_metric_in_its_group(study):
         assert rows[0][1] == entry["unit"]
     # Row groups as in the seeds' tables, in their order.
     groups = [line.split("**")[1] for line in md.splitlines() if line.startswith("| **")]
-    assert groups == ["Response Time", "Throughput", "Proc. Usage", "Processor Util."]
+    # The primary metric first, under its own heading: the row that carries the study's verdict.
+    assert groups == ["Primary (the study's verdict)", "Response Time", "Throughput", "Proc. Usage",
+                      "Processor Util."]
 
 
 def test_values_deltas_interval_verdict_and_legacy_columns(study):
     row = _rows(render_markdown(study), "ITR (S)")[0]
-    assert row == ["ITR (S)", "tx/s", "980.00", "1031.60", "+51.60", "+5.3%", "1.053", "[1.041, 1.065]", "BETTER",
-                   "change +5.3 %"]
+    assert row == ["ITR (S)", "tx/s", "980.00", "1031.60", "+51.60", "+5.3%", "1.053", "[1.041, 1.065]", "0.001",
+                   "BETTER", "change +5.3 %"]
     worse = _rows(render_markdown(study), "AVG LAST (T)")[0]
-    assert worse[8] == "WORSE (material)"
+    assert worse[9] == "WORSE (material)"
 
 
 def test_na_for_missing_values(study):
     row = _rows(render_markdown(study), "INSTR/CMD (I)")[0]
-    assert row[2:] == ["na"] * 8
+    assert row[2:] == ["na"] * 9
     # A metric without a direction has no verdict (not "na": there is nothing to decide).
     util = _rows(render_markdown(study), "UTIL/PROC (S)")[0]
-    assert util[6:9] == ["na", "na", "-"]
+    assert util[6:10] == ["na", "na", "na", "-"]
 
 
 def test_missing_run_metric_prints_na(study):

@@ -1,14 +1,17 @@
-"""A comparison states the paired estimate its interval belongs to."""
+"""A comparison states the paired estimate its interval belongs to; zero is a value."""
 
 from __future__ import annotations
 
 import pytest
 
+from perflab.caveats import not_steady
+from perflab.records.study import StudyRun
+from perflab.stats.criteria import Criteria
 from perflab.study.compare import compare_configs
 
 
-def run(config, block, itr):
-    return {"config": config, "block": block, "excluded": False, "metrics": {"itr_s": itr}}
+def run(config, block, value, key="itr_s"):
+    return StudyRun(run_id=f"{config}-{block}", config=config, block=block, metrics={key: value})
 
 
 def test_the_stated_change_is_the_paired_ratio_inside_its_interval():
@@ -16,10 +19,33 @@ def test_the_stated_change_is_the_paired_ratio_inside_its_interval():
     # the paired ratio does not.
     runs = [run("A", 0, 1000.0), run("B", 0, 1010.0), run("A", 1, 1100.0), run("B", 1, 1105.0),
             run("A", 2, 900.0), run("B", 2, 912.0), run("A", 3, 1400.0)]
-    entry = compare_configs(runs, "A", "B", ["itr_s"], 0.03, 0.90)["metrics"][0]
-    assert entry["ratio"] is not None
-    assert entry["rel_change"] == pytest.approx(entry["ratio"] - 1)
-    assert entry["ci_low"] <= 1 + entry["rel_change"] <= entry["ci_high"]
-    assert entry["abs_change"] == pytest.approx(entry["base_value"] * (entry["ratio"] - 1))
+    entry = compare_configs(runs, "A", "B", ["itr_s"], Criteria(), ["itr_s"]).metrics[0]
+    assert entry.ratio is not None and entry.role == "primary"
+    assert entry.rel_change == pytest.approx(entry.ratio - 1)
+    assert entry.ci_low <= 1 + entry.rel_change <= entry.ci_high
+    assert entry.abs_change == pytest.approx(entry.base_value * (entry.ratio - 1))
     # the columns still show every valid run
-    assert entry["new_value"] / entry["base_value"] < 1 < entry["ratio"]
+    assert entry.new_value / entry.base_value < 1 < entry.ratio
+
+
+def test_zero_is_a_value_not_a_gap():
+    # I/O per command 4 KB in the base, 0 in the new release: a real change, not a missing row.
+    runs = [run(c, b, 4096.0 if c == "A" else 0.0, "io_bytes_cmd_s") for b in range(4) for c in "AB"]
+    entry = compare_configs(runs, "A", "B", ["io_bytes_cmd_s"], Criteria(), ["itr_s"]).entry("io_bytes_cmd_s")
+    assert entry is not None and entry.base_value == pytest.approx(4096.0) and entry.new_value == 0.0
+    assert entry.rel_change == pytest.approx(-1.0) and entry.ratio == 0.0
+    # zero on both sides is no change at all: exactly equivalent
+    runs = [run(c, b, 0.0, "io_bytes_cmd_s") for b in range(4) for c in "AB"]
+    both = compare_configs(runs, "A", "B", ["io_bytes_cmd_s"], Criteria(), ["itr_s"]).entry("io_bytes_cmd_s")
+    assert both.verdict_unadjusted == "EQUIVALENT" and both.ratio == 1.0
+
+
+def test_a_primary_metric_with_every_run_excluded_has_no_valid_comparison():
+    runs = [run(c, b, 1000.0) for b in range(4) for c in "AB"]
+    for r in runs:
+        if r.config == "B":
+            r.exclusions = [not_steady(-0.205, 0.061, 0.10, 4)]
+    comparison = compare_configs(runs, "A", "B", ["itr_s"], Criteria(), ["itr_s"])
+    entry = comparison.entry("itr_s")
+    assert entry.verdict is None and entry.no_comparison.startswith("no valid comparison")
+    assert "0 valid of 4 run(s) of B (not steady (4x))" in entry.no_comparison

@@ -19,12 +19,12 @@ configurations:
     set: {{target.driver: stdlib}}
   - name: b
     set: {{target.driver: apsw}}
-blocks: 2
+blocks: 3
 """
 
 
 @pytest.mark.parametrize("old, new, line, needle", [
-    ("blocks: 2", "blockz: 2", 8, "unknown field 'blockz'"),
+    ("blocks: 3", "blockz: 3", 8, "unknown field 'blockz'"),
     ("set: {target.driver: apsw}", "set: {target.driver: oracle}", 7, "not valid"),
     ("set: {target.driver: apsw}", "set: {transactions.nope.sql: x}", 7, "no entry named 'nope'"),
     ("debit-credit.yaml", "missing.yaml", 2, "workload file not found"),
@@ -58,3 +58,18 @@ def test_schedule_recorded_order_is_reproducible():
     a = interleaved_schedule(["x", "y"], 6, seed=9)
     assert a == interleaved_schedule(["x", "y"], 6, seed=9)
     assert a != interleaved_schedule(["x", "y"], 6, seed=10)
+
+
+def test_misspelled_metrics_few_blocks_and_bad_margins_are_bad_input(tmp_path):
+    workload = (REPO / "examples" / "debit-credit.yaml").resolve()
+    for extra, field in (("metrics: [itr_s, itrs]", "metrics.1"), ("gate_metrics: [etr_tt]", "gate_metrics.0"),
+                         ("blocks: 2", "blocks"), ("margin: 0.9", "margin")):
+        study = tmp_path / "s.yaml"
+        study.write_text(f"name: s\nworkload: {workload}\nconfigurations: [{{name: a}}, {{name: b}}]\n{extra}\n")
+        result = perflab("study", study, "--store", tmp_path / "store")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"s.yaml:4: {field}" in result.stderr, result.stderr
+    bad = perflab("compare", "a", "b", "--margin", "3", "--store", tmp_path / "store")
+    assert bad.returncode == 2 and "--margin" in bad.stderr and "Traceback" not in bad.stderr
+    bad = perflab("compare", "a", "b", "--metric", "itr_x", "--store", tmp_path / "store")
+    assert bad.returncode == 2 and "--metric" in bad.stderr and "itr_x" in bad.stderr

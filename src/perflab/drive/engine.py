@@ -111,6 +111,8 @@ class Outcome:
     window_wall_s: float = NAN
     dropped: int = 0
     started_at: float = 0.0
+    hung: int = 0                       # transactions past their deadline (their worker was killed)
+    deadline_s: float | None = None
 
 
 class Engine:

@@ -242,13 +242,19 @@ def evaluate_formula(formula: Formula, values: Mapping[str, Value]) -> Value:
 class Registry:
     """All metrics, looked up by key or by printed label, in dependency order for evaluation."""
 
-    def __init__(self, metrics: Sequence[Metric], groups: Sequence[str]):
+    def __init__(self, metrics: Sequence[Metric], groups: Sequence[str], phrases: Mapping[str, str] | None = None,
+                 roles: Mapping[str, Sequence[str]] | None = None):
         self._metrics: dict[str, Metric] = {}
         for metric in metrics:
             if metric.key in self._metrics:
                 raise ValueError(f"duplicate metric key {metric.key!r}")
             self._metrics[metric.key] = metric
         self.groups: tuple[str, ...] = tuple(groups)
+        self._phrases = dict(phrases or {})
+        self._roles = {name: tuple(keys) for name, keys in (roles or {}).items()}
+        unknown = sorted({k for keys in [*self._roles.values(), self._phrases] for k in keys} - set(self._metrics))
+        if unknown:
+            raise ValueError(f"roles or phrases name unknown metrics {unknown}")
         self._check_references()
         self._order = self._dependency_order()
         self._by_label: dict[str, list[tuple[Metric, str]]] = {}
@@ -285,6 +291,25 @@ class Registry:
 
     def keys(self) -> list[str]:
         return list(self._metrics)
+
+    def role(self, name: str) -> tuple[str, ...]:
+        """The keys that play a role (capacity, cost, response...), in order of preference."""
+        return self._roles[name]
+
+    def phrase(self, key: str) -> str | None:
+        """A short noun phrase for prose ("internal throughput"), or None."""
+        return self._phrases.get(key)
+
+    def unknown_keys(self, keys: Iterable[str], component_keys: Iterable[str] = ()) -> list[str]:
+        """Keys that name no perflab metric. `key:component` is allowed for the component keys."""
+        components = set(component_keys)
+        bad = []
+        for key in keys:
+            base, sep, component = str(key).partition(":")
+            metric = self._metrics.get(base)
+            if metric is None or metric.origin is not Origin.PERFLAB or (sep and (base not in components or not component)):
+                bad.append(str(key))
+        return bad
 
     def label_of(self, key: str) -> str:
         metric = self._metrics.get(key)

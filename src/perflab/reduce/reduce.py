@@ -12,7 +12,6 @@ Reduction is a pure function of the stored files: re-reducing a run gives identi
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,25 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from perflab.errors import InputError
+from perflab import caveats as cav
+from perflab.caveats import Caveat
+from perflab.records.run import RunRecord, read_run_record
 from perflab.reduce.registry import REGISTRY
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
 from perflab.reduce.transactions import (WindowTransactions, instructions_total, per_bucket,
                                          read_window_transactions, response_rows)
 from perflab.reduce.window import Window, bucket_width, coverage
 
-# The driver must not set the pace: above this share of its CPU it may have (same gate as the
-# driver applies when it writes run.json).
-DRIVER_SATURATION_PCT = 90.0
-# Little's law holds exactly for a stationary closed system; beyond this the window was not
-# steady (or users were idle outside think time) and the response rows deserve a caveat.
-LITTLE_TOLERANCE_PCT = 5.0
-
 # Rows reported per transaction class and per time bucket.
 CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
               "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
 INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p90_t", "total_h", "util_proc_h", "total_s",
-                 "util_proc_s")
+                 "util_proc_s", "itr_s", "itr_h", "pbt_cmd_s", "pbt_cmd_h")
 
 MB = float(1 << 20)
 
@@ -53,9 +47,15 @@ class RunMetrics:
     per_class: dict[str, dict[str, float | None]] = field(default_factory=dict)
     per_interval: list[dict[str, float | None]] = field(default_factory=list)
     per_component: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    caveats: list[Caveat] = field(default_factory=list)
     interval_s: float | None = None
     run_dir: Path | None = None
+    record: RunRecord | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """The caveats' sentences, for people."""
+        return [c.text for c in self.caveats]
 
     def __getitem__(self, key: str) -> float | None:
         return self.values[key]
@@ -81,6 +81,7 @@ class RunMetrics:
             "interval_s": self.interval_s,
             "per_interval": [{k: _json_number(v) for k, v in row.items()} for row in self.per_interval],
             "warnings": list(self.warnings),
+            "caveats": [c.model_dump(mode="json") for c in self.caveats],
         }
 
     @classmethod
@@ -90,7 +91,8 @@ class RunMetrics:
                    window=Window(float(window.get("start", 0.0)), float(window.get("end", 0.0))),
                    values=dict(data.get("values") or {}), attributes=dict(data.get("attributes") or {}),
                    per_class=dict(data.get("per_class") or {}), per_interval=list(data.get("per_interval") or []),
-                   per_component=dict(data.get("per_component") or {}), warnings=list(data.get("warnings") or []),
+                   per_component=dict(data.get("per_component") or {}),
+                   caveats=[cav.as_caveat(c) for c in data.get("caveats") or data.get("warnings") or []],
                    interval_s=data.get("interval_s"))
 
 
@@ -103,18 +105,16 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     malformed run.json / parquet file."""
     run_dir = Path(run_dir)
     run_path = run_dir / "run.json"
-    run = _read_run(run_path)
-    window = Window.from_run(run, run_path)
-    config = run.get("config") or {}
-    fingerprint = run.get("fingerprint") or {}
-    monitor_interval = _number((run.get("monitor") or {}).get("interval_s"))
-    warnings: list[str] = []
+    run = read_run_record(run_path)
+    window = Window.from_record(run.window, run_path)
+    config = run.config
+    fingerprint = run.fingerprint
+    monitor_interval = _number(run.monitor.interval_s if run.monitor is not None else None)
+    warnings: list[Caveat] = list(run.invalid)
 
-    status = str(run.get("status", "unknown"))
-    if status != "complete":
-        reason = run.get("reason")
-        warnings.append(f"run {status}" + (f": {reason}" if reason else ""))
-    warnings += [str(r) for r in run.get("invalid_reasons") or []]
+    status = run.status
+    if status != "complete" and not any(c.code is cav.Code.RUN_NOT_COMPLETE for c in warnings):
+        warnings.insert(0, cav.run_not_complete(status, run.reason))
 
     # Transactions -----------------------------------------------------------------------
     tx: WindowTransactions | None = None
@@ -122,7 +122,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     if tx_path.exists():
         tx = read_window_transactions(tx_path, window)
     else:
-        warnings.append("transactions missing: (T) rows are na")
+        warnings.append(cav.transactions_missing())
 
     # Samples ----------------------------------------------------------------------------
     samples: Samples | None = None
@@ -131,36 +131,37 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     if samples_path.exists():
         samples = Samples.read(samples_path)
         covered, notes = coverage(samples.t, window, monitor_interval)
-        warnings += notes
+        warnings += [cav.note(n) for n in notes]
     else:
-        warnings.append("samples missing: (S)/(H) rows are na")
+        warnings.append(cav.samples_missing())
 
     # Raw measurements -------------------------------------------------------------------
-    sut_cpus = [int(c) for c in config.get("sut_cpus") or []]
-    driver_cpus = [int(c) for c in config.get("driver_cpus") or []]
+    sut_cpus = [int(c) for c in config.sut_cpus]
+    driver_cpus = [int(c) for c in config.driver_cpus]
     machine_cpus = samples.cpus() if samples is not None else []
     all_cpus = len(machine_cpus) or _number(fingerprint.get("cpus")) or _number(fingerprint.get("cores"))
     h_cpus = sorted(set(sut_cpus) | set(driver_cpus)) or machine_cpus
 
     measured: dict[str, float | None] = {
         "window_s": window.duration,
-        "users": _number(config.get("users")),
-        "rate": _number(config.get("rate")),
+        "users": _number(config.users),
+        "rate": _number(config.rate),
         "processors": float(len(sut_cpus)) if sut_cpus else all_cpus,
         "processors_h": float(len(h_cpus)) if (sut_cpus or driver_cpus) else all_cpus,
         "driver_processors": float(len(driver_cpus) or 1),
         # the SUT's memory limit (cgroup) when the configuration set one, else the machine's memory
-        "real_storage": (_number(config.get("real_storage_bytes")) or _number(fingerprint.get("memory_bytes"))
+        "real_storage": (_number(config.real_storage_bytes) or _number(fingerprint.get("memory_bytes"))
                          or 0.0) / MB or None,
     }
     if tx is not None:
         measured.update(response_rows(tx))
+        measured["tx_offered"] = float(tx.offered)
         measured["instructions_i"], note = instructions_total(tx)
         if note:
-            warnings.append(note)
+            warnings.append(cav.note(note))
     if samples is not None and covered:
         _sample_totals(samples, window, h_cpus, run, measured, warnings)
-        warnings += samples.notes
+        warnings += [cav.note(n) for n in samples.notes]
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
 
@@ -172,31 +173,15 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     width = bucket_width(window, monitor_interval, interval_s)
     per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
 
-    warnings += _caveats(values, run)
-    attributes = {"release": run.get("label") or (run.get("workload") or {}).get("name"),
-                  "run_id": run.get("run_id") or run_dir.name}
+    warnings += _caveats(values, run, warnings)
+    attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
-                      per_component=per_component, warnings=_unique(warnings), interval_s=width, run_dir=run_dir)
+                      per_component=per_component, caveats=_unique(warnings), interval_s=width, run_dir=run_dir,
+                      record=run)
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-def _read_run(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("not a run directory: run.json is missing", file=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    try:
-        run = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    if not isinstance(run, dict):
-        raise InputError("expected a JSON object", file=path, line=1)
-    return run
-
 
 def _number(value: Any) -> float | None:
     try:
@@ -206,12 +191,15 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+def _unique(items: list[Caveat]) -> list[Caveat]:
+    seen: dict[str, Caveat] = {}
+    for item in items:
+        seen.setdefault(item.text, item)  # the same sentence once, whoever raised it
+    return list(seen.values())
 
 
-def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dict[str, Any],
-                   measured: dict[str, float | None], warnings: list[str]) -> None:
+def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: RunRecord,
+                   measured: dict[str, float | None], warnings: list[Caveat]) -> None:
     """The window totals of every sampled quantity, into `measured` (absent columns stay na)."""
     # (H): the processors the run uses.
     cp = samples.cpu_fields(h_cpus, CP_FIELDS, "system") if h_cpus else None
@@ -219,7 +207,7 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dic
     if cp is None or emul is None:
         missing = [c for c in h_cpus if not samples.has(f"h.cpu{c}.user")] or h_cpus
         where = f"CPU(s) {', '.join(map(str, missing))}" if missing else "any CPU"
-        warnings.append(f"samples have no /proc/stat columns for {where}: (H) rows are na")
+        warnings.append(cav.note(f"samples have no /proc/stat columns for {where}: (H) rows are na"))
     else:
         measured["cp_sec_h"] = samples.delta(cp, window, "CP SEC (H)")
         measured["emul_sec_h"] = samples.delta(emul, window, "EMUL SEC (H)")
@@ -228,7 +216,7 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dic
         measured["cp_sec_s"] = samples.delta(["s.cpu_sys"], window, "CP SEC (S)")
         measured["emul_sec_s"] = samples.delta(["s.cpu_user"], window, "EMUL SEC (S)")
     else:
-        warnings.append("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na")
+        warnings.append(cav.note("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na"))
     if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
         measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
     if samples.has("monitor.cpu_user") and samples.has("monitor.cpu_sys"):
@@ -255,22 +243,24 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: dic
     if resident is None:
         resident = samples.gauge_mean("s.rss_bytes", window)
     measured["wkset_s"] = None if resident is None else resident / MB
-    counter = samples.tx_counter((run.get("sut") or {}).get("tx_counter"))
+    counter = samples.tx_counter(run.sut.tx_counter if run.sut is not None else None)
     if counter is not None:
         measured["sut_tx"] = samples.delta([counter], window, "SUT TRANSACTIONS")
 
 
-def _driver_from_run(run: dict[str, Any], measured: dict[str, float | None]) -> None:
+def _driver_from_run(run: RunRecord, measured: dict[str, float | None]) -> None:
     """Without the driver's sampled counters, its own account in run.json."""
-    driver = run.get("driver") or {}
-    cpu_s = _number(driver.get("cpu_s"))
-    wall = _number(driver.get("window_wall_s"))
+    driver = run.driver
+    if driver is None:
+        return
+    cpu_s = _number(driver.cpu_s)
+    wall = _number(driver.window_wall_s)
     window = measured.get("window_s")
     if cpu_s is not None and wall and window:
         # Its CPU seconds were taken over its own wall-clock view of the window.
         measured["driver_sec"] = cpu_s * window / wall
-    elif _number(driver.get("util_pct")) is not None:
-        measured["driver_cpu"] = _number(driver.get("util_pct"))
+    elif _number(driver.util_pct) is not None:
+        measured["driver_cpu"] = _number(driver.util_pct)
 
 
 def _per_class(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
@@ -338,23 +328,41 @@ def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window
     return out
 
 
-def _caveats(values: dict[str, float | None], run: dict[str, Any]) -> list[str]:
-    notes: list[str] = []
+def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Caveat]) -> list[Caveat]:
+    notes: list[Caveat] = []
     tx_ok, errors = values.get("tx_ok"), values.get("errors_t")
     if tx_ok == 0:
-        notes.append("no transactions completed in the window: per-command rows are na")
+        notes.append(cav.note("no transactions completed in the window: per-command rows are na"))
     if errors:
-        notes.append(f"{errors:.0f} transactions ended in an error ({values.get('error_pct_t') or 0:.2f}% of those "
-                     f"finished in the window): ETR (T) and the response rows count completed transactions only")
+        notes.append(cav.note(f"{errors:.0f} transactions ended in an error ({values.get('error_pct_t') or 0:.2f}% of "
+                              f"those finished in the window): ETR (T) and the response rows count completed "
+                              f"transactions only", errors=errors))
     driver_cpu = values.get("driver_cpu")
-    saturated = bool((run.get("driver") or {}).get("saturated"))
-    already = any(str(r).startswith("driver CPU") for r in run.get("invalid_reasons") or [])
-    if not already and (saturated or (driver_cpu is not None and driver_cpu >= DRIVER_SATURATION_PCT)):
-        shown = f"{driver_cpu:.0f}%" if driver_cpu is not None else "saturated"
-        notes.append(f"driver CPU {shown}: run invalid (the driver, not the SUT, may have set the pace)")
+    saturated = bool(run.driver is not None and run.driver.saturated)
+    known = any(c.code is cav.Code.DRIVER_SATURATED for c in already)
+    if not known and (saturated or (driver_cpu is not None and driver_cpu >= cav.DRIVER_SATURATION_PCT)):
+        notes.append(cav.driver_saturated(driver_cpu))
     deviation = values.get("little_dev")
-    if deviation is not None and abs(deviation) > LITTLE_TOLERANCE_PCT:
-        notes.append(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {values.get('little_etr_t'):.2f}/s "
-                     f"vs ETR (T) {values.get('etr_t'):.2f}/s ({deviation:+.1f}%): the window was not steady, "
-                     f"or users waited outside think and response time")
+    tolerance = little_tolerance_pct(values)
+    if deviation is not None and tolerance is not None and abs(deviation) > tolerance:
+        notes.append(cav.little_law(values.get("little_etr_t"), values.get("etr_t"), deviation, tolerance))
     return notes
+
+
+def little_tolerance_pct(values: dict[str, float | None]) -> float | None:
+    """How far USERS / (Z + R) may sit from ETR (T) before the window deserves a caveat.
+
+    Little's law is exact for time averages, but the check compares it with per-transaction
+    means over a window: each user's cycle straddles each edge of the window, so the count of
+    completions carries an edge error: a user's phase at each edge is uniform over its cycle
+    (variance 1/12 of a cycle per edge, 1/6 for the two), so the count's standard error is
+    sqrt(USERS / 6) completions. The tolerance is 3 such standard errors relative to the count,
+    never below the seeds' 5%. (A window too short for the users' first cycles to mix -- thinks
+    of seconds after a short stabilization -- is a bias, not noise: AVG THINK (T) counts every
+    think that started in the window, including those still running at its end.)
+    """
+    users, completed = values.get("users"), values.get("tx_ok")
+    if not users or not completed:
+        return None
+    edge = math.sqrt(users / 6.0) / completed
+    return max(cav.LITTLE_TOLERANCE_PCT, 100.0 * 3.0 * edge)

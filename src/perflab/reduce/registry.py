@@ -29,7 +29,7 @@ from typing import Any
 from perflab.reduce.metric import (ANY, BATCH, INSTVER, SERVER, SFS, SUMMARY, ZOS, Alias, Direction, F,
                                    Formula, Metric, Origin, Registry, Value, normalize_label)
 
-__all__ = ["REGISTRY", "Metric", "Formula", "Alias", "Direction", "Origin", "Registry", "Value", "GROUPS",
+__all__ = ["REGISTRY", "ROLES", "PHRASES", "COMPONENT_COMPARED", "Metric", "Formula", "Alias", "Direction", "Origin", "Registry", "Value", "GROUPS",
            "SEED_GROUPS", "normalize_label", "mean_of", "compose", "delta", "percent_change"]
 
 HIGHER, LOWER, NONE = Direction.HIGHER, Direction.LOWER, Direction.NONE
@@ -136,6 +136,10 @@ _METRICS: list[Metric] = [
     _perflab("errors_t", "ERRORS (T)", "tx", "T", "Measurement",
              "Transactions that ended in an error within the window; not counted in ETR (T).",
              decimals=0, direction=LOWER, measurement="transactions.parquet rows with ok = false, end in window"),
+    _perflab("tx_offered", "OFFERED (T)", "tx", "T", "Measurement",
+             "Transactions whose intended start falls in the window: the arrivals offered (open loop), "
+             "whether they completed, failed, were dropped or were still running at its end.",
+             decimals=0, measurement="transactions.parquet rows with intended_start within the window"),
     _perflab("sut_tx", "SUT TRANSACTIONS", "tx", "", "Measurement",
              "Transactions the SUT counted itself during the window.", decimals=0,
              measurement="difference of the SUT's transaction counter (samples column sut.<name>, named by "
@@ -262,6 +266,10 @@ _METRICS: list[Metric] = [
     _perflab("error_pct_t", "ERROR RATE (T)", "%", "T", "Throughput",
              "Share of the window's finished transactions that ended in an error.",
              F("100 * errors_t / (tx_ok + errors_t)"), decimals=2, direction=LOWER),
+    _perflab("achieved_pct_t", "ACHIEVED/OFFERED (T)", "%", "T", "Throughput",
+             "Transactions finished in the window per arrival offered in it: below 100 the SUT fell behind "
+             "(its queue grew); the open-loop steadiness gate.",
+             F("100 * (tx_ok + errors_t) / tx_offered"), decimals=1),
     _perflab("little_etr_t", "LITTLE ETR (T)", "tx/s", "T", "Throughput",
              "Closed-loop check (Little's law): USERS / (AVG THINK (T) + AVG LAST (T)); should equal ETR (T).",
              F("users / (avg_think_t + avg_last_t)"), decimals=2),
@@ -651,4 +659,60 @@ _METRICS += [
           context=SUMMARY, decimals=2, direction=HIGHER, aliases=(Alias("itrr_printed", SUMMARY),)),
 ]
 
-REGISTRY = Registry(_METRICS, GROUPS + SEED_GROUPS)
+
+# -- roles and phrases: what reports, studies, gates and charts ask the registry for -------------
+
+#: Short noun phrases for the rows prose talks about. The descriptions above are full
+#: definitions ("CPU time of the SUT's processes per command."), too long for a sentence; the
+#: seeds' prose used names like "internal throughput (ITR (H))". Keys without a phrase are
+#: named by their label alone.
+PHRASES = {
+    "itr_s": "internal throughput", "itr_h": "internal throughput",
+    "itrr_s": "internal throughput ratio", "itrr_h": "internal throughput ratio",
+    "etr_t": "external throughput", "etr": "the SUT's own transaction rate",
+    "etr_ratio": "the internal/external count ratio",
+    "avg_last_t": "external response time", "avg_first_t": "time to first response",
+    "resp_p50_t": "median response time", "resp_p90_t": "90th percentile response time",
+    "resp_p95_t": "95th percentile response time", "resp_p99_t": "99th percentile response time",
+    "avg_service_t": "service time", "service_p90_t": "90th percentile service time",
+    "avg_think_t": "think time", "error_pct_t": "the error rate", "errors_t": "errors",
+    "pbt_cmd_s": "processor busy time per command", "pbt_cmd_h": "processor busy time per command",
+    "cp_cmd_s": "kernel (CP) time per command", "cp_cmd_h": "kernel (CP) time per command",
+    "emul_cmd_s": "user (emulation) time per command", "emul_cmd_h": "user (emulation) time per command",
+    "instr_cmd_i": "pathlength", "cpi_i": "cycles per instruction",
+    "total_s": "processor utilization", "total_h": "processor utilization",
+    "util_proc_s": "processor utilization", "util_proc_h": "processor utilization",
+    "tvr_s": "the total-to-user time ratio", "tvr_h": "the total-to-user time ratio",
+    "driver_cpu": "the driver's CPU use", "wkset_s": "the working set",
+    "reads_sec": "page reads per second", "writes_sec": "page writes per second",
+    "page_cmd": "paging per command", "minflt_cmd_s": "minor faults per command",
+    "vio_rate": "the I/O rate", "vio_cmd": "I/Os per command", "io_bytes_cmd": "device bytes per command",
+    "io_bytes_cmd_s": "bytes read and written per command", "syscall_io_cmd_s": "I/O system calls per command",
+    "net_bytes_cmd": "network bytes per command",
+    "srv_tot_cpu_cmd_v": "component CPU time per command", "srv_cp_cpu_cmd_v": "component kernel time per command",
+    "srv_virt_cpu_cmd_v": "component user time per command", "srv_wkset_v": "component working set",
+}
+
+#: Metric roles, each an ordered preference list (the first a run measured is used):
+#: capacity -- the headline of a comparison and the default primary (gated) metric: the SUT's
+#:     own ITR is the less noisy; cost -- the processor time per command that explains the
+#:     capacity key at the same position (ITR = 1000 · PROCESSORS / PBT/CMD); response,
+#:     throughput, utilization -- the other rows General Observations speak of; compared -- what a
+#:     release report compares by default (capacity first, then cost, throughput, response);
+#:     sweep -- the columns of a sweep table and its curves; run_columns -- the per-run table.
+ROLES: dict[str, tuple[str, ...]] = {
+    "capacity": ("itr_s", "itr_h"),
+    "cost": ("pbt_cmd_s", "pbt_cmd_h"),
+    "response": ("avg_last_t",),
+    "throughput": ("etr_t",),
+    "utilization": ("util_proc_s", "util_proc_h"),
+    "compared": ("itr_s", "itr_h", "pbt_cmd_s", "emul_cmd_s", "cp_cmd_s", "pbt_cmd_h", "etr_t", "etr", "etr_ratio",
+                 "avg_last_t", "resp_p90_t", "avg_first_t", "util_proc_s", "util_proc_h", "wkset_s", "vio_cmd",
+                 "minflt_cmd_s", "io_bytes_cmd_s", "instr_cmd_i"),
+    "sweep": ("etr_t", "itr_s", "itr_h", "util_proc_s", "util_proc_h", "avg_last_t", "resp_p90_t", "pbt_cmd_s"),
+    "run_columns": ("etr_t", "itr_s", "itr_h", "util_proc_s", "avg_last_t"),
+}
+#: Per-component (V) rows, compared per component: the seeds' VTAM and SFS server rows.
+COMPONENT_COMPARED = ("srv_tot_cpu_cmd_v", "srv_wkset_v")
+
+REGISTRY = Registry(_METRICS, GROUPS + SEED_GROUPS, PHRASES, ROLES)

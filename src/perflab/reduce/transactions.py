@@ -45,6 +45,7 @@ class WindowTransactions:
     instructions: np.ndarray  # NaN where not measured
     class_code: np.ndarray    # int; index into class_names
     class_names: list[str]
+    offered: int = 0          # every row whose intended start falls in the window (the arrivals offered)
 
     @property
     def count(self) -> int:
@@ -70,13 +71,15 @@ def read_window_transactions(path: Path, window: Window) -> WindowTransactions:
     end = floats("end")
     inside = window.contains(end)        # NaN (unfinished) compares False: never in the window
     ok = table.column("ok").fill_null(False).to_numpy(zero_copy_only=False).astype(bool)[inside]
-    intended = floats("intended_start")[inside]
+    intended_all = floats("intended_start")
+    offered = int(window.contains(intended_all).sum())
+    intended = intended_all[inside]
     end = end[inside]
     codes, names = _classes(table, inside)
     return WindowTransactions(
         ok=ok, end=end, response=end - intended, service=end - floats("actual_start")[inside],
         first=floats("first_response")[inside] - intended, think=floats("think")[inside],
-        instructions=floats("instructions")[inside], class_code=codes, class_names=names)
+        instructions=floats("instructions")[inside], class_code=codes, class_names=names, offered=offered)
 
 
 def _classes(table: pa.Table, inside: np.ndarray) -> tuple[np.ndarray, list[str]]:

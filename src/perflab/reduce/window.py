@@ -31,15 +31,12 @@ class Window:
     end: float
 
     @classmethod
-    def from_run(cls, run: dict[str, Any], path: Path) -> Window:
-        window = run.get("window")
-        if not isinstance(window, dict):
-            raise InputError("no measurement window recorded", file=path, field="window")
-        try:
-            start, end = float(window["start"]), float(window["end"])
-        except (KeyError, TypeError, ValueError):
-            raise InputError("expected numbers window.start and window.end (seconds since t0)",
-                             file=path, field="window") from None
+    def from_record(cls, window: Any, path: Path) -> Window:
+        """The window of a run record (perflab.records.run.WindowRecord); InputError if it has none."""
+        if window is None:
+            raise InputError("no measurement window recorded (the run is still running, or was killed)",
+                             file=path, field="window")
+        start, end = float(window.start), float(window.end)
         if not (math.isfinite(start) and math.isfinite(end)) or end < start:
             raise InputError(f"window end {end} is before its start {start}", file=path, field="window")
         return cls(start, end)

@@ -24,7 +24,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from perflab.report import discussion
+from perflab.records.study import StudyDocument
+from perflab.reduce.registry import REGISTRY
 from perflab.report import numbers as fmt
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
@@ -32,7 +33,6 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 VERDICT_COLOURS = {"BETTER": "#1a7f37", "WORSE": "#c62828", "EQUIVALENT": "#6e7781", "INCONCLUSIVE": "#b7791f"}
 WIDTH = 7.2          # inches: fits a report column at 100 % zoom
 ROW_HEIGHT = 2.5
-SWEEP_METRICS = ("itr_s", "itr_h", "etr_t", "avg_last_t", "util_proc_s", "pbt_cmd_s")
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
          "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
 
@@ -91,27 +91,25 @@ def _wrap(name: str, width: int = 18) -> str:
 
 # -- study data ----------------------------------------------------------------------------
 
-def config_names(study: Mapping[str, Any]) -> list[str]:
-    names = [str(c.get("name")) for c in study.get("configurations") or [] if c.get("name") is not None]
-    for run in study.get("runs") or []:
-        if run.get("config") is not None and str(run["config"]) not in names:
-            names.append(str(run["config"]))
+def config_names(study: StudyDocument) -> list[str]:
+    names = [c.name for c in study.configurations]
+    for run in study.runs:
+        if run.config not in names:
+            names.append(run.config)
     return names
 
 
-def colours(study: Mapping[str, Any]) -> dict[str, str]:
+def colours(study: StudyDocument) -> dict[str, str]:
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(config_names(study))}
 
 
-def run_values(study: Mapping[str, Any], config: str, key: str) -> tuple[list[float], list[float]]:
+def run_values(study: StudyDocument, config: str, key: str) -> tuple[list[float], list[float]]:
     """(valid, excluded) per-run values of one metric."""
     valid, excluded = [], []
-    for run in study.get("runs") or []:
-        if str(run.get("config")) != config:
-            continue
-        x = fmt.number((run.get("metrics") or {}).get(key))
+    for run in study.runs_of(config):
+        x = fmt.number(run.metrics.get(key))
         if x is not None:
-            (excluded if discussion.is_excluded(run) else valid).append(x)
+            (excluded if run.excluded else valid).append(x)
     return valid, excluded
 
 
@@ -145,15 +143,15 @@ def _strip(ax, x: float, valid: list[float], excluded: list[float], colour: str)
 
 # -- the charts ------------------------------------------------------------------------------
 
-def itr_chart(study: Mapping[str, Any]) -> Chart:
+def itr_chart(study: StudyDocument) -> Chart:
     """ITR per configuration (per-run points, geometric mean of the valid runs), and each
     comparison's ratio with its interval against the equivalence band."""
     title = "Internal throughput per configuration, and the ratio to the base with its interval"
     names, palette = config_names(study), colours(study)
-    keys = [k for k in ("itr_s", "itr_h") if any(sum(run_values(study, c, k), []) for c in names)]
+    keys = [k for k in REGISTRY.role("capacity") if any(sum(run_values(study, c, k), []) for c in names)]
     if not keys:
         return Chart("chart-itr", title, None, "Not drawn: no run measured ITR (S) or ITR (H).")
-    margin = fmt.number((study.get("design") or {}).get("margin"))
+    bounds = _bounds(study)
     fig, axes = _figure(len(keys), 2, width_ratios=(3, 2))
     for row, key in enumerate(keys):
         label, unit = fmt.label_of(key), fmt.unit_of(key)
@@ -167,35 +165,44 @@ def itr_chart(study: Mapping[str, Any]) -> Chart:
         ax.set_xticks(range(len(names)), [_wrap(n) for n in names])
         ax.set_ylabel(f"{label} ({unit})" if unit else label)
         ax.set_title(f"{label} per run")
-        _ratio_panel(axes[row][1], study, key, margin)
+        _ratio_panel(axes[row][1], study, key, bounds)
     return Chart("chart-itr", title, to_svg(fig, "chart-itr", title),
                  "Left: one point per run, crosses are excluded runs, the line is the geometric mean of the "
                  "valid runs. Right: the ratio new/base with its confidence interval; the shaded band is the "
                  "equivalence margin.")
 
 
-def _levels(study: Mapping[str, Any], key: str) -> dict[str, float]:
+def _bounds(study: StudyDocument) -> tuple[float, float] | None:
+    """The equivalence band, from the study's criteria (perflab.stats.criteria, the one formula)."""
+    from perflab.stats.criteria import Criteria
+
+    design = study.design
+    if design.margin is None:
+        return None
+    return Criteria(design.margin, design.confidence or 0.90, design.family_alpha or 0.05).bounds
+
+
+def _levels(study: StudyDocument, key: str) -> dict[str, float]:
     """Geometric means as the comparisons computed them (never recomputed here)."""
     levels: dict[str, float] = {}
-    for comparison in study.get("comparisons") or []:
-        for entry in comparison.get("metrics") or []:
-            if entry.get("key") == key:
-                for side in ("base", "new"):
-                    x = fmt.number(entry.get(f"{side}_value"))
-                    if x is not None:
-                        levels.setdefault(str(comparison.get(side)), x)
+    for comparison in study.comparisons:
+        entry = comparison.entry(key)
+        if entry is not None:
+            for side, value in ((comparison.base, entry.base_value), (comparison.new, entry.new_value)):
+                if fmt.number(value) is not None:
+                    levels.setdefault(side, float(value))
     return levels
 
 
-def _ratio_panel(ax, study: Mapping[str, Any], key: str, margin: float | None) -> None:
+def _ratio_panel(ax, study: StudyDocument, key: str, bounds: tuple[float, float] | None) -> None:
     rows = []
-    for comparison in study.get("comparisons") or []:
-        entry = next((e for e in comparison.get("metrics") or [] if e.get("key") == key), None)
-        if entry is not None and fmt.number(entry.get("ratio")) is not None:
-            rows.append((f"{comparison.get('new')} vs {comparison.get('base')}", entry))
+    for comparison in study.comparisons:
+        entry = comparison.entry(key)
+        if entry is not None and fmt.number(entry.ratio) is not None:
+            rows.append((f"{comparison.new} vs {comparison.base}", entry))
     ax.set_title(f"{fmt.label_of(key)} ratio new/base")
-    if margin is not None:
-        ax.axvspan(1 - margin, 1 / (1 - margin), color="#dddddd", zorder=0)
+    if bounds is not None:
+        ax.axvspan(bounds[0], bounds[1], color="#dddddd", zorder=0)
     ax.axvline(1.0, color="#555555", linewidth=0.8)
     if not rows:
         ax.text(0.5, 0.5, "no ratio: fewer than 2 valid runs per configuration", transform=ax.transAxes,
@@ -203,33 +210,34 @@ def _ratio_panel(ax, study: Mapping[str, Any], key: str, margin: float | None) -
         ax.set_yticks([])
         return
     for y, (name, entry) in enumerate(rows):
-        colour = VERDICT_COLOURS.get(str(entry.get("verdict")), "#333333")
-        r, lo, hi = (fmt.number(entry.get(k)) for k in ("ratio", "ci_low", "ci_high"))
+        colour = VERDICT_COLOURS.get(str(entry.verdict), "#333333")
+        r, lo, hi = (fmt.number(v) for v in (entry.ratio, entry.ci_low, entry.ci_high))
         if lo is not None and hi is not None:
             ax.errorbar(r, y, xerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
         else:
             ax.plot(r, y, "o", color=colour, fillstyle="none")
-        ax.annotate(str(entry.get("verdict") or "no verdict"), (r, y), xytext=(0, 6),
+        ax.annotate(str(entry.verdict or "no verdict"), (r, y), xytext=(0, 6),
                     textcoords="offset points", ha="center", fontsize=7, color=colour)
     ax.set_yticks(range(len(rows)), [_wrap(n, 24) for n, _ in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
 
 
-def response_chart(study: Mapping[str, Any]) -> Chart:
+def response_chart(study: StudyDocument) -> Chart:
     """AVG LAST (T) per transaction class and configuration, one point per run."""
     title = "Response time (AVG LAST (T)) per transaction class and configuration"
     names, palette = config_names(study), colours(study)
+    key = REGISTRY.role("response")[0]
     points: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
-    for run in study.get("runs") or []:
-        per_class = run.get("per_class") or {}
-        if not per_class and fmt.number((run.get("metrics") or {}).get("avg_last_t")) is not None:
-            per_class = {"all": {"avg_last_t": run["metrics"]["avg_last_t"]}}
+    for run in study.runs:
+        per_class = run.per_class
+        if not per_class and fmt.number(run.metrics.get(key)) is not None:
+            per_class = {"all": {key: run.metrics[key]}}
         for cls, row in per_class.items():
-            x = fmt.number((row or {}).get("avg_last_t"))
+            x = fmt.number((row or {}).get(key))
             if x is None:
                 continue
-            valid, excluded = points.setdefault(str(cls), {}).setdefault(str(run.get("config")), ([], []))
-            (excluded if discussion.is_excluded(run) else valid).append(x)
+            valid, excluded = points.setdefault(str(cls), {}).setdefault(run.config, ([], []))
+            (excluded if run.excluded else valid).append(x)
     if not points:
         return Chart("chart-response", title, None, "Not drawn: no run has a response time (AVG LAST (T)).")
     values = [v for by_config in points.values() for pair in by_config.values() for v in pair[0] + pair[1]]
@@ -251,12 +259,12 @@ def response_chart(study: Mapping[str, Any]) -> Chart:
                  "One point per run and class; crosses are excluded runs.")
 
 
-def timeline_chart(study: Mapping[str, Any]) -> Chart:
+def timeline_chart(study: StudyDocument) -> Chart:
     """Utilization (S) and (H), and ETR (T), over the window of every run: drift, warm-up left
     in the window, or a stall show here before they bias a mean."""
     title = "Utilization and external throughput over the measurement window, every run"
     names, palette = config_names(study), colours(study)
-    runs = [(run, series(run.get("per_interval"))) for run in study.get("runs") or []]
+    runs = [(run, series(run.per_interval)) for run in study.runs]
     runs = [(run, s) for run, s in runs if s.get("t")]
 
     def has(key: str) -> bool:
@@ -272,10 +280,10 @@ def timeline_chart(study: Mapping[str, Any]) -> Chart:
         for run, s in runs:
             t = np.asarray(s["t"], dtype=float)
             t = t - np.nanmin(t)  # seconds into the window, so runs overlay
-            excluded = discussion.is_excluded(run)
+            excluded = run.excluded
             for key in keys:
                 if key in s and np.isfinite(s[key]).any():
-                    ax.plot(t, s[key], styles[key], color=palette.get(str(run.get("config")), "#333333"),
+                    ax.plot(t, s[key], styles[key], color=palette.get(run.config, "#333333"),
                             linewidth=0.6 if excluded else 1.0, alpha=0.45 if excluded else 0.9)
         labels = [fmt.label_of(k) for k in keys if has(k)]
         unit = fmt.unit_of(keys[0])
@@ -283,38 +291,38 @@ def timeline_chart(study: Mapping[str, Any]) -> Chart:
         if keys == ("util_proc_s", "util_proc_h") and len(labels) == 2:
             ax.set_title("UTIL/PROC (S) solid, UTIL/PROC (H) dashed")
         ax.set_xlabel("seconds into the measurement window")
-    _legend(axes[0][0], [n for n in names if any(str(r.get("config")) == n for r, _ in runs)], palette)
+    _legend(axes[0][0], [n for n in names if any(r.config == n for r, _ in runs)], palette)
     return Chart("chart-timeline", title, to_svg(fig, "chart-timeline", title),
                  "One line per run, coloured by configuration; faint lines are excluded runs.")
 
 
-def sweep_chart(study: Mapping[str, Any]) -> Chart | None:
+def sweep_chart(study: StudyDocument) -> Chart | None:
     """Each metric against the swept factor, one curve per configuration series."""
-    sweep = study.get("sweep")
-    if not sweep:
+    sweep = study.sweep
+    if sweep is None:
         return None
-    factor = str(sweep.get("factor"))
+    factor = str(sweep.factor)
     title = f"Metrics against {factor} (sweep)"
-    points = [p for p in sweep.get("points") or [] if isinstance(p, Mapping)]
-    keys = [k for k in SWEEP_METRICS if any(fmt.number((p.get("metrics") or {}).get(k)) is not None for p in points)]
+    points = sweep.points
+    keys = [k for k in REGISTRY.role("sweep") if any(fmt.number(p.metrics.get(k)) is not None for p in points)]
     if not keys:
         return Chart("chart-sweep", title, None, "Not drawn: no sweep point has a measured metric.")
-    numeric = all(fmt.number(p.get("value")) is not None for p in points)
+    numeric = all(fmt.number(p.value) is not None for p in points)
     # Several points of one configuration make a curve per configuration; one each, one curve.
-    configs = [str(p.get("config")) for p in points]
+    configs = [p.config for p in points]
     curves = sorted(set(configs), key=configs.index) if len(set(configs)) < len(configs) else ["sweep"]
     cols = 2 if len(keys) > 1 else 1
     fig, axes = _figure((len(keys) + cols - 1) // cols, cols)
     flat = axes.ravel()
     for ax, key in zip(flat, keys):
         for n, curve in enumerate(curves):
-            chosen = [p for p in points if curve == "sweep" or str(p.get("config")) == curve]
-            xs = [fmt.number(p.get("value")) if numeric else i for i, p in enumerate(chosen)]
-            ys = [fmt.number((p.get("metrics") or {}).get(key)) for p in chosen]
+            chosen = [p for p in points if curve == "sweep" or p.config == curve]
+            xs = [fmt.number(p.value) if numeric else i for i, p in enumerate(chosen)]
+            ys = [fmt.number(p.metrics.get(key)) for p in chosen]
             ys = [np.nan if y is None else y for y in ys]
             ax.plot(xs, ys, "o-", color=PALETTE[n % len(PALETTE)], label=None if curve == "sweep" else plain(curve))
         if not numeric:
-            ax.set_xticks(range(len(points)), [plain(p.get("value")) for p in points])
+            ax.set_xticks(range(len(points)), [plain(p.value) for p in points])
         unit = fmt.unit_of(key)
         ax.set_ylabel(f"{fmt.label_of(key)} ({unit})" if unit else fmt.label_of(key))
         ax.set_xlabel(plain(factor))
@@ -332,7 +340,7 @@ def _legend(ax, names: Iterable[str], palette: Mapping[str, str]) -> None:
         ax.legend(handles=handles, loc="best")
 
 
-def build(study: Mapping[str, Any]) -> list[Chart]:
+def build(study: StudyDocument) -> list[Chart]:
     """Every chart of the study, in report order (a sweep chart only for a sweep)."""
     charts = [itr_chart(study), response_chart(study), timeline_chart(study)]
     sweep = sweep_chart(study)

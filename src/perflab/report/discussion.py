@@ -3,60 +3,26 @@
 House style is the seeds' (vmesa-methodology.md §4.2): every claim names its row in
 parentheses and gives the change both absolutely and relatively ("decreased by 0.290 seconds
 (35%)"). perflab adds what the seeds could not give: the confidence interval of the ratio and
-the verdict against the stated margin (statistics-and-capacity.md §5.4).
+the verdict against the stated margin (statistics-and-capacity.md §5.4), under the report's
+error control: primary metrics carry the verdicts; a secondary metric's call is a verdict only
+when its family was tested, and is otherwise labelled unadjusted.
 
-Every number printed here is read from the study dict (through `numbers`); the only arithmetic
-is the registry's delta/percent_change when an entry lacks its own change. Nothing is judged by
-eye: the words follow the verdict the statistics gave.
+Every number printed here is read from the study document (through `numbers`); the only
+arithmetic is the registry's delta/percent_change when an entry lacks its own change. Nothing is
+judged by eye: the words follow the verdict the statistics gave. Which rows play which part
+(headline, cost, response, throughput, utilization) and their short names come from the
+registry's roles and phrases.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
+from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
+from perflab.reduce.registry import GROUPS, REGISTRY
 from perflab.report import numbers as fmt
-from perflab.reduce.registry import GROUPS
 
-#: Short noun phrases for the rows prose talks about. The registry's descriptions are full
-#: definitions ("CPU time of the SUT's processes per command."), too long for a sentence; the
-#: seeds' prose used names like "internal throughput (ITR (H))". Keys without a phrase are
-#: named by their label alone.
-PHRASES = {
-    "itr_s": "internal throughput", "itr_h": "internal throughput",
-    "itrr_s": "internal throughput ratio", "itrr_h": "internal throughput ratio",
-    "etr_t": "external throughput", "etr": "the SUT's own transaction rate",
-    "etr_ratio": "the internal/external count ratio",
-    "avg_last_t": "external response time", "avg_first_t": "time to first response",
-    "resp_p50_t": "median response time", "resp_p90_t": "90th percentile response time",
-    "resp_p95_t": "95th percentile response time", "resp_p99_t": "99th percentile response time",
-    "avg_service_t": "service time", "service_p90_t": "90th percentile service time",
-    "avg_think_t": "think time", "error_pct_t": "the error rate", "errors_t": "errors",
-    "pbt_cmd_s": "processor busy time per command", "pbt_cmd_h": "processor busy time per command",
-    "cp_cmd_s": "kernel (CP) time per command", "cp_cmd_h": "kernel (CP) time per command",
-    "emul_cmd_s": "user (emulation) time per command", "emul_cmd_h": "user (emulation) time per command",
-    "instr_cmd_i": "pathlength", "cpi_i": "cycles per instruction",
-    "total_s": "processor utilization", "total_h": "processor utilization",
-    "util_proc_s": "processor utilization", "util_proc_h": "processor utilization",
-    "tvr_s": "the total-to-user time ratio", "tvr_h": "the total-to-user time ratio",
-    "driver_cpu": "the driver's CPU use", "wkset_s": "the working set",
-    "reads_sec": "page reads per second", "writes_sec": "page writes per second",
-    "page_cmd": "paging per command", "minflt_cmd_s": "minor faults per command",
-    "vio_rate": "the I/O rate", "vio_cmd": "I/Os per command", "io_bytes_cmd": "device bytes per command",
-    "io_bytes_cmd_s": "bytes read and written per command", "syscall_io_cmd_s": "I/O system calls per command",
-    "net_bytes_cmd": "network bytes per command",
-    "srv_tot_cpu_cmd_v": "component CPU time per command", "srv_cp_cpu_cmd_v": "component kernel time per command",
-    "srv_virt_cpu_cmd_v": "component user time per command", "srv_wkset_v": "component working set",
-}
-
-#: ITR is 1000 · PROCESSORS / PBT/CMD (metrics.md): the seeds explain an ITR change by the
-#: processor time per command that caused it, in one sentence.
-CAUSES = {"itr_s": "pbt_cmd_s", "itr_h": "pbt_cmd_h"}
-#: The headline of a comparison, in order of preference: the SUT's own ITR is the less noisy.
-HEADLINE = ("itr_s", "itr_h")
-RESPONSE = "avg_last_t"
-THROUGHPUT = "etr_t"
-UTILIZATION = ("util_proc_s", "util_proc_h")
 #: A utilization drop smaller than this (relative) is not worth a caveat: the seeds called
 #: differences under 1 % "equivalent" (vmesa-methodology.md §6.1).
 UTIL_CAVEAT = 0.01
@@ -85,11 +51,10 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def name_of(entry: Mapping[str, Any]) -> str:
+def name_of(entry: MetricComparison) -> str:
     """"internal throughput (ITR (S))", or the bare label when there is no phrase."""
-    key = entry.get("key")
-    label = fmt.label_of(key, entry)
-    phrase = PHRASES.get(str(key))
+    label = fmt.label_of(entry.key, entry)
+    phrase = REGISTRY.phrase(entry.key)
     return f"{phrase} ({label})" if phrase else label
 
 
@@ -97,35 +62,20 @@ def name_of(entry: Mapping[str, Any]) -> str:
 class _Terms:
     """The comparison-wide words: margin and confidence, as the design states them."""
 
-    margin: Any
-    confidence: Any
+    margin: float | None
+    confidence: float | None
 
-    def margin_of(self, entry: Mapping[str, Any]) -> str:
+    def margin_text(self) -> str:
         """"the ±3% margin"; just "the margin" when the study does not state it (never a default)."""
-        value = entry.get("margin", self.margin)
-        return "the margin" if fmt.number(value) is None else f"the {fmt.margin(value)} margin"
+        return "the margin" if fmt.number(self.margin) is None else f"the {fmt.margin(self.margin)} margin"
 
-    def level_of(self, entry: Mapping[str, Any]) -> str:
+    def level_text(self) -> str:
         """"90% CI", or plain "CI" when the level is not recorded."""
-        value = entry.get("confidence", self.confidence)
-        return "CI" if fmt.number(value) is None else f"{fmt.percent_level(value)} CI"
+        return "CI" if fmt.number(self.confidence) is None else f"{fmt.percent_level(self.confidence)} CI"
 
 
-def _terms(study: Mapping[str, Any]) -> _Terms:
-    design = study.get("design") or {}
-    return _Terms(design.get("margin"), design.get("confidence"))
-
-
-def _has_values(entry: Mapping[str, Any]) -> bool:
-    return fmt.number(entry.get("base_value")) is not None and fmt.number(entry.get("new_value")) is not None
-
-
-def _direction(entry: Mapping[str, Any]) -> str:
-    direction = entry.get("direction")
-    if direction is None:
-        metric = fmt.metric_of(entry.get("key"))
-        direction = metric.direction.value if metric is not None else "none"
-    return str(getattr(direction, "value", direction))
+def _terms(study: StudyDocument) -> _Terms:
+    return _Terms(study.design.margin, study.design.confidence)
 
 
 def _verb(absolute: float | None, relative: float | None) -> str | None:
@@ -135,7 +85,7 @@ def _verb(absolute: float | None, relative: float | None) -> str | None:
     return "increased" if sign > 0 else "decreased"
 
 
-def _change(entry: Mapping[str, Any], *, absolute: bool = True) -> str:
+def _change(entry: MetricComparison, *, absolute: bool = True) -> str:
     """"increased by 0.051 ms (5.0%)" / "decreased by 5.3%" / "did not change"."""
     a, r = fmt.changes(entry)
     verb = _verb(a, r)
@@ -143,65 +93,67 @@ def _change(entry: Mapping[str, Any], *, absolute: bool = True) -> str:
         return "did not change"
     rel = fmt.pct(r, signed=False)
     if absolute and a is not None:
-        return f"{verb} by {fmt.magnitude(a, entry.get('key'), entry)} ({rel})"
+        return f"{verb} by {fmt.magnitude(a, entry.key, entry)} ({rel})"
     return f"{verb} by {rel}"
 
 
-def _interval(entry: Mapping[str, Any], terms: _Terms, blocks: bool = False) -> str:
-    low, high = entry.get("ci_low"), entry.get("ci_high")
-    if fmt.number(low) is None or fmt.number(high) is None:
+def _interval(entry: MetricComparison, terms: _Terms, blocks: bool = False) -> str:
+    if fmt.number(entry.ci_low) is None or fmt.number(entry.ci_high) is None:
         return "[no interval]"
-    extra = ""
-    if blocks and fmt.number(entry.get("n_blocks")) is not None:
-        extra = f", {int(entry['n_blocks'])} blocks"
-    return f"[{terms.level_of(entry)} {fmt.ci_pct(low, high)}{extra}]"
+    extra = f", {entry.n_blocks} blocks" if blocks and entry.n_blocks else ""
+    return f"[{terms.level_text()} {fmt.ci_pct(entry.ci_low, entry.ci_high)}{extra}]"
 
 
-def verdict_clause(entry: Mapping[str, Any], terms: _Terms, *, blocks: bool = False) -> str:
+def verdict_clause(entry: MetricComparison, terms: _Terms, *, blocks: bool = False) -> str:
     """The interval and what it means: "[90% CI 4.1% to 6.5%]: BETTER"."""
-    verdict = entry.get("verdict")
-    margin = terms.margin_of(entry)
+    if entry.no_comparison:
+        return f"({entry.no_comparison})"
+    verdict = entry.verdict
+    margin = terms.margin_text()
     interval = _interval(entry, terms, blocks)
-    warnings = [str(w) for w in entry.get("warnings") or []]
     if verdict in ("BETTER", "WORSE"):
-        tail = f", by more than {margin}" if entry.get("material") else ""
+        tail = f", by more than {margin}" if entry.material else ""
         return f"{interval}: {verdict}{tail}"
     if verdict == "EQUIVALENT":
-        low, high = fmt.number(entry.get("ci_low")), fmt.number(entry.get("ci_high"))
+        low, high = fmt.number(entry.ci_low), fmt.number(entry.ci_high)
         detectable = low is not None and high is not None and (low > 1.0 or high < 1.0)
         tail = " (a detectable change, smaller than the margin)" if detectable else ""
         return f"{interval}: EQUIVALENT, within {margin}{tail}"
     if verdict == "INCONCLUSIVE":
-        return f"{interval}: INCONCLUSIVE; {_noise(entry, margin, warnings)}"
-    reason = warnings[0] if warnings else "no interval"
+        return f"{interval}: INCONCLUSIVE; {_noise(entry, margin)}"
+    if entry.verdict_unadjusted is not None and entry.adjustment == "unadjusted":
+        return (f"{interval} (a secondary row: {entry.verdict_unadjusted.lower()} before adjustment; no claim is "
+                f"made, as the primary verdict did not open its family)")
+    reason = entry.warnings[0] if entry.warnings else "no interval"
     return f"(no verdict: {reason})"
 
 
-def _noise(entry: Mapping[str, Any], margin: str, warnings: list[str]) -> str:
-    needed, cv, n = fmt.number(entry.get("blocks_needed")), fmt.number(entry.get("cv")), fmt.number(entry.get("n_blocks"))
-    if needed is not None and cv is not None:
-        measured = f" ({int(n)} measured)" if n is not None else ""
-        return (f"at the observed CV of {fmt.pct(cv, signed=False)} the noise calls for at least "
-                f"{int(needed)} blocks{measured}")
-    if fmt.number(entry.get("ci_low")) is not None:
+def _noise(entry: MetricComparison, margin: str) -> str:
+    withdrawn = next((w for w in entry.warnings if "withdrawn" in w), None)
+    if withdrawn:
+        return withdrawn
+    if entry.blocks_needed is not None and entry.cv is not None:
+        measured = f" ({entry.n_blocks} measured)" if entry.n_blocks else ""
+        return (f"at the observed CV of {fmt.pct(entry.cv, signed=False)} the noise calls for at least "
+                f"{entry.blocks_needed} blocks{measured}")
+    if fmt.number(entry.ci_low) is not None:
         return f"the interval includes both no change and changes beyond {margin}"
-    return warnings[0] if warnings else "no interval could be computed"
+    return entry.warnings[0] if entry.warnings else "no interval could be computed"
 
 
-def metric_sentence(entry: Mapping[str, Any], terms: _Terms) -> Sentence:
+def metric_sentence(entry: MetricComparison, terms: _Terms) -> Sentence:
     """One row, in the house style: name (row) change (absolute, relative) interval: verdict."""
-    key = str(entry.get("key"))
     group = _group_of(entry)
-    if _direction(entry) not in ("higher", "lower"):
-        base, new = (fmt.quantity(entry.get(k), key, entry) for k in ("base_value", "new_value"))
+    if not entry.directional:
+        base, new = (fmt.quantity(v, entry.key, entry) for v in (entry.base_value, entry.new_value))
         _, r = fmt.changes(entry)
         text = f"{_cap(name_of(entry))} was {base} for the base and {new} for the new configuration ({fmt.pct(r)})."
-        return Sentence(text, (key,), None, group)
+        return Sentence(text, (entry.key,), None, group)
     text = f"{_cap(name_of(entry))} {_change(entry)} {verdict_clause(entry, terms)}."
-    return Sentence(text, (key,), entry.get("verdict"), group)
+    return Sentence(text, (entry.key,), entry.verdict, group)
 
 
-def linked_sentence(cause: Mapping[str, Any], itr: Mapping[str, Any], terms: _Terms) -> Sentence | None:
+def linked_sentence(cause: MetricComparison, itr: MetricComparison, terms: _Terms) -> Sentence | None:
     """"Processor busy time per command (PBT/CMD (S)) decreased by 0.051 ms (5.0%), raising
     internal throughput (ITR (S)) by 5.3% [90% CI 4.1% to 6.5%]: BETTER." -- only when the two
     moved in opposite directions, as ITR = 1000 · PROCESSORS / PBT/CMD says they must."""
@@ -213,13 +165,13 @@ def linked_sentence(cause: Mapping[str, Any], itr: Mapping[str, Any], terms: _Te
     effect = "raising" if iv == "increased" else "lowering"
     text = (f"{_cap(name_of(cause))} {_change(cause)}, {effect} {name_of(itr)} by {fmt.pct(ir, signed=False)} "
             f"{verdict_clause(itr, terms)}.")
-    return Sentence(text, (str(cause.get("key")), str(itr.get("key"))), itr.get("verdict"), "Throughput")
+    return Sentence(text, (cause.key, itr.key), itr.verdict, "Throughput")
 
 
-def _group_of(entry: Mapping[str, Any]) -> str:
-    if entry.get("group"):
-        return str(entry["group"])
-    metric = fmt.metric_of(entry.get("key"))
+def _group_of(entry: MetricComparison) -> str:
+    if entry.group:
+        return entry.group
+    metric = fmt.metric_of(entry.key)
     return metric.group if metric is not None else ""
 
 
@@ -233,38 +185,30 @@ def _group_rank(group: str) -> int:
 
 # -- the measurement discussion ------------------------------------------------------------------
 
-def _load_text(study: Mapping[str, Any]) -> str:
-    load = (study.get("design") or {}).get("load") or {}
-    users, rate = load.get("users"), load.get("rate")
-    if users is not None:
-        text = f"{users} users"
-    elif rate is not None:
-        text = f"an arrival rate of {rate}/s"
+def _load_text(study: StudyDocument) -> str:
+    load = study.design.load
+    if load.users is not None:
+        text = f"{load.users:,} users"
+    elif load.rate is not None:
+        text = f"an arrival rate of {load.rate:,g}/s"
     else:
         return ""
-    if load.get("mode") == "calibrated" and load.get("target_util") is not None:
-        text += f" (calibrated on the base to {fmt.fixed(load['target_util'], 0)}% utilization)"
+    if load.mode == "calibrated" and load.target_util is not None:
+        text += f" (calibrated on the base to {fmt.fixed(load.target_util, 0)}% utilization)"
     return text
 
 
-def runs_of(study: Mapping[str, Any], configs: Iterable[str]) -> list[Mapping[str, Any]]:
-    wanted = set(configs)
-    return [r for r in study.get("runs") or [] if r.get("config") in wanted]
+def runs_of(study: StudyDocument, configs: Iterable[str]) -> list[StudyRun]:
+    return study.runs_of(list(configs))
 
 
-def is_excluded(run: Mapping[str, Any]) -> bool:
-    return bool(run.get("excluded")) or run.get("valid") is False
-
-
-def opening(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> Sentence:
+def opening(study: StudyDocument, comparison: ComparisonRecord) -> Sentence:
     """What was run: the seeds' discussions begin with it."""
-    base, new = comparison.get("base"), comparison.get("new")
-    runs = runs_of(study, (base, new))
-    valid = [r for r in runs if not is_excluded(r)]
-    blocks = (study.get("design") or {}).get("blocks")
-    parts = [f"{new} was measured against the base {base}"]
-    if blocks is not None:
-        parts.append(f"in {blocks} interleaved blocks")
+    runs = runs_of(study, (comparison.base, comparison.new))
+    valid = [r for r in runs if not r.excluded]
+    parts = [f"{comparison.new} was measured against the base {comparison.base}"]
+    if study.design.blocks is not None:
+        parts.append(f"in {study.design.blocks} interleaved blocks")
     load = _load_text(study)
     if load:
         parts.append(f"at {load}")
@@ -272,33 +216,43 @@ def opening(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> Sentence
     return Sentence(text, (), None, "")
 
 
-def discuss(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> list[Sentence]:
+def _paired(entries: dict[str, MetricComparison], role_a: str, role_b: str) -> list[tuple[str, str]]:
+    """(capacity key, cost key) pairs by position in their registry roles."""
+    return list(zip(REGISTRY.role(role_a), REGISTRY.role(role_b)))
+
+
+def discuss(study: StudyDocument, comparison: ComparisonRecord) -> list[Sentence]:
     """The measurement discussion of one comparison, headline first, then row group by group."""
     terms = _terms(study)
-    entries = [e for e in comparison.get("metrics") or [] if e.get("key")]
-    by_key = {str(e["key"]): e for e in entries}
+    entries = [e for e in comparison.metrics if e.key]
+    by_key = {e.key: e for e in entries}
     sentences = [opening(study, comparison)]
     used: set[str] = set()
-    missing: list[str] = []
+    missing: list[MetricComparison] = []
     # Each ITR with the processor time per command that explains it.
-    for itr_key in HEADLINE:
-        itr, cause = by_key.get(itr_key), by_key.get(CAUSES[itr_key])
-        if itr is None or not _has_values(itr):
+    for itr_key, cost_key in _paired(by_key, "capacity", "cost"):
+        itr, cause = by_key.get(itr_key), by_key.get(cost_key)
+        if itr is None or not itr.has_values:
             continue
-        linked = linked_sentence(cause, itr, terms) if cause is not None and _has_values(cause) else None
+        linked = linked_sentence(cause, itr, terms) if cause is not None and cause.has_values else None
         if linked is not None:
             sentences.append(linked)
             used.update(linked.keys)
-    rest = sorted((e for e in entries if str(e["key"]) not in used),
-                  key=lambda e: (_group_rank(_group_of(e)), entries.index(e)))
+    rest = sorted((e for e in entries if e.key not in used),
+                  key=lambda e: (e.role != "primary", _group_rank(_group_of(e)), entries.index(e)))
     for entry in rest:
-        if not _has_values(entry):
-            missing.append(fmt.label_of(entry.get("key"), entry))
+        if not entry.has_values:
+            if entry.no_comparison:
+                sentences.append(Sentence(f"{_cap(name_of(entry))}: {entry.no_comparison}.", (entry.key,), None,
+                                          _group_of(entry)))
+            else:
+                missing.append(entry)
             continue
         sentences.append(metric_sentence(entry, terms))
     if missing:
-        sentences.append(Sentence(f"Not measured in one or both configurations (na): {', '.join(missing)}.",
-                                  tuple(str(e["key"]) for e in entries if not _has_values(e)), None, "na"))
+        sentences.append(Sentence(
+            f"Not measured in one or both configurations (na): {', '.join(fmt.label_of(e.key, e) for e in missing)}.",
+            tuple(e.key for e in missing), None, "na"))
     return sentences
 
 
@@ -315,24 +269,32 @@ def paragraphs(sentences: list[Sentence]) -> list[str]:
 
 # -- General Observations --------------------------------------------------------------------
 
-def _entry(comparison: Mapping[str, Any], keys: Iterable[str]) -> Mapping[str, Any] | None:
-    by_key = {e.get("key"): e for e in comparison.get("metrics") or []}
+def entry_for(comparison: ComparisonRecord, keys: Iterable[str]) -> MetricComparison | None:
+    """The first of `keys` the comparison has with values on both sides."""
     for key in keys:
-        entry = by_key.get(key)
-        if entry is not None and _has_values(entry):
+        entry = comparison.entry(key)
+        if entry is not None and entry.has_values:
             return entry
     return None
 
 
-def shared_cpus(study: Mapping[str, Any], configs: Iterable[str]) -> str | None:
+def headline(study: StudyDocument, comparison: ComparisonRecord) -> MetricComparison | None:
+    """The comparison's headline: its first primary metric, else the registry's capacity key."""
+    for key in list(study.design.primary_metrics) + list(REGISTRY.role("capacity")):
+        entry = comparison.entry(key)
+        if entry is not None and (entry.has_values or entry.no_comparison):
+            return entry
+    return None
+
+
+def shared_cpus(study: StudyDocument, configs: Iterable[str]) -> str | None:
     """How the driver and the SUT shared processors, if they did (the placement says so)."""
     wanted = set(configs)
-    texts = [(study.get("design") or {}).get("placement")]
-    for conf in study.get("configurations") or []:
-        if conf.get("name") in wanted:
-            hardware = conf.get("hardware") or {}
-            texts.append(hardware.get("placement"))
-            if hardware.get("shared_cpus"):
+    texts = [study.design.placement]
+    for conf in study.configurations:
+        if conf.name in wanted:
+            texts.append(conf.hardware.get("placement"))
+            if conf.hardware.get("shared_cpus"):
                 return str(texts[-1] or "driver and SUT on the same CPUs")
     for text in texts:
         if text and "shared" in str(text).lower():
@@ -340,80 +302,93 @@ def shared_cpus(study: Mapping[str, Any], configs: Iterable[str]) -> str | None:
     return None
 
 
-def caveats(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> list[str]:
+def caveats(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
     """What a reader must know before trusting the headline (never silently dropped)."""
-    base, new = comparison.get("base"), comparison.get("new")
     notes: list[str] = []
-    for run in runs_of(study, (base, new)):
-        if is_excluded(run):
-            reasons = run.get("exclusion_reasons") or run.get("invalid_reasons") or []
-            why = "; ".join(str(r) for r in reasons) or str(run.get("reason") or "no reason recorded")
-            notes.append(f"run {run.get('run_id')} ({run.get('config')}, block {run.get('block')}) excluded: {why}")
-    for keys in (HEADLINE, (RESPONSE,), (THROUGHPUT,)):
-        entry = _entry(comparison, keys)
-        for warning in (entry or {}).get("warnings") or []:
-            text = f"{fmt.label_of(entry.get('key'), entry)}: {warning}"
+    for run in runs_of(study, (comparison.base, comparison.new)):
+        if run.excluded:
+            why = "; ".join(c.text for c in run.exclusions)
+            notes.append(f"run {run.run_id} ({run.config}, block {run.block}) excluded: {why}")
+    for keys in (list(study.design.primary_metrics) or REGISTRY.role("capacity"), REGISTRY.role("response"),
+                 REGISTRY.role("throughput")):
+        entry = entry_for(comparison, keys)
+        for warning in entry.warnings if entry is not None else []:
+            text = f"{fmt.label_of(entry.key, entry)}: {warning}"
             if text not in notes:
                 notes.append(text)
-    shared = shared_cpus(study, (base, new))
+    shared = shared_cpus(study, (comparison.base, comparison.new))
     if shared:
         notes.append(f"driver and SUT shared processors: {shared}")
-    util = _entry(comparison, UTILIZATION)
+    util = entry_for(comparison, REGISTRY.role("utilization"))
     if util is not None:
         _, r = fmt.changes(util)
         if r is not None and r < -UTIL_CAVEAT:
-            label = fmt.label_of(util.get("key"), util)
-            notes.append(f"{new} ran at lower utilization than the base ({label} "
-                         f"{fmt.quantity(util.get('new_value'), util.get('key'), util)} against "
-                         f"{fmt.quantity(util.get('base_value'), util.get('key'), util)}), which favours its "
+            label = fmt.label_of(util.key, util)
+            notes.append(f"{comparison.new} ran at lower utilization than the base ({label} "
+                         f"{fmt.quantity(util.new_value, util.key, util)} against "
+                         f"{fmt.quantity(util.base_value, util.key, util)}), which favours its "
                          f"response time; compare processor time per command rather than response time")
     return notes
 
 
-def observation(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> dict[str, Any]:
-    """One short paragraph per comparison: ITR verdict, response time, ETR, caveats."""
+def observation(study: StudyDocument, comparison: ComparisonRecord) -> dict[str, Any]:
+    """One short paragraph per comparison: the primary verdict, response time, ETR, caveats."""
     terms = _terms(study)
     sentences: list[Sentence] = []
-    itr = _entry(comparison, HEADLINE)
-    if itr is not None:
-        sentences.append(Sentence(f"{_cap(name_of(itr))} {_change(itr, absolute=False)} "
-                                  f"{verdict_clause(itr, terms, blocks=True)}.", (str(itr['key']),),
-                                  itr.get("verdict"), "Throughput"))
+    head = headline(study, comparison)
+    if head is not None and head.no_comparison:
+        sentences.append(Sentence(f"{_cap(name_of(head))}: {head.no_comparison}.", (head.key,), None, "Throughput"))
+    elif head is not None:
+        sentences.append(Sentence(f"{_cap(name_of(head))} {_change(head, absolute=False)} "
+                                  f"{verdict_clause(head, terms, blocks=True)}.", (head.key,), head.verdict,
+                                  _group_of(head)))
     else:
-        sentences.append(Sentence("Internal throughput (ITR (S), ITR (H)) was not measured (na).", HEADLINE))
-    for key in (RESPONSE, THROUGHPUT):
-        entry = _entry(comparison, (key,))
-        if entry is not None:
+        keys = tuple(study.design.primary_metrics) or REGISTRY.role("capacity")
+        sentences.append(Sentence(f"{', '.join(REGISTRY.label_of(k) for k in keys)} was not measured (na).", keys))
+    for key in REGISTRY.role("response") + REGISTRY.role("throughput"):
+        entry = entry_for(comparison, (key,))
+        if entry is not None and (head is None or entry.key != head.key):
             sentences.append(metric_sentence(entry, terms))
-    return {"base": comparison.get("base"), "new": comparison.get("new"),
-            "title": f"{comparison.get('base')} → {comparison.get('new')}",
+    return {"base": comparison.base, "new": comparison.new, "title": f"{comparison.base} → {comparison.new}",
             "sentences": [s.to_dict() for s in sentences], "caveats": caveats(study, comparison)}
 
 
-def study_notes(study: Mapping[str, Any]) -> list[str]:
-    """Study-wide remarks: an interrupted study, the study's own warnings, a sweep."""
+def study_notes(study: StudyDocument) -> list[str]:
+    """Study-wide remarks: an interrupted study, the error control, the study's own warnings."""
     notes = []
-    status = study.get("status")
-    if status and status != "complete":
-        reason = f": {study['reason']}" if study.get("reason") else ""
-        notes.append(f"The study is {status}{reason}; this report covers the runs it completed.")
-    sweep = study.get("sweep")
-    if sweep:
-        points = sweep.get("points") or []
-        values = ", ".join(str(v) for v in sweep.get("values") or [p.get("value") for p in points])
-        notes.append(f"Sweep over {sweep.get('factor')} ({values}): {len(points)} points; the sweep table and "
+    if study.status != "complete":
+        reason = f": {study.reason}" if study.reason else ""
+        notes.append(f"The study is {study.status}{reason}; this report covers the runs it completed.")
+    if study.verdict is not None and study.comparisons:
+        primary = ", ".join(REGISTRY.label_of(k) for k in study.design.primary_metrics) or "none"
+        alpha = study.design.family_alpha
+        level = "" if alpha is None else f" {100 * alpha:g}%"
+        notes.append(f"Primary metric(s): {primary}. Claims of a change (WORSE, BETTER) are held together to a"
+                     f"{level} error rate: Holm across the primary metrics of every comparison; secondary rows are "
+                     f"tested only when every primary claim stands, otherwise their calls are labelled unadjusted. "
+                     f"Answer: {study.verdict.meaning} (exit code {study.verdict.exit_code}).")
+    if study.sweep is not None:
+        points = study.sweep.points
+        values = ", ".join(str(v) for v in study.sweep.values or [p.value for p in points])
+        notes.append(f"Sweep over {study.sweep.factor} ({values}): {len(points)} points; the sweep table and "
                      f"chart give each metric against the factor.")
-    for warning in study.get("warnings") or []:
-        notes.append(f"Warning: {warning}")
+    if study.aa is not None:
+        aa = study.aa
+        cv = "na" if aa.cv is None else fmt.pct(aa.cv, signed=False, decimals=2)
+        notes.append(f"A/A study: the base against itself. Observed CV of {REGISTRY.label_of(aa.metric)} {cv} over "
+                     f"{aa.n_blocks} blocks; {aa.false_claims} claim(s) of a change (each one false); "
+                     f"{aa.blocks_needed if aa.blocks_needed is not None else 'na'} blocks needed for EQUIVALENT at "
+                     f"{fmt.margin(aa.margin)} with 80% probability.")
+    for warning in study.warnings:
+        notes.append(f"Warning: {warning.text}")
     return notes
 
 
-def generate(study: Mapping[str, Any]) -> dict[str, Any]:
+def generate(study: StudyDocument) -> dict[str, Any]:
     """All generated prose of a study, JSON-ready (report.json carries it beside the data)."""
-    comparisons = study.get("comparisons") or []
     return {
-        "general_observations": [observation(study, c) for c in comparisons],
+        "general_observations": [observation(study, c) for c in study.comparisons],
         "study_notes": study_notes(study),
-        "discussion": [{"base": c.get("base"), "new": c.get("new"),
-                        "sentences": [s.to_dict() for s in discuss(study, c)]} for c in comparisons],
+        "discussion": [{"base": c.base, "new": c.new, "sentences": [s.to_dict() for s in discuss(study, c)]}
+                       for c in study.comparisons],
     }

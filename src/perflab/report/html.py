@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import jinja2
 from markupsafe import Markup
 
+from perflab.records.study import StudyDocument, as_study_document
 from perflab.report import charts as charts_module
 from perflab.report import view as v
 
@@ -43,8 +44,9 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_html(study: Mapping[str, Any]) -> str:
-    """The self-contained HTML report of a study dict (docs/architecture.md, study.json)."""
+def render_html(study: StudyDocument | Mapping[str, Any]) -> str:
+    """The self-contained HTML report of a study document (perflab.records.study)."""
+    study = as_study_document(study)
     charts = charts_module.build(study)
     for chart in charts:
         if chart.svg is not None:

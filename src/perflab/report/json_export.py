@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from perflab.records.study import StudyDocument, as_study_document
 from perflab.report import discussion
 from perflab.report import numbers as fmt
 
@@ -21,12 +22,12 @@ FORMAT = "perflab-report"
 VERSION = 1
 
 
-def used_keys(study: Mapping[str, Any]) -> list[str]:
+def used_keys(study: StudyDocument) -> list[str]:
     keys: list[str] = []
-    for comparison in study.get("comparisons") or []:
-        keys += [str(e.get("key")) for e in comparison.get("metrics") or []]
-    for run in study.get("runs") or []:
-        keys += list(run.get("metrics") or {})
+    for comparison in study.comparisons:
+        keys += [e.key for e in comparison.metrics]
+    for run in study.runs:
+        keys += list(run.metrics)
     return list(dict.fromkeys(keys))
 
 
@@ -56,9 +57,10 @@ def clean(value: Any) -> Any:
     return value
 
 
-def render_json(study: Mapping[str, Any]) -> str:
-    """The JSON report of a study dict (docs/architecture.md, study.json)."""
-    doc = dict(study)
+def render_json(study: Any) -> str:
+    """The JSON report of a study document: study.json's content plus the generated prose."""
+    study = as_study_document(study)
+    doc = study.dump()
     doc["report"] = {"format": FORMAT, "version": VERSION, **discussion.generate(study),
                      "metrics": legend(used_keys(study))}
     return json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

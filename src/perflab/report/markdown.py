@@ -8,16 +8,17 @@ design, the runs and the warnings). The content comes from `view`, shared with t
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any
 
 from perflab.report import view as v
+from perflab.report.safe_text import visible
 
 
 def escape(text: Any) -> str:
     """Report text as literal Markdown: a configuration named "B <apsw>" must not become an
     HTML tag, nor "*fast*" emphasis. Brackets are left alone: without a link target they print
     as themselves, and the intervals "[90% CI ...]" stay readable in the raw file."""
-    return re.sub(r"([\\`*<])", r"\\\1", str(text))
+    return re.sub(r"([\\`*<])", r"\\\1", visible(text, one_line=False))
 
 
 class Bold(str):
@@ -101,9 +102,12 @@ def render(sv: v.StudyView) -> str:
         out += ["## Sweep", "", *table(sv.sweep.columns, sv.sweep.rows), ""]
     if sv.runs is not None:
         out += ["## Runs", "", *table(sv.runs.columns, sv.runs.rows), ""]
+    if sv.noise is not None:
+        out += ["## Noise", "", "Where the primary metrics' run-to-run noise comes from (docs/noise.md).", "",
+                *table(sv.noise.columns, sv.noise.rows), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_markdown(study: Mapping[str, Any]) -> str:
-    """The Markdown report of a study dict (docs/architecture.md, study.json)."""
+def render_markdown(study: Any) -> str:
+    """The Markdown report of a study document (or its study.json dict)."""
     return render(v.study_view(study))

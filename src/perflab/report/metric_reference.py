@@ -56,3 +56,18 @@ def render_metric_reference() -> str:
             lines.append(f"| {m.label} | `{m.key}` | {formula} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def render_metric_table():
+    """`perflab metrics` on the terminal: the perflab catalog as a rich table."""
+    from rich.table import Table
+
+    table = Table(title="perflab metric catalog", title_justify="left")
+    for col in ("group", "label", "key", "unit", "formula"):
+        table.add_column(col)
+    keys = set(REGISTRY.perflab_keys())
+    for m in REGISTRY:
+        if m.key in keys:
+            formula = "; ".join(f.expression for f in m.formulas) if m.formulas else "measured"
+            table.add_row(m.group, m.label, m.key, m.unit or "", formula)
+    return table

@@ -9,8 +9,9 @@ registry's `delta` / `percent_change` so no arithmetic lives outside the registr
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any
 
+from perflab.records.study import MetricComparison
 from perflab.reduce.registry import REGISTRY, Metric, delta, percent_change
 
 NA = "na"
@@ -52,25 +53,25 @@ def metric_of(key: str | None) -> Metric | None:
     return found
 
 
-def decimals_of(key: str | None, entry: Mapping[str, Any] | None = None) -> int:
+def decimals_of(key: str | None, entry: MetricComparison | None = None) -> int:
     metric = metric_of(key)
     if metric is not None:
         return metric.decimals
-    if entry is not None and isinstance(entry.get("decimals"), int):
-        return entry["decimals"]
+    if entry is not None and entry.decimals is not None:
+        return entry.decimals
     return 3
 
 
-def unit_of(key: str | None, entry: Mapping[str, Any] | None = None) -> str:
-    if entry is not None and entry.get("unit") is not None:
-        return str(entry["unit"])
+def unit_of(key: str | None, entry: MetricComparison | None = None) -> str:
+    if entry is not None and entry.unit:
+        return entry.unit
     metric = metric_of(key)
     return metric.unit if metric is not None else ""
 
 
-def label_of(key: str | None, entry: Mapping[str, Any] | None = None) -> str:
-    if entry is not None and entry.get("label"):
-        return str(entry["label"])
+def label_of(key: str | None, entry: MetricComparison | None = None) -> str:
+    if entry is not None and entry.label:
+        return entry.label
     metric = metric_of(key)
     return metric.label if metric is not None else str(key)
 
@@ -90,12 +91,12 @@ def fixed(value: Any, decimals: int, *, signed: bool = False, significant: int =
     return text.replace("-", MINUS)
 
 
-def value(value: Any, key: str | None, entry: Mapping[str, Any] | None = None, *, signed: bool = False) -> str:
+def value(value: Any, key: str | None, entry: MetricComparison | None = None, *, signed: bool = False) -> str:
     """A metric's value with its registry decimals, no unit (tables carry the unit column)."""
     return fixed(value, decimals_of(key, entry), signed=signed, significant=MIN_SIGNIFICANT)
 
 
-def quantity(x: Any, key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+def quantity(x: Any, key: str | None, entry: MetricComparison | None = None) -> str:
     """A value with its unit, as prose prints it: "0.051 ms", "90.10%", "1.48"."""
     text = value(x, key, entry)
     if text == NA:
@@ -109,7 +110,7 @@ def with_unit(text: str, unit: str) -> str:
     return f"{text}%" if unit == "%" else f"{text} {unit}"
 
 
-def magnitude(x: Any, key: str | None, entry: Mapping[str, Any] | None = None) -> str:
+def magnitude(x: Any, key: str | None, entry: MetricComparison | None = None) -> str:
     """The size of an absolute change, unsigned, with its unit. A change of a percentage is in
     percentage points, so it cannot be mistaken for the relative change printed beside it."""
     n = number(x)
@@ -161,12 +162,12 @@ def margin(fraction: Any) -> str:
     return text if text == NA else f"±{text}"
 
 
-def changes(entry: Mapping[str, Any]) -> tuple[float | None, float | None]:
+def changes(entry: MetricComparison) -> tuple[float | None, float | None]:
     """(absolute, relative as a fraction) of a comparison entry: its own fields, else the
     registry's delta and percent_change of its base and new values."""
-    base, new = number(entry.get("base_value")), number(entry.get("new_value"))
-    absolute = number(entry.get("abs_change"))
-    relative = number(entry.get("rel_change"))
+    base, new = number(entry.base_value), number(entry.new_value)
+    absolute = number(entry.abs_change)
+    relative = number(entry.rel_change)
     if absolute is None and base is not None and new is not None:
         absolute = number(delta(new, base))
     if relative is None and base not in (None, 0.0) and new is not None:

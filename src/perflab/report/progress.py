@@ -1,19 +1,25 @@
-"""Progress of a run on the terminal: phase, time left, transactions, ETR, errors."""
+"""Progress on the terminal: a run's phase, time left, transactions, ETR, errors; a study's
+runs one line each. Both are run observers (perflab.drive.lifecycle.RunObserver), handed to
+the run explicitly."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from perflab.report.safe_text import terminal as escape
 
 
 class RunProgress:
     """Called from the event loop about twice a second; keeps its own cost small."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, announce: bool = True):
         self.console = console
+        self.announce = announce
         self.progress = Progress(
             TextColumn("[bold]{task.fields[phase]:<13}"),
             BarColumn(bar_width=30),
@@ -27,8 +33,9 @@ class RunProgress:
         self.task = None
         self.history: deque = deque(maxlen=12)
 
-    def started(self, run_id: str, run_dir) -> None:
-        self.console.print(f"run [bold]{run_id}[/bold] -> {run_dir}")
+    def started(self, run_id: str, run_dir: Path) -> None:
+        if self.announce:
+            self.console.print(f"run [bold]{escape(run_id)}[/bold] -> {escape(run_dir)}")
 
     def tick(self, engine, elapsed: float) -> None:
         phases = engine.phases
@@ -39,8 +46,8 @@ class RunProgress:
         etr = "-"
         if len(self.history) >= 2 and self.history[-1][0] > self.history[0][0]:
             (t_a, n_a), (t_b, n_b) = self.history[0], self.history[-1]
-            etr = f"{(n_b - n_a) / (t_b - t_a):.1f}/s"
-        fields = dict(phase=phases.name_at(elapsed), tx=done, etr=etr, errors=recorder.errors)
+            etr = f"{(n_b - n_a) / (t_b - t_a):,.1f}/s"
+        fields = dict(phase=phases.name_at(elapsed), tx=f"{done:,}", etr=etr, errors=f"{recorder.errors:,}")
         if self.task is None:
             self.progress.start()
             self.task = self.progress.add_task("run", total=phases.window_end, **fields)
@@ -49,6 +56,7 @@ class RunProgress:
     def close(self) -> None:
         if self.task is not None:
             self.progress.stop()
+            self.task = None
 
 
 class StudyProgress:
@@ -61,45 +69,50 @@ class StudyProgress:
         self.index = 0
         self.elapsed = 0.0
 
-    def event(self, kind: str, info: dict) -> None:
-        from perflab.drive.run import set_progress
+    # RunObserver: the run in progress
+    def started(self, run_id: str, run_dir: Path) -> None:
+        if self.run_progress is not None:
+            self.run_progress.started(run_id, run_dir)
 
+    def tick(self, engine, elapsed: float) -> None:
+        if self.run_progress is not None:
+            self.run_progress.tick(engine, elapsed)
+
+    # the study's events
+    def event(self, kind: str, info: dict) -> None:
         if kind == "progress":
             self.total, self.index, self.elapsed = info["total"], info["index"], info["elapsed"]
         elif kind == "run-start":
             if info["purpose"] == "calibrate":
-                load = f"{info['users']} users" if info["users"] is not None else f"{info['rate']:.1f}/s"
-                header = f"calibrating [bold]{info['config']}[/bold] at {load}"
+                load = f"{info['users']:,} users" if info["users"] is not None else f"{info['rate']:,.1f}/s"
+                header = f"calibrating [bold]{escape(info['config'])}[/bold] at {load}"
             else:
                 left = ""
                 if self.index:
                     remaining = self.elapsed / self.index * (self.total - self.index)
                     left = f", about {remaining / 60:.1f} min left"
-                header = (f"run {self.index + 1}/{self.total}: [bold]{info['config']}[/bold] "
+                header = (f"run {self.index + 1}/{self.total}: [bold]{escape(info['config'])}[/bold] "
                           f"(block {info['block'] + 1}){left}")
             self.console.print(header)
-            self.run_progress = RunProgress(self.console)
-            set_progress(self.run_progress.tick)
+            self.run_progress = RunProgress(self.console, announce=False)
         elif kind in ("run-end", "calibration-step"):
             if self.run_progress is not None:
                 self.run_progress.close()
                 self.run_progress = None
-            set_progress(None)
             if kind == "calibration-step":
                 util = info.get("util_proc_s")
-                self.console.print(f"  UTIL/PROC (S) {_fmt(util, '.1f')}%  ETR (T) {_fmt(info.get('etr_t'), '.1f')}/s")
+                self.console.print(f"  UTIL/PROC (S) {_fmt(util, '.1f')}%  ETR (T) {_fmt(info.get('etr_t'), ',.1f')}/s")
             else:
-                note = "  [yellow]excluded: " + "; ".join(info["reasons"]) + "[/yellow]" if info["excluded"] else ""
-                self.console.print(f"  ETR (T) {_fmt(info.get('etr_t'), '.1f')}/s  UTIL/PROC (S) "
-                                   f"{_fmt(info.get('util_proc_s'), '.1f')}%  ITR (S) {_fmt(info.get('itr_s'), '.1f')}"
+                note = ("  [yellow]excluded: " + escape("; ".join(info["reasons"])) + "[/yellow]"
+                        if info["excluded"] else "")
+                self.console.print(f"  ETR (T) {_fmt(info.get('etr_t'), ',.1f')}/s  UTIL/PROC (S) "
+                                   f"{_fmt(info.get('util_proc_s'), '.1f')}%  ITR (S) {_fmt(info.get('itr_s'), ',.1f')}"
                                    f"{note}")
 
     def close(self) -> None:
-        from perflab.drive.run import set_progress
-
         if self.run_progress is not None:
             self.run_progress.close()
-        set_progress(None)
+            self.run_progress = None
 
 
 def _fmt(value, spec: str) -> str:

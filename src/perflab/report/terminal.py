@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from perflab.reduce.metric import Metric, Origin
 from perflab.reduce.registry import GROUPS, REGISTRY
+from perflab.report.safe_text import terminal as escape
 
 # The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
 SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
@@ -141,3 +141,69 @@ def render_summary(metrics: Any, console: Console) -> None:
     console.print("  " + " · ".join(escape(p) for p in parts) if parts else "  no metrics measured")
     for warning in metrics.warnings:
         console.print(f"  [yellow]![/yellow] {escape(warning)}")
+
+
+# -- studies and comparisons ----------------------------------------------------------------
+
+def _ratio(value: Any) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def verdict_cell(entry: Any) -> str:
+    """The verdict column: the error-controlled verdict, or the unadjusted call labelled so."""
+    if entry.no_comparison:
+        return "[red]no valid comparison[/red]"
+    if entry.verdict:
+        return entry.verdict + (" (material)" if entry.material and entry.verdict in ("BETTER", "WORSE") else "")
+    if entry.verdict_unadjusted:
+        return f"[dim]{entry.verdict_unadjusted.lower()} (unadjusted)[/dim]"
+    return ""
+
+
+def render_verdicts(doc: Any, console: Console) -> None:
+    """A study's (or comparison's) warnings, comparison tables and its answer."""
+    for warning in doc.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning.text)}")
+    for comparison in doc.comparisons:
+        table = Table(title=f"{escape(comparison.base)} -> {escape(comparison.new)}", title_justify="left")
+        for col in ("metric", "role", "base", "new", "ratio", f"{100 * (doc.design.confidence or 0.9):g}% CI",
+                    "p (adj.)", "verdict"):
+            table.add_column(col)
+        for m in comparison.metrics:
+            ci = "" if m.ci_low is None else f"{m.ci_low:.3f} - {m.ci_high:.3f}"
+            p = "" if m.p_adjusted is None else f"{m.p_adjusted:.3f}"
+            table.add_row(escape(m.label), m.role, human(m.base_value, m.decimals), human(m.new_value, m.decimals),
+                          _ratio(m.ratio), ci, p, verdict_cell(m))
+        console.print(table)
+        for m in comparison.metrics:
+            if m.role == "primary" and m.no_comparison:
+                console.print(f"[red]{escape(m.label)}: {escape(m.no_comparison)}[/red]")
+    if doc.aa is not None:
+        aa = doc.aa
+        cv = "na" if aa.cv is None else f"{100 * aa.cv:.2f}%"
+        console.print(f"A/A: {escape(REGISTRY.label_of(aa.metric))} CV {cv} over {aa.n_blocks} blocks; "
+                      f"{aa.false_claims} false claim(s) of a change; blocks needed for ±"
+                      f"{100 * (aa.margin or 0.03):g}%: {aa.blocks_needed if aa.blocks_needed is not None else 'na'}"
+                      + ("" if aa.power is None else f" (P(EQUIVALENT) at {aa.n_blocks} blocks: {aa.power:.2f})"))
+    if doc.verdict is not None:
+        colour = {0: "green", 1: "red", 3: "yellow", 4: "red"}.get(doc.verdict.exit_code, "yellow")
+        console.print(f"[{colour}]{escape(doc.verdict.meaning)}[/{colour}]")
+
+
+def human(value: Any, decimals: int | None = None) -> str:
+    """A number as people read it: thousands separators, no exponent, `na` when missing.
+    Large values lose decimals (19,290 not 1.929e+04); small ones keep 3-4 significant digits."""
+    if value is None:
+        return "na"
+    if not isinstance(value, (int, float)):
+        return str(value)
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 100:
+        return f"{value:,.1f}"
+    if decimals is not None and magnitude >= 1:
+        return f"{value:.{max(decimals, 1)}f}"
+    if magnitude == 0:
+        return "0"
+    return f"{value:.4g}" if magnitude < 1 else f"{value:.3g}"

@@ -1,9 +1,9 @@
-"""The report's content as plain strings and tables, built once from a study dict.
+"""The report's content as plain strings and tables, built once from a study document.
 
 The Markdown and the HTML exporters render this same view, so the two formats cannot drift
 apart: a number is formatted here (through `numbers`) or nowhere. Everything is read from the
-study dict documented in docs/architecture.md ("Studies: the study directory and study.json");
-missing fields read as `na` or are left out, never guessed.
+study document's attributes (perflab.records.study); missing values read as `na` or are left
+out, never guessed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from perflab.reduce.registry import GROUPS
+from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
+from perflab.reduce.registry import GROUPS, REGISTRY
 from perflab.report import discussion
 from perflab.report import numbers as fmt
 
@@ -23,8 +24,6 @@ LEGACY_LABEL = "IBM ±3 % on point estimate"
 SECTIONS = (("workload", "1. Workload"), ("hardware", "2. Hardware configuration"),
             ("software", "3. Software configuration"), ("discussion", "4. Measurement discussion"),
             ("data", "5. Measurement data"))
-#: Per-run columns (the brief's set); ITR (H) joins when any run measured it.
-RUN_METRICS = ("etr_t", "itr_s", "itr_h", "util_proc_s", "avg_last_t")
 #: Fingerprint fields first in this order, then any others the machine recorded.
 HARDWARE_ORDER = ("cpu_model", "cores", "online_cpus", "processors", "memory_bytes", "memory_limit_bytes",
                   "real_storage_bytes", "kernel", "kernel_version", "arch", "os", "virtualized", "cgroup_version",
@@ -38,7 +37,6 @@ HARDWARE_NAMES = {"cpu_model": "CPU model", "cores": "cores online", "online_cpu
 MACHINE_IDENTITY = ("cpu_model", "cores", "memory_bytes", "kernel", "arch", "processors")
 SOFTWARE_ORDER = ("sut_version", "adapter", "sqlite_driver", "driver", "python", "perflab")
 SOFTWARE_NAMES = {"sut_version": "SUT version", "adapter": "adapter", "sqlite_driver": "SQLite driver"}
-SWEEP_METRICS = ("etr_t", "itr_s", "itr_h", "util_proc_s", "util_proc_h", "avg_last_t", "resp_p90_t", "pbt_cmd_s")
 
 
 @dataclass
@@ -97,6 +95,7 @@ class StudyView:
     # A sweep has no comparisons to hang the workload and the run list under: the study shows them.
     workload: list[tuple[str, str]] = field(default_factory=list)
     runs: Table | None = None
+    noise: Table | None = None
 
 
 # -- small formatting helpers ------------------------------------------------------------------
@@ -137,103 +136,102 @@ def think_text(think: Any) -> str:
     return f"{dist} ({', '.join(params)})" if params else str(dist)
 
 
-def verdict_cell(entry: Mapping[str, Any]) -> str:
-    verdict = entry.get("verdict")
+def verdict_cell(entry: MetricComparison) -> str:
+    """The verdict column: the error-controlled verdict; an untested secondary's call labelled
+    "(unadjusted)"; "no valid comparison" when every pair was excluded."""
+    if entry.no_comparison:
+        return "no valid comparison"
+    verdict = entry.verdict
     if verdict:
-        return f"{verdict} (material)" if entry.get("material") and verdict in ("BETTER", "WORSE") else str(verdict)
-    direction = discussion._direction(entry)
-    return fmt.NA if direction in ("higher", "lower") else "-"
+        return f"{verdict} (material)" if entry.material and verdict in ("BETTER", "WORSE") else verdict
+    if entry.verdict_unadjusted and entry.adjustment == "unadjusted":
+        word = {"WORSE": "worse", "BETTER": "better"}.get(entry.verdict_unadjusted, entry.verdict_unadjusted.lower())
+        return f"{word}, unadjusted"
+    return fmt.NA if entry.directional else "-"
 
 
 # -- sections ----------------------------------------------------------------------------------
 
-def header(study: Mapping[str, Any]) -> list[tuple[str, str]]:
-    status = text(study.get("status"))
-    if study.get("reason"):
-        status += f" ({study['reason']})"
-    rows = [("study", text(study.get("study_id") or study.get("name"))), ("status", status),
-            ("created", text(study.get("created"))), ("finished", text(study.get("finished")))]
-    if study.get("study_path"):
-        rows.append(("study file", text(study["study_path"])))
+def header(study: StudyDocument) -> list[tuple[str, str]]:
+    status = text(study.status)
+    if study.reason:
+        status += f" ({study.reason})"
+    rows = [("study", text(study.study_id or study.name)), ("status", status),
+            ("created", text(study.created)), ("finished", text(study.finished))]
+    if study.study_path:
+        rows.append(("study file", text(study.study_path)))
+    if study.verdict is not None and study.comparisons:
+        rows.append(("answer", f"{study.verdict.meaning} (exit code {study.verdict.exit_code})"))
     return rows
 
 
-def load_text(load: Mapping[str, Any], runs: Iterable[Mapping[str, Any]] = ()) -> str:
+def load_text(study: StudyDocument) -> str:
     """The load of the design; when the design does not state it (a comparison of stored runs),
     the load the runs themselves recorded, if they all ran at the same one."""
-    load = dict(load)
-    for key in ("users", "rate"):
-        seen = {r.get(key) for r in runs} - {None}
-        if load.get(key) is None and len(seen) == 1:
-            load[key] = seen.pop()
-    if load.get("users") is not None:
-        shown = f"{load['users']} users (closed loop)"
-    elif load.get("rate") is not None:
-        shown = f"{text(load['rate'])} arrivals/s (open loop)"
+    load = study.design.load
+    users, rate = load.users, load.rate
+    if users is None and rate is None:
+        seen_users = {r.users for r in study.runs} - {None}
+        seen_rates = {r.rate for r in study.runs} - {None}
+        users = seen_users.pop() if len(seen_users) == 1 else None
+        rate = seen_rates.pop() if len(seen_rates) == 1 and users is None else None
+    if users is not None:
+        shown = f"{users:,} users (closed loop)"
+    elif rate is not None:
+        shown = f"{text(rate)} arrivals/s (open loop)"
     else:
         shown = fmt.NA
-    if load.get("mode"):
-        shown += f"; {load['mode']}"
-    if load.get("target_util") is not None:
-        shown += f" to {text(load['target_util'])}% UTIL/PROC of the base"
+    if load.mode:
+        shown += f"; {load.mode}"
+    if load.target_util is not None:
+        shown += f" to {text(load.target_util)}% UTIL/PROC of the base"
+    if load.bottleneck:
+        shown += f" (stopped short: {load.bottleneck})"
     return shown
 
 
-def workload_fields(study: Mapping[str, Any]) -> list[tuple[str, str]]:
-    workload = study.get("workload") or {}
-    design = study.get("design") or {}
-    rows = [("name", text(workload.get("name")))]
-    if workload.get("description"):
-        rows.append(("description", " ".join(str(workload["description"]).split())))
-    if workload.get("path"):
-        rows.append(("workload file", text(workload["path"])))
-    target = workload.get("target")
-    if isinstance(target, Mapping):
-        rows.append(("target", text({k: target.get(k) for k in ("kind", "driver", "database") if target.get(k)})))
-    transactions = workload.get("transactions") or []
-    if transactions:
-        rows.append(("transactions", ", ".join(
-            f"{t.get('name')} ({t.get('class') or 'default'})" for t in transactions)))
-    scripts = workload.get("scripts") or []
-    if scripts:
-        rows.append(("scripts (mix)", "; ".join(_script_text(s) for s in scripts)))
-    if workload.get("init_script"):
-        rows.append(("logon script", text(workload["init_script"])))
-    rows.append(("think time", think_text(workload.get("think"))))
-    rows.append(("load", load_text(design.get("load") or {}, study.get("runs") or [])))
-    timing = workload.get("timing") or design.get("timing") or {}
+def workload_fields(study: StudyDocument) -> list[tuple[str, str]]:
+    workload = study.workload
+    rows = [("name", text(workload.name))]
+    if workload.description:
+        rows.append(("description", " ".join(workload.description.split())))
+    if workload.path:
+        rows.append(("workload file", text(workload.path)))
+    if workload.target:
+        rows.append(("target", text({k: workload.target.get(k) for k in ("kind", "driver", "database")
+                                     if workload.target.get(k)})))
+    if workload.transactions:
+        rows.append(("transactions", ", ".join(f"{t.name} ({t.tx_class or 'default'})"
+                                               for t in workload.transactions)))
+    if workload.scripts:
+        rows.append(("scripts (mix)", "; ".join(_script_text(s) for s in workload.scripts)))
+    if workload.init_script:
+        rows.append(("logon script", text(workload.init_script)))
+    rows.append(("think time", think_text(workload.think)))
+    rows.append(("load", load_text(study)))
+    timing = workload.timing or study.design.timing
     if timing:
         rows.append(("timing", ", ".join(f"{k} {seconds(v)}" for k, v in timing.items())))
     return rows
 
 
-def _script_text(script: Mapping[str, Any]) -> str:
-    steps = []
-    for step in script.get("steps") or []:
-        steps.append(step.get("transaction") if isinstance(step, Mapping) else str(step))
-    weight = script.get("weight")
-    shown = f"{script.get('name')}"
-    if weight is not None:
-        shown += f" weight {text(weight)}"
-    return shown + (f": {' → '.join(steps)}" if steps else "")
+def _script_text(script) -> str:
+    shown = script.name
+    if script.weight is not None:
+        shown += f" weight {text(script.weight)}"
+    return shown + (f": {' → '.join(script.steps)}" if script.steps else "")
 
 
-def calibration_table(study: Mapping[str, Any]) -> Table | None:
-    steps = ((study.get("design") or {}).get("load") or {}).get("calibration") or []
+def calibration_table(study: StudyDocument) -> Table | None:
+    steps = study.design.load.calibration
     if not steps:
         return None
-    closed = any(s.get("users") is not None for s in steps)
+    closed = any(s.users is not None for s in steps)
     rows = []
     for i, step in enumerate(steps, 1):
-        rows.append([str(i), text(step.get("users") if closed else step.get("rate")),
-                     fmt.value(step.get("util_proc_s", step.get("util")), "util_proc_s"),
-                     fmt.value(step.get("etr_t"), "etr_t"),
-                     "valid" if step.get("valid", True) else "invalid", text(step.get("run_id"))])
+        rows.append([str(i), text(step.users if closed else step.rate), fmt.value(step.util_proc_s, "util_proc_s"),
+                     fmt.value(step.etr_t, "etr_t"), "valid" if step.valid else "invalid", text(step.run_id)])
     return Table(["step", "users" if closed else "rate", "UTIL/PROC (S) %", "ETR (T) tx/s", "run", "run id"], rows)
-
-
-def _config(study: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    return next((c for c in study.get("configurations") or [] if c.get("name") == name), {})
 
 
 def _ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
@@ -249,10 +247,15 @@ def _hardware_value(key: str, value: Any) -> str:
     return text(value)
 
 
-def side_by_side(study: Mapping[str, Any], configs: list[str], part: str, order: tuple[str, ...],
+def _part(study: StudyDocument, config: str, part: str) -> dict[str, Any]:
+    conf = study.configuration(config)
+    return dict(getattr(conf, part)) if conf is not None else {}
+
+
+def side_by_side(study: StudyDocument, configs: list[str], part: str, order: tuple[str, ...],
                  names: Mapping[str, str], render) -> Table:
     """One row per field; one column when every configuration agrees, else one per configuration."""
-    data = [dict(_config(study, c).get(part) or {}) for c in configs]
+    data = [_part(study, c, part) for c in configs]
     keys = _ordered((k for d in data for k in d), order)
     same = all(d == data[0] for d in data)
     columns = ["field"] + (["all configurations"] if same else list(configs))
@@ -263,16 +266,15 @@ def side_by_side(study: Mapping[str, Any], configs: list[str], part: str, order:
     return Table(columns, rows)
 
 
-def hardware_table(study: Mapping[str, Any], configs: list[str]) -> tuple[Table, list[str]]:
+def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, list[str]]:
     table = side_by_side(study, configs, "hardware", HARDWARE_ORDER, HARDWARE_NAMES, _hardware_value)
     notes = []
-    placement = (study.get("design") or {}).get("placement")
-    if placement:
-        notes.append(f"Placement: {placement}.")
+    if study.design.placement:
+        notes.append(f"Placement: {study.design.placement}.")
     shared = discussion.shared_cpus(study, configs)
     notes.append("Shared: the driver's and the SUT's processors overlap, so the SUT's processors also ran the driver."
                  if shared else "Shared: nothing recorded as shared between the driver and the SUT.")
-    data = [_config(study, c).get("hardware") or {} for c in configs]
+    data = [_part(study, c, "hardware") for c in configs]
     differ = [HARDWARE_NAMES.get(k, k) for k in MACHINE_IDENTITY if len({text(d.get(k)) for d in data}) > 1]
     if differ:
         notes.append(f"The hardware differs between the configurations ({', '.join(differ)}): the comparison "
@@ -280,117 +282,132 @@ def hardware_table(study: Mapping[str, Any], configs: list[str]) -> tuple[Table,
     return table, notes
 
 
-def software_table(study: Mapping[str, Any], configs: list[str]) -> Table:
-    data = [_config(study, c) for c in configs]
-    keys = _ordered((k for d in data for k in (d.get("software") or {})), SOFTWARE_ORDER)
-    rows = [[SOFTWARE_NAMES.get(k, k.replace("_", " "))] + [text((d.get("software") or {}).get(k)) for d in data]
-            for k in keys]
-    rows.append(["what changed"] + [text(d["changes"]) if d.get("changes")
-                                    else ("nothing (base)" if d.get("base") else "not recorded") for d in data])
+def software_table(study: StudyDocument, configs: list[str]) -> Table:
+    confs = [study.configuration(c) for c in configs]
+    keys = _ordered((k for conf in confs if conf is not None for k in conf.software), SOFTWARE_ORDER)
+    rows = [[SOFTWARE_NAMES.get(k, k.replace("_", " "))] + [text(conf.software.get(k) if conf else None)
+                                                            for conf in confs] for k in keys]
+    rows.append(["what changed"] + [text(conf.changes) if conf is not None and conf.changes
+                                    else ("nothing (base)" if conf is not None and conf.base else "not recorded")
+                                    for conf in confs])
     return Table(["field"] + list(configs), rows)
 
 
-def data_table(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> DataTable:
-    base, new = str(comparison.get("base")), str(comparison.get("new"))
-    level = fmt.number((study.get("design") or {}).get("confidence"))
+def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
+    base, new = comparison.base, comparison.new
+    level = fmt.number(study.design.confidence)
     interval = "CI" if level is None else f"{fmt.percent_level(level)} CI"
-    columns = ["metric", "unit", base, new, "delta", "delta %", "ratio", interval, "verdict", LEGACY_LABEL]
+    columns = ["metric", "unit", base, new, "delta", "delta %", "ratio", interval, "p (adj.)", "verdict",
+               LEGACY_LABEL]
     grouped: dict[str, list[list[str]]] = {}
-    for entry in comparison.get("metrics") or []:
-        key = entry.get("key")
+    primary: list[list[str]] = []
+    for entry in comparison.metrics:
+        key = entry.key
         absolute, relative = fmt.changes(entry)
         row = [fmt.label_of(key, entry), fmt.unit_of(key, entry) or "-",
-               fmt.value(entry.get("base_value"), key, entry), fmt.value(entry.get("new_value"), key, entry),
-               fmt.value(absolute, key, entry, signed=True), fmt.pct(relative), fmt.ratio(entry.get("ratio")),
-               fmt.ci_ratio(entry.get("ci_low"), entry.get("ci_high")), verdict_cell(entry),
-               text(entry.get("legacy")) if entry.get("legacy") else fmt.NA]
-        grouped.setdefault(discussion._group_of(entry) or "Other", []).append(row)
+               fmt.value(entry.base_value, key, entry), fmt.value(entry.new_value, key, entry),
+               fmt.value(absolute, key, entry, signed=True), fmt.pct(relative), fmt.ratio(entry.ratio),
+               fmt.ci_ratio(entry.ci_low, entry.ci_high),
+               fmt.fixed(entry.p_adjusted, 3) if entry.p_adjusted is not None else fmt.NA, verdict_cell(entry),
+               text(entry.legacy) if entry.legacy else fmt.NA]
+        if entry.role == "primary":
+            primary.append(row)
+        else:
+            grouped.setdefault(discussion._group_of(entry) or "Other", []).append(row)
     order = list(GROUPS)
     groups = sorted(grouped.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+    if primary:
+        groups.insert(0, ("Primary (the study's verdict)", primary))
     legend = ["Suffixes: (T) driver, (H) whole machine, (S) system under test, (V) SUT component, "
               "(I) CPU counters; no suffix: the SUT's own counters.",
               "Values are geometric means over the valid runs; ratio, interval and verdict are paired by block. "
-              "na: not measured."]
-    return DataTable(columns, groups, verdict_column=8, legend=legend)
+              "p (adj.): the claim's p-value after the report's error control. na: not measured.",
+              "Secondary rows are verdicts only when every primary claim stands; otherwise their call is marked "
+              "'unadjusted' and is no claim."]
+    return DataTable(columns, groups, verdict_column=9, legend=legend)
 
 
-def design_fields(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> list[tuple[str, str]]:
-    design = study.get("design") or {}
-    configs = (comparison.get("base"), comparison.get("new"))
-    schedule = [s for s in design.get("schedule") or [] if len(s) >= 2 and s[1] in configs]
+def design_fields(study: StudyDocument, comparison: ComparisonRecord) -> list[tuple[str, str]]:
+    design = study.design
+    configs = (comparison.base, comparison.new)
     blocks: dict[Any, list[str]] = {}
-    for block, name in (tuple(s[:2]) for s in schedule):
-        blocks.setdefault(block, []).append(str(name))
+    for block, name in design.schedule:
+        if name in configs:
+            blocks.setdefault(block, []).append(str(name))
     order = "; ".join(f"block {b}: {', '.join(names)}" for b, names in blocks.items())
-    rows = [("blocks", text(design.get("blocks"))), ("seed", text(design.get("seed"))),
-            ("run order", order or fmt.NA), ("confidence", fmt.percent_level(design.get("confidence"))),
-            ("margin", fmt.margin(design.get("margin")))]
-    headline = discussion._entry(comparison, discussion.HEADLINE)
-    if headline is not None:
-        rows.append((f"observed CV ({fmt.label_of(headline.get('key'), headline)})",
-                     fmt.pct(headline.get("cv"), signed=False)))
-    gates = design.get("gates") or {}
+    rows = [("blocks", text(design.blocks)), ("seed", text(design.seed)),
+            ("run order", order or fmt.NA), ("confidence", fmt.percent_level(design.confidence)),
+            ("margin", fmt.margin(design.margin)),
+            ("claims of a change, together", fmt.percent_level(design.family_alpha) + " error rate"
+             if design.family_alpha is not None else fmt.NA),
+            ("primary metrics", ", ".join(REGISTRY.label_of(k) for k in design.primary_metrics) or fmt.NA)]
+    head = discussion.headline(study, comparison)
+    if head is not None and head.cv is not None:
+        rows.append((f"observed CV ({fmt.label_of(head.key, head)})", fmt.pct(head.cv, signed=False)))
+    gates = design.gates.model_dump(exclude_none=True)
     if gates:
         rows.append(("validity gates", text(gates)))
     return rows
 
 
-def runs_table(study: Mapping[str, Any], configs: Iterable[str]) -> Table:
-    runs = discussion.runs_of(study, configs)
-    keys = [k for k in RUN_METRICS
-            if k != "itr_h" or any(fmt.number((r.get("metrics") or {}).get(k)) is not None for r in runs)]
+def runs_table(study: StudyDocument, configs: Iterable[str]) -> Table:
+    runs = study.runs_of(list(configs))
+    keys = [k for k in REGISTRY.role("run_columns")
+            if k != "itr_h" or any(fmt.number(r.metrics.get(k)) is not None for r in runs)]
     columns = ["run id", "config", "block", "order", "status", "valid / excluded"]
     columns += [f"{fmt.label_of(k)} ({fmt.unit_of(k)})" if fmt.unit_of(k) else fmt.label_of(k) for k in keys]
     rows = []
-    for run in sorted(runs, key=lambda r: (r.get("order") is None, r.get("order"), str(r.get("run_id")))):
-        metrics = run.get("metrics") or {}
-        rows.append([text(run.get("run_id")), text(run.get("config")), text(run.get("block")), text(run.get("order")),
-                     text(run.get("status")) + (f" ({run['reason']})" if run.get("reason") else ""),
-                     _validity(run)] + [fmt.value(metrics.get(k), k) for k in keys])
+    for run in sorted(runs, key=lambda r: (r.order is None, r.order, r.run_id)):
+        rows.append([text(run.run_id), text(run.config), text(run.block), text(run.order),
+                     text(run.status) + (f" ({run.reason})" if run.reason else ""),
+                     _validity(run)] + [fmt.value(run.metrics.get(k), k) for k in keys])
     return Table(columns, rows)
 
 
-def _validity(run: Mapping[str, Any]) -> str:
-    reasons = run.get("exclusion_reasons") or run.get("invalid_reasons") or []
-    if discussion.is_excluded(run):
-        return "excluded: " + ("; ".join(str(r) for r in reasons) or "no reason recorded")
-    return "valid"
+def _validity(run: StudyRun) -> str:
+    if run.excluded:
+        return "excluded: " + ("; ".join(c.text for c in run.exclusions) or "no reason recorded")
+    notes = "; ".join(c.text for c in run.notes)
+    return "valid" + (f" ({notes})" if notes else "")
 
 
-def warnings_of(study: Mapping[str, Any], comparison: Mapping[str, Any]) -> list[str]:
+def warnings_of(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
     """Every caveat attached to this comparison: the study's, each metric's, each run's."""
-    out: list[str] = [str(w) for w in study.get("warnings") or []]
-    for entry in comparison.get("metrics") or []:
-        out += [f"{fmt.label_of(entry.get('key'), entry)}: {w}" for w in entry.get("warnings") or []]
-    for run in discussion.runs_of(study, (comparison.get("base"), comparison.get("new"))):
-        out += [f"run {run.get('run_id')}: {w}" for w in run.get("warnings") or []]
+    out: list[str] = [w.text for w in study.warnings]
+    for entry in comparison.metrics:
+        out += [f"{fmt.label_of(entry.key, entry)}: {w}" for w in entry.warnings]
+    for run in study.runs_of([comparison.base, comparison.new]):
+        out += [f"run {run.run_id}: {c.text}" for c in run.caveats]
     return list(dict.fromkeys(out))
 
 
-def sweep_table(study: Mapping[str, Any]) -> Table | None:
-    sweep = study.get("sweep")
-    if not sweep or not sweep.get("points"):
+def sweep_table(study: StudyDocument) -> Table | None:
+    sweep = study.sweep
+    if sweep is None or not sweep.points:
         return None
-    points = sweep["points"]
-    present = {k for p in points for k, v in (p.get("metrics") or {}).items() if fmt.number(v) is not None}
-    keys = [k for k in SWEEP_METRICS if k in present]
-    columns = ["config", str(sweep.get("factor"))]
-    if any("runs" in p for p in points):
-        columns.append("valid runs")
+    present = {k for p in sweep.points for k, v in p.metrics.items() if fmt.number(v) is not None}
+    keys = [k for k in REGISTRY.role("sweep") if k in present]
+    columns = ["config", str(sweep.factor), "valid runs"]
     columns += [f"{fmt.label_of(k)} ({fmt.unit_of(k)})" if fmt.unit_of(k) else fmt.label_of(k) for k in keys]
-    rows = []
-    for p in points:
-        row = [text(p.get("config")), text(p.get("value"))]
-        if "valid runs" in columns:
-            row.append(text(p.get("runs")))
-        rows.append(row + [fmt.value((p.get("metrics") or {}).get(k), k) for k in keys])
+    rows = [[text(p.config), text(p.value), text(p.runs)] + [fmt.value(p.metrics.get(k), k) for k in keys]
+            for p in sweep.points]
     return Table(columns, rows)
+
+
+def noise_table(study: StudyDocument) -> Table | None:
+    """Where the primary metrics' noise comes from (perflab.study.noise_report)."""
+    if not study.noise:
+        return None
+    rows = [[REGISTRY.label_of(n.key), n.config, text(n.runs), fmt.pct(n.cv_between, signed=False, decimals=2),
+             fmt.pct(n.cv_within, signed=False, decimals=2), text(n.blocks_needed)] for n in study.noise]
+    return Table(["metric", "config", "valid runs", "CV between runs", "CV within runs (of the mean)",
+                  f"blocks for {fmt.margin(study.design.margin)}"], rows)
 
 
 # -- the whole study ------------------------------------------------------------------------
 
-def comparison_view(study: Mapping[str, Any], comparison: Mapping[str, Any], index: int) -> ComparisonView:
-    base, new = str(comparison.get("base")), str(comparison.get("new"))
+def comparison_view(study: StudyDocument, comparison: ComparisonRecord, index: int) -> ComparisonView:
+    base, new = comparison.base, comparison.new
     configs = [base, new]
     hardware, notes = hardware_table(study, configs)
     return ComparisonView(
@@ -403,23 +420,25 @@ def comparison_view(study: Mapping[str, Any], comparison: Mapping[str, Any], ind
     )
 
 
-def study_view(study: Mapping[str, Any]) -> StudyView:
-    comparisons = study.get("comparisons") or []
+def study_view(study: StudyDocument | Mapping[str, Any]) -> StudyView:
+    study = as_study_document(study)
     observations = []
-    for comparison in comparisons:
+    for comparison in study.comparisons:
         obs = discussion.observation(study, comparison)
         observations.append(Observation(obs["title"], " ".join(x["text"] for x in obs["sentences"]),
                                         list(obs["caveats"])))
+    comparisons = study.comparisons
     return StudyView(
-        title=str(study.get("title") or study.get("name") or "perflab study"),
+        title=study.title or study.name or "perflab study",
         header=header(study), observations=observations, notes=discussion.study_notes(study),
         comparisons=[comparison_view(study, c, i) for i, c in enumerate(comparisons)],
         sweep=sweep_table(study),
         workload=workload_fields(study) if not comparisons else [],
-        runs=all_runs_table(study) if not comparisons and study.get("runs") else None,
+        runs=all_runs_table(study) if not comparisons and study.runs else None,
+        noise=noise_table(study),
     )
 
 
-def all_runs_table(study: Mapping[str, Any]) -> Table:
+def all_runs_table(study: StudyDocument) -> Table:
     """Every run of the study (a sweep has no comparisons to list them under)."""
-    return runs_table(study, {r.get("config") for r in study.get("runs") or []})
+    return runs_table(study, {r.config for r in study.runs})

@@ -119,3 +119,34 @@ def equivalent_overall(comparisons: Sequence[Comparison]) -> Overall:
 
 def _fmt(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.3f}"
+
+
+@dataclass(frozen=True)
+class FamilyDecision:
+    """Which hypotheses of a primary and a secondary family are rejected (claims that stand)."""
+
+    primary_adjusted: list[float]
+    primary_reject: list[bool]
+    secondary_tested: bool
+    secondary_adjusted: list[float]
+    secondary_reject: list[bool]
+
+
+def gatekept_holm(primary_p: Sequence[float], secondary_p: Sequence[float], alpha: float) -> FamilyDecision:
+    """Holm within the primary family; the secondary family is tested (Holm, same alpha) only when
+    every primary hypothesis is rejected -- serial gatekeeping (Westfall & Krishen 2001).
+
+    Family-wise error rate over both families together: at most alpha, whatever the dependence
+    between the tests. Under identical configurations a false primary rejection happens with
+    probability at most alpha, and only then can a secondary one happen, so the whole report
+    claims a change falsely at most alpha of the time. NaN p-values (no test) reject nothing and
+    do not count towards the family size; an empty primary family opens no gate.
+    """
+    p1 = np.asarray(list(primary_p), dtype=float)
+    p2 = np.asarray(list(secondary_p), dtype=float)
+    adj1 = holm(p1) if p1.size else p1
+    reject1 = [bool(x < alpha) for x in adj1]
+    tested = bool(p1.size) and all(reject1)
+    adj2 = holm(p2) if (p2.size and tested) else np.full(p2.shape, np.nan)
+    reject2 = [bool(x < alpha) for x in adj2] if tested else [False] * int(p2.size)
+    return FamilyDecision(adj1.tolist(), reject1, tested, adj2.tolist(), reject2)

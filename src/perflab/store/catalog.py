@@ -3,6 +3,10 @@
 The catalog is an index, not the data: every row can be rebuilt from the run directories'
 run.json files (`Store.rescan`). SQLite's transactions keep it readable whatever happens to
 a writer (SIGKILL included), and a row is only ever added after its run.json exists.
+
+perflab never deletes the catalog. A catalog error (disk full, locked, damaged) is reported as
+such; `perflab runs --rescan` rebuilds the index into a new file beside it and swaps it in with
+one rename, so a reader sees the old catalog or the new one, never none.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from perflab.errors import InputError
+from perflab.records.run import RunRecord, parse_run_record
 
 DEFAULT_HOME = "perflab-runs"
 
@@ -84,58 +89,125 @@ class RunRow:
         return self.status
 
 
+class CatalogError(InputError):
+    """The catalog could not be read or written; the run directories are untouched."""
+
+
 class Store:
     def __init__(self, home: str | Path | None = None):
         self.home = store_home(home)
         self.runs_dir = self.home / "runs"
+        self.catalog_path = self.home / "catalog.sqlite"
 
     # --- catalog ---------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.home / "catalog.sqlite", timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(_SCHEMA)
+    def _connect(self, path: Path | None = None) -> sqlite3.Connection:
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path or self.catalog_path, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise self._error(exc, "open") from None
         return conn
 
-    def index(self, run: dict[str, Any], etr_t: float | None = None) -> None:
-        """Insert or update the catalog row of a run from its run.json content."""
-        cfg = run.get("config", {})
-        row = (
-            run["run_id"], run.get("created", ""), run.get("workload", {}).get("name", "?"), run.get("label"),
-            run.get("study"), run.get("status", "?"), run.get("reason"),
-            None if run.get("valid") is None else int(bool(run.get("valid"))),
-            cfg.get("users"), cfg.get("rate"), run.get("pid"), etr_t, str(self.run_dir(run["run_id"])),
-        )
+    def _error(self, exc: Exception, doing: str) -> CatalogError:
+        detail = getattr(exc, "strerror", None) or str(exc)
+        return CatalogError(f"cannot {doing} the catalog ({detail}); the runs themselves are untouched -- "
+                            f"`perflab runs --rescan` rebuilds the catalog from them", file=self.catalog_path)
+
+    def index(self, record: RunRecord, etr_t: float | None = None) -> None:
+        """Insert or update the catalog row of a run. `etr_t` None keeps a value already indexed
+        (ETR (T) is filled in after reduction, by whoever reduced the run)."""
+        self._write(self.catalog_path, [self._row_of(record, etr_t)])
+
+    def set_etr(self, run_id: str, etr_t: float | None) -> None:
         with self._connect() as conn:
-            conn.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
+            try:
+                conn.execute("UPDATE runs SET etr_t = ? WHERE run_id = ?", (etr_t, run_id))
+            except sqlite3.Error as exc:
+                raise self._error(exc, "update") from None
+
+    def _row_of(self, record: RunRecord, etr_t: float | None) -> tuple:
+        cfg = record.config
+        return (record.run_id, record.created, record.workload_name, record.label, record.study, record.status,
+                record.reason, None if record.valid is None else int(bool(record.valid)), cfg.users, cfg.rate,
+                record.pid, etr_t, str(self.run_dir(record.run_id)))
+
+    def _write(self, path: Path, rows: list[tuple]) -> None:
+        conn = self._connect(path)
+        try:
+            with conn:
+                # Keep an ETR (T) already indexed when the new row has none (re-indexing a run).
+                conn.executemany(
+                    "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
+                    "created=excluded.created, workload=excluded.workload, label=excluded.label, "
+                    "study=excluded.study, status=excluded.status, reason=excluded.reason, valid=excluded.valid, "
+                    "users=excluded.users, rate=excluded.rate, pid=excluded.pid, "
+                    "etr_t=COALESCE(excluded.etr_t, runs.etr_t), path=excluded.path", rows)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
+        finally:
+            conn.close()
 
     def rows(self, limit: int | None = None) -> list[RunRow]:
+        conn = self._connect()
         try:
-            with self._connect() as conn:
-                query = "SELECT * FROM runs ORDER BY created DESC, run_id DESC"
-                if limit:
-                    query += f" LIMIT {int(limit)}"
-                return [_row(r) for r in conn.execute(query)]
-        except sqlite3.DatabaseError:
-            # A damaged index is rebuilt from the run directories, which hold the data.
-            self.rescan(rebuild=True)
-            with self._connect() as conn:
-                return [_row(r) for r in conn.execute("SELECT * FROM runs ORDER BY created DESC")]
+            query = "SELECT * FROM runs ORDER BY created DESC, run_id DESC"
+            if limit:
+                query += f" LIMIT {int(limit)}"
+            return [_row(r) for r in conn.execute(query)]
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read") from None
+        finally:
+            conn.close()
+
+    def _old_etr(self) -> dict[str, float]:
+        """ETR (T) values the current catalog holds (they are kept across a rescan)."""
+        if not self.catalog_path.exists():
+            return {}
+        try:
+            conn = sqlite3.connect(f"file:{self.catalog_path}?mode=ro", uri=True, timeout=30)
+            try:
+                return {r[0]: r[1] for r in conn.execute("SELECT run_id, etr_t FROM runs WHERE etr_t IS NOT NULL")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return {}
 
     def rescan(self, rebuild: bool = False) -> int:
-        """Re-index every run directory that has a readable run.json."""
-        if rebuild:
-            (self.home / "catalog.sqlite").unlink(missing_ok=True)
-        count = 0
+        """Re-index every run directory that has a readable run.json.
+
+        rebuild: build a complete new catalog in a temporary file and rename it over the old one
+        (atomic); runs indexed meanwhile by a concurrent writer are carried over from the old one.
+        """
+        records = []
         for run_json in sorted(self.runs_dir.glob("*/run.json")):
             try:
-                run = json.loads(run_json.read_text())
-            except (OSError, ValueError):
+                records.append(parse_run_record(json.loads(run_json.read_text()), run_json))
+            except (OSError, ValueError, InputError):
                 continue
-            self.index(run)
-            count += 1
-        return count
+        if not rebuild:
+            self._write(self.catalog_path, [self._row_of(r, None) for r in records])
+            return len(records)
+        etr = self._old_etr()
+        tmp = self.home / f".catalog.{os.getpid()}.{secrets.token_hex(3)}.sqlite"
+        try:
+            self._write(tmp, [self._row_of(r, etr.get(r.run_id)) for r in records])
+            os.replace(tmp, self.catalog_path)
+        finally:
+            for leftover in (tmp, Path(str(tmp) + "-wal"), Path(str(tmp) + "-shm")):
+                leftover.unlink(missing_ok=True)
+        # Whatever a concurrent writer indexed while the new file was built (its run.json may
+        # have appeared after the scan) is indexed again from its directory.
+        seen = {r.run_id for r in records}
+        late = [p for p in self.runs_dir.glob("*/run.json") if p.parent.name not in seen]
+        for run_json in late:
+            try:
+                self.index(parse_run_record(json.loads(run_json.read_text()), run_json))
+            except (OSError, ValueError, InputError):
+                continue
+        return len(records) + len(late)
 
     # --- run directories --------------------------------------------------------------------
 
@@ -166,11 +238,11 @@ class Store:
             raise InputError(f"{ref!r} matches {len(matches)} runs; give more of the id", field="RUN")
         raise InputError(f"no run {ref!r} in {self.runs_dir}", field="RUN")
 
-    def iter_runs(self) -> Iterator[dict]:
+    def iter_runs(self) -> Iterator[RunRecord]:
         for run_json in sorted(self.runs_dir.glob("*/run.json")):
             try:
-                yield json.loads(run_json.read_text())
-            except (OSError, ValueError):
+                yield parse_run_record(json.loads(run_json.read_text()), run_json)
+            except (OSError, ValueError, InputError):
                 continue
 
 

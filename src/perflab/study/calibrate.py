@@ -26,6 +26,7 @@ class CalibrationResult:
     rate: float | None
     steps: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    bottleneck: str | None = None
 
 
 def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], dict], closed: bool,
@@ -67,8 +68,32 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
     chosen = best or result.steps[-1]
     result.users, result.rate = chosen["users"], chosen["rate"]
     if chosen["util_proc_s"] is not None and abs(chosen["util_proc_s"] - rule.target_util) > rule.tolerance:
+        result.bottleneck = bottleneck(result.steps, rule.target_util)
         result.warnings.append(
             f"calibration reached UTIL/PROC (S) {chosen['util_proc_s']:.1f}%, not the target "
             f"{rule.target_util:.0f}% ± {rule.tolerance:.0f} (after {len(result.steps)} steps): the comparison runs "
-            f"at {'%d users' % chosen['users'] if closed else '%.1f/s' % chosen['rate']}")
+            f"at {'%d users' % chosen['users'] if closed else '%.1f/s' % chosen['rate']}"
+            + (f"; {result.bottleneck}" if result.bottleneck else ""))
     return result
+
+
+def bottleneck(steps: list[dict], target: float) -> str | None:
+    """What stopped calibration short of its target, from the evidence of its steps."""
+    from perflab.caveats import DRIVER_SATURATION_PCT
+
+    last = steps[-1]
+    driver = last.get("driver_util")
+    if driver is not None and driver >= DRIVER_SATURATION_PCT:
+        return (f"the driver stopped it: driver CPU {driver:.0f}% at the last step (it cannot offer more load; "
+                f"use an external driver or fewer, costlier transactions)")
+    if not last.get("valid", True):
+        return "the last calibration run was invalid (see its run)"
+    loads = [(s.get("users") or s.get("rate"), s.get("util_proc_s"), s.get("etr_t")) for s in steps]
+    loads = [x for x in loads if None not in x]
+    if len(loads) >= 2:
+        (l0, u0, e0), (l1, u1, e1) = min(loads), max(loads)
+        if l1 > l0 * 1.2 and u1 < target and e0 > 0 and (e1 / e0) < 1 + 0.5 * (l1 / l0 - 1):
+            return (f"the SUT saturated below the target: raising the load {l1 / l0:.1f}x raised ETR (T) only "
+                    f"{e1 / e0:.2f}x and UTIL/PROC (S) from {u0:.1f}% to {u1:.1f}% -- something other than its CPU "
+                    f"(a lock between its processes, synchronous I/O, a queue in the driver) limits it")
+    return None

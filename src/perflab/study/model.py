@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from perflab import caveats as cav
+from perflab.stats.criteria import Criteria, DEFAULT_FAMILY_ALPHA
+from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload.model import Strict, Timing, parse_duration
 
 
@@ -81,10 +84,11 @@ class LoadRule(Strict):
 
 
 class Gates(Strict):
-    max_error_rate: float = Field(default=0.01, ge=0, le=1)
+    max_error_rate: float = Field(default=cav.MAX_ERROR_RATE, ge=0, le=1)
     util_band: tuple[float, float] | None = Field(default=None, description="UTIL/PROC (S) band for base runs; "
                                                   "default: target ± 10 when calibrated")
-    max_etr_trend: float = Field(default=0.10, gt=0, description="largest relative ETR (T) change across the window")
+    max_etr_trend: float = Field(default=cav.MAX_DRIFT, gt=0, description="largest drift across the window: closed "
+                                 "loop, the relative change of ETR (T); open loop, completions short of arrivals")
 
 
 class Sweep(Strict):
@@ -98,17 +102,25 @@ class Study(Strict):
     workload: str = Field(description="workload file, relative to the study file")
     configurations: list[Configuration] = Field(default_factory=list)
     load: LoadRule = Field(default_factory=LoadRule)
-    blocks: int = Field(default=6, ge=1, description="randomized interleaved blocks (repetitions)")
+    blocks: int = Field(default=6, ge=1, le=1000, description="randomized interleaved blocks (repetitions); a "
+                        f"comparison needs at least {MIN_BLOCKS} (fewer give no interval), a sweep at least 1")
     seed: int = 1
-    margin: float = Field(default=0.03, gt=0, lt=0.5)
-    confidence: float = Field(default=0.90, gt=0.5, lt=1)
+    margin: float = Field(default=0.03, gt=0, lt=0.5, description="equivalence margin: 0.03 = ±3%")
+    confidence: float = Field(default=0.90, gt=0.5, lt=1, description="level of the intervals (EQUIVALENT: TOST)")
+    family_alpha: float = Field(default=DEFAULT_FAMILY_ALPHA, gt=0, lt=0.5,
+                                description="error rate of the report's claims of a change, all together (Holm, "
+                                            "gatekeeping)")
     timing: Timing | None = None
     gates: Gates = Field(default_factory=Gates)
     sweep: Sweep | None = None
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
-    gate_metrics: list[str] = Field(default_factory=lambda: ["itr_s"],
-                                    description="metrics whose verdicts decide the exit code of compare")
+    gate_metrics: list[str] = Field(default_factory=lambda: ["itr_s"], min_length=1,
+                                    description="the primary metrics: their verdicts answer the study and decide "
+                                                "its exit code")
 
+    @property
+    def criteria(self) -> Criteria:
+        return Criteria(self.margin, self.confidence, self.family_alpha)
 
 
 def check_study(study: Study) -> None:
@@ -120,5 +132,15 @@ def check_study(study: Study) -> None:
         raise LocatedError(("configurations",), f"configuration names must be unique: {names}")
     if study.sweep is None and len(study.configurations) < 2:
         raise LocatedError(("configurations",), "a comparison needs at least two configurations (the first is the base)")
+    if study.sweep is None and study.blocks < MIN_BLOCKS:
+        raise LocatedError(("blocks",), f"a comparison needs at least {MIN_BLOCKS} blocks (fewer give no interval); "
+                                        f"got {study.blocks}")
     if study.sweep is not None and len(study.configurations) > 1:
         raise LocatedError(("sweep",), "a sweep varies one factor of one configuration; give at most one configuration")
+    from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+
+    for field in ("metrics", "gate_metrics"):
+        keys = getattr(study, field) or []
+        for i, key in enumerate(keys):
+            if REGISTRY.unknown_keys([key], COMPONENT_COMPARED):
+                raise LocatedError((field, i), f"unknown metric key {key!r}: `perflab metrics` lists the keys")

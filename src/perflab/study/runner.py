@@ -1,5 +1,6 @@
 """Run a study: calibrate, run every configuration in randomized interleaved blocks, reduce
-each run, apply the validity gates, compare, and write study.json and the reports.
+each run, judge it with the one exclusion rule, compare with error control, and write
+study.json (the reports are written by the caller).
 
 study.json is rewritten after every run, so a study stopped half-way (Ctrl-C, a failure)
 keeps what it measured and reports on it, marked interrupted.
@@ -7,27 +8,37 @@ keeps what it measured and reports on it, marked interrupted.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from perflab.drive.run import RunRequest, execute_run
+from perflab import caveats as cav
+from perflab.drive.lifecycle import RunObserver
+from perflab.drive.plan import RunRequest
+from perflab.drive.run import execute_run
 from perflab.errors import InputError
+from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, \
+    SweepRecord
+from perflab.reduce.reduce import reduce_run
+from perflab.reduce.registry import REGISTRY
+from perflab.stats.noise import power
 from perflab.stats.schedule import interleaved_schedule
+from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import calibrate
-from perflab.study.compare import DEFAULT_METRICS, compare_configs, flatten_components, with_component_keys
+from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
-from perflab.study.gates import check_run
+from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import Configuration, Study, check_study
-from perflab.sut.fingerprint import split_fingerprint
+from perflab.study.noise_report import noise_rows, scatter_flags
+from perflab.study.validity import GateSettings
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import LocatedError, Workload
 
-UTIL_BAND_HALF_WIDTH = 10.0
+#: The power an A/A study plans blocks for (the chance of EQUIVALENT when nothing changed).
+AA_POWER = 0.80
 
 
 @dataclass
@@ -37,6 +48,7 @@ class StudyOptions:
     stagger: float | None = None
     blocks: int | None = None
     monitor: bool = True
+    aa: bool = False
 
 
 def load_study(path: Path) -> tuple[Study, Workload, Path]:
@@ -62,26 +74,36 @@ def load_study(path: Path) -> tuple[Study, Workload, Path]:
     return study, workload, workload_path
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
 class StudyRunner:
     def __init__(self, study_path: Path, store: Store, options: StudyOptions | None = None,
-                 on_event: Callable[[str, dict], None] | None = None):
+                 on_event: Callable[[str, dict], None] | None = None, observer: RunObserver | None = None):
         self.study_path = Path(study_path)
         self.study, self.workload, self.workload_path = load_study(self.study_path)
         self.store = store
         self.options = options or StudyOptions()
+        least = 1 if self.study.sweep is not None else MIN_BLOCKS
+        if self.options.blocks is not None and (self.options.blocks < least or self.options.blocks > 1000):
+            raise InputError(f"expected {least} to 1000 blocks ({MIN_BLOCKS} or more for a comparison: fewer give no "
+                             f"interval), got {self.options.blocks}", field="--blocks")
+        if self.options.aa and self.study.sweep is not None:
+            raise InputError("an A/A study compares the base with itself; a sweep has no base to repeat",
+                             field="--aa")
         self.on_event = on_event or (lambda kind, info: None)
-        self.study_id = new_run_id(self.study.name)
+        self.observer = observer
+        self.study_id = new_run_id(self.study.name + ("-aa" if self.options.aa else ""))
         self.dir = store.home / "studies" / self.study_id
         self.interrupted: str | None = None
+        self._sweep_values: dict[str, Any] = {}
 
     # --- configurations --------------------------------------------------------------------
 
     def _configurations(self) -> list[Configuration]:
         study = self.study
+        if self.options.aa:
+            base = study.configurations[0]
+            twin = base.model_copy(deep=True)
+            twin.name = f"{base.name} (A/A)"
+            return [base, twin]
         if study.sweep is None:
             return list(study.configurations)
         base = study.configurations[0] if study.configurations else Configuration(name="base")
@@ -90,8 +112,9 @@ class StudyRunner:
             point = base.model_copy(deep=True)
             point.name = f"{study.sweep.factor}={value}"
             if study.sweep.factor in ("sut_cpus", "memory_limit", "workers"):
-                setattr(point, study.sweep.factor, Configuration.model_validate({"name": "x", study.sweep.factor: value})
-                        .__getattribute__(study.sweep.factor))
+                setattr(point, study.sweep.factor,
+                        getattr(Configuration.model_validate({"name": "x", study.sweep.factor: value}),
+                                study.sweep.factor))
             points.append((point, value))
         self._sweep_values = {p.name: v for p, v in points}
         return [p for p, _ in points]
@@ -108,9 +131,7 @@ class StudyRunner:
     # --- one run ----------------------------------------------------------------------------
 
     def _run(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
-             block: int | None, order: int | None, purpose: str) -> tuple[Any, Any]:
-        from perflab.reduce.reduce import reduce_run
-
+             block: int | None, order: int | None, purpose: str):
         timing = self._timing()
         sweep = self.study.sweep
         if sweep is not None and sweep.factor == "users" and purpose == "measure":
@@ -122,20 +143,20 @@ class StudyRunner:
             users=users, rate=rate, duration=measurement, stagger=timing["stagger"],
             stabilization=timing["stabilization"], seed=None, label=config.name, study=self.study_id,
             workers=config.workers, sut_cpus=config.sut_cpus, monitor=self.options.monitor,
-            memory_limit=config.memory_limit,
-            extra={"block": block, "order": order, "purpose": purpose, "configuration": config.name},
-        )
+            memory_limit=config.memory_limit, block=block, order=order, purpose=purpose,
+            configuration=config.name)
         self.on_event("run-start", {"config": config.name, "block": block, "order": order, "purpose": purpose,
                                     "users": users, "rate": rate})
-        result = execute_run(request, self.store)
+        result = execute_run(request, self.store, self.observer)
         metrics = reduce_run(result.run_dir)
+        self.store.set_etr(result.run_id, metrics.values.get("etr_t"))
         if result.status == "interrupted":
             self.interrupted = result.reason
         return result, metrics
 
     # --- the study ----------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> StudyDocument:
         study = self.study
         self.dir.mkdir(parents=True, exist_ok=False)
         configs = self._configurations()
@@ -143,28 +164,29 @@ class StudyRunner:
         blocks = self.options.blocks or study.blocks
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
         timing = self._timing()
-        doc: dict[str, Any] = {
-            "study_id": self.study_id, "name": study.name,
-            "title": study.title or " -> ".join(c.name for c in configs),
-            "status": "running", "reason": None, "created": _now(), "finished": None,
-            "study_path": str(self.study_path), "study": study.model_dump(mode="json"),
-            "workload": self._workload_summary(),
-            "design": {"blocks": blocks, "seed": study.seed, "margin": study.margin, "confidence": study.confidence,
-                       "schedule": [list(s) for s in schedule], "timing": timing,
-                       "gates": study.gates.model_dump(mode="json"), "load": {}, "placement": None},
-            "configurations": [{"name": c.name, "base": c is base, "changes": c.changes(), "software": {},
-                                "hardware": {}} for c in configs],
-            "runs": [], "comparisons": [], "sweep": None,
-            "warnings": one_variable_warnings(study),
-        }
+        primary = study.gate_metrics or default_primary()
+        keys = study.metrics or list(REGISTRY.role("compared"))
+        doc = StudyDocument(
+            study_id=self.study_id, name=study.name + (" (A/A)" if self.options.aa else ""),
+            title=study.title or " -> ".join(c.name for c in configs), status="running", created=now_iso(),
+            study_path=str(self.study_path), study=study.model_dump(mode="json"),
+            workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
+                                      timing),
+            design=Design(blocks=blocks, seed=study.seed, schedule=[tuple(s) for s in schedule], timing=timing,
+                          aa=self.options.aa),
+            configurations=new_configurations([(c.name, c.changes()) for c in configs]))
+        gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
+                             tuple(study.gates.util_band) if study.gates.util_band else None)
+        self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
+        for text in one_variable_warnings(study):
+            self.builder.warn(cav.note(text))
         self.doc = doc
         self._save()
         users, rate = self._decide_load(base, doc)
-        util_band = study.gates.util_band
-        if util_band is None and study.load.calibrate is not None:
+        if gates.util_band is None and study.load.calibrate is not None:
             target = study.load.calibrate.target_util
-            util_band = (target - UTIL_BAND_HALF_WIDTH, min(100.0, target + UTIL_BAND_HALF_WIDTH))
-        doc["design"]["gates"]["util_band"] = list(util_band) if util_band else None
+            self.builder.set_util_band((target - cav.UTIL_BAND_HALF_WIDTH,
+                                        min(100.0, target + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
         for order, (block, name) in enumerate(schedule):
@@ -173,47 +195,44 @@ class StudyRunner:
             self.on_event("progress", {"index": order, "total": len(schedule), "elapsed": time.monotonic() - started})
             config = by_name[name]
             result, metrics = self._run(config, users, rate, timing["measurement"], block, order, "measure")
-            self._record(doc, config, block, order, result, metrics, util_band, is_base=config is base)
+            run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=config is base)
+            self.on_event("run-end", {"config": config.name, "block": block, "run_id": result.run_id,
+                                      "status": result.status, "excluded": run.excluded,
+                                      "reasons": [c.text for c in run.exclusions],
+                                      "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
+                                      "itr_s": run.metric("itr_s")})
             self._save()
-        doc["comparisons"] = self._compare(doc, configs)
         if study.sweep is not None:
-            doc["sweep"] = self._sweep_summary(doc, configs)
-        doc["status"] = "interrupted" if self.interrupted else "complete"
-        doc["reason"] = self.interrupted
-        doc["finished"] = _now()
+            doc.sweep = self._sweep_summary(doc, configs)
+        self.builder.judge()
+        doc.noise = noise_rows(doc)
+        for caveat in scatter_flags(doc):
+            self.builder.warn(caveat)
+        if self.options.aa:
+            doc.aa = aa_result(doc)
+        doc.status = "interrupted" if self.interrupted else "complete"
+        doc.reason = self.interrupted
+        doc.finished = now_iso()
         self._save()
         return doc
 
     def _save(self) -> None:
-        write_json_atomic(self.dir / "study.json", self.doc)
+        write_json_atomic(self.dir / "study.json", self.doc.dump())
 
-    def _workload_summary(self) -> dict[str, Any]:
-        w = self.workload
-        return {
-            "name": w.name, "description": w.description, "path": str(self.workload_path),
-            "target": w.target.model_dump(mode="json"),
-            "transactions": [{"name": t.name, "class": t.tx_class} for t in w.transactions],
-            "scripts": [{"name": s.name, "weight": s.weight, "steps": [st.transaction for st in s.steps]}
-                        for s in w.scripts],
-            "init_script": w.init_script,
-            "think": w.think.model_dump(mode="json", by_alias=True) if w.think else None,
-            "timing": self._timing(),
-        }
-
-    def _decide_load(self, base: Configuration, doc: dict) -> tuple[int | None, float | None]:
+    def _decide_load(self, base: Configuration, doc: StudyDocument) -> tuple[int | None, float | None]:
         rule = self.study.load
         w = self.workload
         closed = w.closed if rule.rate is None else False
         if rule.users is not None:
-            doc["design"]["load"] = {"mode": "fixed", "users": rule.users, "rate": None}
+            doc.design.load = LoadRecord(mode="fixed", users=rule.users)
             return rule.users, None
         if rule.rate is not None:
-            doc["design"]["load"] = {"mode": "fixed", "users": None, "rate": rule.rate}
+            doc.design.load = LoadRecord(mode="fixed", rate=rule.rate)
             return None, rule.rate
         if rule.calibrate is None:
             users = getattr(w.load, "users", None)
             rate = getattr(w.load, "rate", None)
-            doc["design"]["load"] = {"mode": "workload", "users": users, "rate": rate}
+            doc.design.load = LoadRecord(mode="workload", users=users, rate=rate)
             return users, rate
         cal = rule.calibrate
 
@@ -224,60 +243,47 @@ class StudyRunner:
             if util is None:
                 util = values.get("util_proc_h")
             return {"util": util, "etr_t": values.get("etr_t"), "run_id": result.run_id, "valid": result.valid,
-                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu")}
+                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu"), "values": values}
 
         outcome = calibrate(cal, measure, closed, getattr(w.load, "users", None), getattr(w.load, "rate", None),
                             on_step=lambda step: self.on_event("calibration-step", step))
-        doc["design"]["load"] = {"mode": "calibrated", "users": outcome.users, "rate": outcome.rate,
-                                 "target_util": cal.target_util, "tolerance": cal.tolerance,
-                                 "calibration": outcome.steps}
-        doc["warnings"].extend(outcome.warnings)
+        doc.design.load = LoadRecord(mode="calibrated", users=outcome.users, rate=outcome.rate,
+                                     target_util=cal.target_util, tolerance=cal.tolerance,
+                                     calibration=[CalibrationStep.model_validate(s) for s in outcome.steps],
+                                     bottleneck=outcome.bottleneck)
+        for text in outcome.warnings:
+            self.builder.warn(cav.note(text))
         self._save()
         return outcome.users, outcome.rate
 
-    def _record(self, doc: dict, config: Configuration, block: int, order: int, result, metrics,
-                util_band, is_base: bool) -> None:
-        import json
-
-        run = json.loads((result.run_dir / "run.json").read_text())
-        values = flatten_components(dict(metrics.values), metrics.per_component)
-        reasons = check_run(run, values, metrics.per_interval, self.study.gates, util_band, is_base)
-        entry = {
-            "run_id": result.run_id, "config": config.name, "block": block, "order": order,
-            "status": run["status"], "reason": run.get("reason"), "valid": not reasons, "excluded": bool(reasons),
-            "exclusion_reasons": reasons, "users": run["config"].get("users"), "rate": run["config"].get("rate"),
-            "metrics": values, "per_class": metrics.per_class, "per_interval": metrics.per_interval,
-            "warnings": list(metrics.warnings),
-        }
-        doc["runs"].append(entry)
-        conf = next(c for c in doc["configurations"] if c["name"] == config.name)
-        if not conf["software"]:
-            fp = run.get("fingerprint", {})
-            conf["hardware"], conf["software"] = split_fingerprint(fp)
-            conf["software"]["adapter"] = self.workload.target.kind
-            conf["hardware"]["processors"] = run["config"].get("processors")
-            conf["hardware"]["real_storage_bytes"] = run["config"].get("real_storage_bytes")
-            doc["design"]["placement"] = fp.get("placement")
-        self.on_event("run-end", {"config": config.name, "block": block, "run_id": result.run_id,
-                                  "status": run["status"], "excluded": bool(reasons), "reasons": reasons,
-                                  "etr_t": values.get("etr_t"), "util_proc_s": values.get("util_proc_s"),
-                                  "itr_s": values.get("itr_s")})
-
-    def _compare(self, doc: dict, configs: list[Configuration]) -> list[dict]:
-        if self.study.sweep is not None:
-            return []
-        metrics = with_component_keys(self.study.metrics or DEFAULT_METRICS, doc["runs"])
-        base = configs[0].name
-        return [compare_configs(doc["runs"], base, c.name, metrics, self.study.margin, self.study.confidence)
-                for c in configs[1:]]
-
-    def _sweep_summary(self, doc: dict, configs: list[Configuration]) -> dict:
-        from perflab.study.compare import geomean
-
-        keys = self.study.metrics or DEFAULT_METRICS
+    def _sweep_summary(self, doc: StudyDocument, configs: list[Configuration]) -> SweepRecord:
+        keys = self.study.metrics or list(REGISTRY.role("sweep"))
         points = []
         for c in configs:
-            runs = [r for r in doc["runs"] if r["config"] == c.name and not r["excluded"]]
-            points.append({"config": c.name, "value": self._sweep_values[c.name], "runs": len(runs),
-                           "metrics": {k: geomean(r["metrics"].get(k) for r in runs) for k in keys}})
-        return {"factor": self.study.sweep.factor, "values": list(self.study.sweep.values), "points": points}
+            runs = [r for r in doc.runs_of(c.name) if not r.excluded]
+            points.append(SweepPoint(config=c.name, value=self._sweep_values[c.name], runs=len(runs),
+                                     metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
+        return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=points)
+
+
+def aa_result(doc: StudyDocument) -> AAResult | None:
+    """What an A/A study says about the lab: the observed noise of the primary metric, how many
+    claims of a change the report made about identical configurations (each one false), and the
+    blocks the margin needs at `AA_POWER` -- the seeds' ±3% rule made measurable."""
+    if not doc.comparisons:
+        return None
+    comparison = doc.comparisons[0]
+    key = doc.design.primary_metrics[0] if doc.design.primary_metrics else default_primary()[0]
+    entry = comparison.entry(key)
+    claims = [f"{m.label}: {m.verdict}" for m in comparison.metrics if m.verdict in CLAIMS]
+    result = AAResult(metric=key, false_claims=len(claims), claims=claims, margin=doc.design.margin)
+    if entry is None or entry.cv is None:
+        return result
+    result.cv, result.n_blocks = entry.cv, entry.n_blocks
+    margin = doc.design.margin or 0.03
+    result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or 0.90,
+                                         power=AA_POWER)
+    if entry.cv > 0 and entry.n_blocks >= MIN_BLOCKS:
+        result.power = power(entry.cv, entry.n_blocks, 1.0, margin=margin,
+                             confidence=doc.design.confidence or 0.90).equivalent
+    return result

@@ -50,3 +50,22 @@ def resolve_placement(driver_cpus: list[int] | None, sut_cpus: list[int] | None)
         rest = [c for c in cpus if c not in driver_cpus]
         return Placement(list(driver_cpus), rest or list(driver_cpus))
     return Placement(list(driver_cpus), list(sut_cpus))
+
+
+def parse_cpus(text: str | None, option: str = "--cpus") -> list[int] | None:
+    """CPU numbers from '1', '0,2-3'; InputError naming the option otherwise."""
+    if text is None:
+        return None
+    try:
+        cpus: list[int] = []
+        for part in text.split(","):
+            if "-" in part:
+                low, high = part.split("-")
+                cpus.extend(range(int(low), int(high) + 1))
+            elif part.strip():
+                cpus.append(int(part))
+    except ValueError:
+        raise InputError(f"expected CPU numbers such as 1 or 0,2-3, got {text!r}", field=option) from None
+    if not cpus or any(c < 0 or c > 4095 for c in cpus):
+        raise InputError(f"expected CPU numbers such as 1 or 0,2-3, got {text!r}", field=option)
+    return cpus

@@ -79,12 +79,15 @@ class TableBuilder:
         return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def run_external(workload, kind: str, run_dir, workload_dir, phases, t0: float, t0_epoch: float, users, rate, seed,
-                 n_workers: int, driver_cpus: list[int], dsn: str | None, failure) -> ExternalResult:
+def run_external(plan, run_dir, t0: float, t0_epoch: float, dsn: str | None, failure) -> ExternalResult:
+    """Run the workload's external driver as the plan says (load, seed, phases, driver CPUs)."""
+    workload, kind, phases = plan.workload, plan.workload.driver.kind, plan.phases
+    users, rate, driver_cpus = plan.users, plan.rate, plan.placement.driver_cpus
     if kind == "pgbench":
         from perflab.drive.external.pgbench import run_pgbench
 
-        return run_pgbench(workload, run_dir, phases, t0, t0_epoch, users, rate, n_workers, driver_cpus, dsn, failure)
+        return run_pgbench(workload, run_dir, phases, t0, t0_epoch, users, rate, plan.workers, driver_cpus, dsn,
+                           failure)
     if kind == "k6":
         from perflab.drive.external.k6 import run_k6
 

@@ -1,0 +1,180 @@
+"""Caveats: every reason perflab gives for distrusting a number, and every threshold behind one.
+
+A caveat is a value, not a log line (DESIGN.md, "Warnings are values"): a code a program can
+test, the numbers it is about, and the sentence a reader sees. Each code is made by exactly one
+function here, so the sentence and the threshold it quotes are written once; the study, `perflab
+compare`, the reports and the terminal all receive the same object and never parse its text.
+
+Whether a caveat *excludes* a run from a verdict is decided by the gate that raised it
+(`perflab.study.validity`), not by the caveat: a run-level caveat such as "driver saturated"
+excludes wherever it appears, a reduction note such as "Little's law off by 7%" never does.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# -- thresholds: each defined here once and imported wherever it is applied -----------------------
+
+#: The driver must not set the pace: above this share of its CPU it may have.
+DRIVER_SATURATION_PCT = 90.0
+#: Little's law holds exactly for a stationary closed system observed long enough; beyond this
+#: (and beyond the run's own sampling error, see `reduce`) the response rows deserve a caveat.
+LITTLE_TOLERANCE_PCT = 5.0
+#: Default largest share of transactions that may end in an error in a valid run.
+MAX_ERROR_RATE = 0.01
+#: Default largest relative change across the window before a run is "not steady": closed loop,
+#: the line through ETR (T); open loop, the shortfall of completions against arrivals.
+MAX_DRIFT = 0.05
+#: Two-sided significance of the steady-state test: a run is excluded for a drift only when the
+#: drift is also beyond what its own interval-to-interval scatter explains at this level
+#: (Student's t with n - 2 degrees of freedom for a line through n intervals).
+STEADY_ALPHA = 0.01
+#: Fewer intervals than this cannot be judged for steadiness at all: a caveat, never an exclusion.
+MIN_STEADY_INTERVALS = 4
+#: Default half-width of the utilization band around a calibration target (base runs only).
+UTIL_BAND_HALF_WIDTH = 10.0
+#: A run whose interval-to-interval scatter of the primary metric is this many times the median
+#: of its configuration's runs is flagged for a look (never excluded for it).
+SCATTER_FLAG_RATIO = 3.0
+
+
+class Code(StrEnum):
+    """Every caveat perflab raises. The value is stable: it is stored in run.json/study.json."""
+
+    RUN_NOT_COMPLETE = "run_not_complete"
+    DRIVER_SATURATED = "driver_saturated"
+    HUNG_TRANSACTIONS = "hung_transactions"
+    ERROR_RATE = "error_rate"
+    NO_TRANSACTIONS = "no_transactions"
+    NOT_STEADY = "not_steady"
+    FELL_BEHIND = "fell_behind"
+    STEADY_UNJUDGED = "steady_unjudged"
+    UTIL_OUT_OF_BAND = "util_out_of_band"
+    LITTLE_LAW = "little_law"
+    TRANSACTIONS_MISSING = "transactions_missing"
+    SAMPLES_MISSING = "samples_missing"
+    MONITOR = "monitor"
+    SCATTER = "scatter"
+    NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
+    LEGACY = "legacy"          # a reason stored as plain text by an older perflab
+
+
+class Caveat(BaseModel):
+    """One reason to be careful: `code` for programs, `text` for people, `values` for both."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    code: Code
+    text: str
+    values: dict[str, Any] = Field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def as_caveat(item: Caveat | str | dict) -> Caveat:
+    """A stored reason as a Caveat: older run.json files (format 1) kept plain sentences."""
+    if isinstance(item, Caveat):
+        return item
+    if isinstance(item, dict):
+        return Caveat.model_validate(item)
+    return Caveat(code=Code.LEGACY, text=str(item))
+
+
+def note(text: str, **values: Any) -> Caveat:
+    return Caveat(code=Code.NOTE, text=text, values=values)
+
+
+# -- one constructor per code: the sentence is written here and nowhere else ---------------------
+
+def run_not_complete(status: str, reason: str | None) -> Caveat:
+    return Caveat(code=Code.RUN_NOT_COMPLETE, text=f"run {status}" + (f": {reason}" if reason else ""),
+                  values={"status": status, "reason": reason})
+
+
+def driver_saturated(util_pct: float | None, tool: str | None = None) -> Caveat:
+    shown = "saturated" if util_pct is None else f"{util_pct:.0f}% of one core"
+    who = f" ({tool})" if tool else ""
+    return Caveat(code=Code.DRIVER_SATURATED,
+                  text=f"driver CPU {shown}{who}: run invalid (the driver, not the SUT, set the pace)",
+                  values={"util_pct": util_pct, "limit_pct": DRIVER_SATURATION_PCT, "tool": tool})
+
+
+def hung_transactions(count: int, deadline_s: float | None) -> Caveat:
+    limit = "" if deadline_s is None else f" (deadline {deadline_s:g} s)"
+    return Caveat(code=Code.HUNG_TRANSACTIONS,
+                  text=f"{count} transaction(s) did not finish in time{limit}: their worker was killed; run invalid",
+                  values={"count": count, "deadline_s": deadline_s})
+
+
+def error_rate(rate: float, limit: float) -> Caveat:
+    return Caveat(code=Code.ERROR_RATE, text=f"error rate {100 * rate:.1f}% above {100 * limit:.1f}%",
+                  values={"rate": rate, "limit": limit})
+
+
+def no_transactions() -> Caveat:
+    return Caveat(code=Code.NO_TRANSACTIONS, text="no completed transactions in the measurement window")
+
+
+def not_steady(change: float, se: float, limit: float, intervals: int) -> Caveat:
+    return Caveat(code=Code.NOT_STEADY,
+                  text=f"not steady: ETR (T) changed {100 * change:+.1f}% (±{100 * se:.1f}%) across the window "
+                       f"(limit ±{100 * limit:.0f}%, {intervals} intervals)",
+                  values={"change": change, "se": se, "limit": limit, "intervals": intervals})
+
+
+def fell_behind(completed: float, offered: float, limit: float) -> Caveat:
+    shortfall = 1.0 - completed / offered if offered else 0.0
+    return Caveat(code=Code.FELL_BEHIND,
+                  text=f"not steady: the SUT completed {completed:.0f} of the {offered:.0f} arrivals offered in the "
+                       f"window ({100 * shortfall:.1f}% behind, limit {100 * limit:.0f}%): its queue was growing",
+                  values={"completed": completed, "offered": offered, "shortfall": shortfall, "limit": limit})
+
+
+def steady_unjudged(intervals: int) -> Caveat:
+    return Caveat(code=Code.STEADY_UNJUDGED,
+                  text=f"steadiness not judged: {intervals} interval(s) in the window, need ≥ {MIN_STEADY_INTERVALS} "
+                       f"(a longer window or a shorter monitor interval)",
+                  values={"intervals": intervals, "need": MIN_STEADY_INTERVALS})
+
+
+def util_out_of_band(util: float, low: float, high: float) -> Caveat:
+    return Caveat(code=Code.UTIL_OUT_OF_BAND,
+                  text=f"UTIL/PROC (S) {util:.1f}% outside the target band {low:.0f}-{high:.0f}%",
+                  values={"util": util, "low": low, "high": high})
+
+
+def little_law(expected: float, etr: float, deviation_pct: float, tolerance_pct: float) -> Caveat:
+    return Caveat(code=Code.LITTLE_LAW,
+                  text=f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {expected:.2f}/s vs ETR (T) "
+                       f"{etr:.2f}/s ({deviation_pct:+.1f}%, tolerance ±{tolerance_pct:.1f}% for this window): the "
+                       f"window was not steady, or users waited outside think and response time",
+                  values={"expected": expected, "etr_t": etr, "deviation_pct": deviation_pct,
+                          "tolerance_pct": tolerance_pct})
+
+
+def transactions_missing() -> Caveat:
+    return Caveat(code=Code.TRANSACTIONS_MISSING, text="transactions missing: (T) rows are na")
+
+
+def samples_missing() -> Caveat:
+    return Caveat(code=Code.SAMPLES_MISSING, text="samples missing: (S)/(H) rows are na")
+
+
+def scatter(run_id: str, metric: str, ratio: float) -> Caveat:
+    return Caveat(code=Code.SCATTER,
+                  text=f"run {run_id}: its interval-to-interval scatter of {metric} is {ratio:.1f}x the median of "
+                       f"its configuration's runs; check it",
+                  values={"run_id": run_id, "metric": metric, "ratio": ratio, "flag_ratio": SCATTER_FLAG_RATIO})
+
+
+#: Codes that make a run invalid wherever they are raised (the run's own record carries them).
+RUN_INVALIDATING = frozenset({Code.RUN_NOT_COMPLETE, Code.DRIVER_SATURATED, Code.HUNG_TRANSACTIONS})
+
+
+def texts(caveats: list[Caveat]) -> list[str]:
+    return [c.text for c in caveats]

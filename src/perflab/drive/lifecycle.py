@@ -1,0 +1,298 @@
+"""What every run does whatever its SUT: the run record, the SUT's cgroup, the monitor, the
+event loop with its signal handlers, and the ending written to the store.
+
+Both run paths -- SUT worker processes (`local_run`) and a server driven over the network
+(`server_run`) -- import this module; it imports neither. The run record is built here and only
+here (`RunLifecycle.open`), then completed as the run goes and written atomically at the end.
+
+Whatever ends a run -- the window closing, Ctrl-C or SIGTERM (status `interrupted`), the SUT
+failing (status `failed`, with the reason) -- what was recorded so far is written. A SIGKILL
+leaves run.json at `running` with the driver's pid, which the catalog reports as `abandoned`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from perflab import __version__
+from perflab import caveats
+from perflab.drive.engine import Engine
+from perflab.drive.plan import RunPlan
+from perflab.errors import SutFailure
+from perflab.monitor.sampler import MonitorSpec, Sampler
+from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
+                                 WindowRecord)
+from perflab.store.atomic import write_atomic, write_json_atomic
+from perflab.store.catalog import Store, new_run_id
+from perflab.sut.cgroup import SutCgroup
+from perflab.sut.fingerprint import machine_fingerprint
+
+
+class RunObserver(Protocol):
+    """Who watches a run: the terminal's progress line, the live file of `perflab serve`."""
+
+    def started(self, run_id: str, run_dir: Path) -> None: ...
+
+    def tick(self, engine: Engine, elapsed: float) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    status: str
+    reason: str | None
+    valid: bool
+    transactions: int
+    record: RunRecord | None = None
+
+
+@dataclass
+class Ending:
+    """How a run ended -- complete, failed or interrupted -- and why (run.json status, reason)."""
+
+    status: str = "failed"
+    reason: str | None = None
+
+
+@contextmanager
+def recording_ending(ending: Ending):
+    """Record what ended a run in `ending`. A SUT failure and Ctrl-C end the run normally (it is
+    stored, marked failed or interrupted); any other exception is a bug: recorded as the
+    reason, then raised, after the caller's `finally` has stored the run."""
+    try:
+        yield ending
+    except SutFailure as exc:
+        ending.status, ending.reason = "failed", str(exc)
+    except KeyboardInterrupt:
+        ending.status, ending.reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
+    except Exception as exc:
+        ending.status, ending.reason = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunLifecycle:
+    """One run's record and the resources every run holds, released whatever happens."""
+
+    def __init__(self, plan: RunPlan, store: Store, observer: RunObserver | None = None):
+        self.plan = plan
+        self.store = store
+        self.observer = observer
+        self.record: RunRecord | None = None
+        self.run_dir: Path | None = None
+        self.cgroup: SutCgroup | None = None
+        self.sampler: Sampler | None = None
+        self.ending = Ending()
+        self._affinity = os.sched_getaffinity(0)
+
+    # -- the record ---------------------------------------------------------------------------
+
+    def open(self) -> RunRecord:
+        """Create the run directory and its run.json (status `running`), and index it."""
+        plan = self.plan
+        run_id = new_run_id(plan.workload.name)
+        self.run_dir = self.store.create_run_dir(run_id)
+        position = plan.position
+        self.record = RunRecord(
+            run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
+            workload=plan.workload.model_dump(mode="json", by_alias=True),
+            config=RunConfig(
+                users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
+                processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
+                driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
+                real_storage_bytes=plan.memory_limit, stagger_s=plan.phases.stagger,
+                stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
+                block=position.block, order=position.order, purpose=position.purpose,
+                configuration=position.configuration),
+            fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
+        self.save()
+        self.store.index(self.record)
+        if self.observer is not None:
+            self.observer.started(run_id, self.run_dir)
+        return self.record
+
+    def _fingerprint(self) -> dict[str, Any]:
+        info = machine_fingerprint()
+        info.setdefault("python", sys.version.split()[0])
+        info["perflab"] = __version__
+        info["placement"] = self.plan.placement.describe()
+        return info
+
+    def save(self) -> None:
+        write_json_atomic(self.run_dir / "run.json", self.record.dump())
+
+    # -- resources ----------------------------------------------------------------------------
+
+    def make_cgroup(self, pids: list[int]) -> None:
+        """Put the SUT in a cgroup of its own: exact CPU accounting (exited children included) and,
+        when asked, a memory limit. Without one, SUT CPU comes from the process tree (noted)."""
+        plan = self.plan
+        cgroup, reason = SutCgroup.try_create(self.record.run_id, cpus=plan.placement.sut_cpus,
+                                              memory_limit_bytes=plan.memory_limit)
+        if cgroup is None:
+            if plan.memory_limit is not None:
+                raise SutFailure(f"a memory limit needs a cgroup, and none could be made: {reason}")
+            self._cgroup_note = f"no SUT cgroup ({reason}): SUT CPU from the process tree"
+            return
+        for pid in pids:
+            cgroup.add_pid(pid)
+        self.cgroup = cgroup
+        self._cgroup_note = None
+
+    def describe_sut(self, **fields: Any) -> None:
+        """The SUT record: its processes, counters, components and cgroup."""
+        self.record.sut = SutRecord(cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
+                                    cgroup_note=getattr(self, "_cgroup_note", None),
+                                    memory_limit=self.plan.memory_limit, **fields)
+
+    def pin_driver(self) -> None:
+        """The driver is pinned for this run only: a study runs many runs in one process, and each
+        must resolve its placement from the CPUs the process was given, not the previous pin."""
+        os.sched_setaffinity(0, self.plan.placement.driver_cpus)
+
+    def start_clock(self, t0: float, t0_epoch: float) -> None:
+        self.record.clock = Clock(t0_monotonic=t0, t0_epoch=t0_epoch)
+
+    def start_monitor(self, pids: list[int], counters: Any = None, components: dict[str, str] | None = None,
+                      driver_pid: int | None = -1) -> None:
+        """The monitors (H, S, V, I, SUT counters) in a process of their own. `driver_pid` None:
+        an external tool drives, whose CPU is accounted from its rusage instead."""
+        plan = self.plan
+        interval = plan.workload.monitor_interval
+        if not plan.monitor:
+            self.record.monitor = MonitorRecord(interval_s=interval, note="monitor disabled (--no-monitor)")
+            return
+        spec = MonitorSpec(
+            interval_s=interval, t0_monotonic=self.record.clock.t0_monotonic,
+            out_path=self.run_dir / "samples.parquet", sut_pids=pids,
+            sut_cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
+            components=components or {}, driver_pid=os.getpid() if driver_pid == -1 else driver_pid,
+            cpus=plan.placement.driver_cpus, counters=counters)
+        self.sampler = Sampler(spec)
+        self.sampler.start()
+        self.record.monitor = MonitorRecord(interval_s=interval)
+
+    def stop_monitor(self) -> None:
+        """Stop the monitors and keep their summary; a monitor problem must not lose the transactions."""
+        if self.sampler is None:
+            return
+        sampler, self.sampler = self.sampler, None
+        try:
+            summary = sampler.stop() or {}
+            self.record.monitor = MonitorRecord.model_validate({**self.record.monitor.model_dump(), **summary})
+        except Exception as exc:
+            self.record.monitor.error = f"{type(exc).__name__}: {exc}"
+
+    def release(self) -> None:
+        """Monitor, cgroup and the driver's CPU affinity back as they were (idempotent)."""
+        self.stop_monitor()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        os.sched_setaffinity(0, self._affinity)
+
+    # -- the event loop -----------------------------------------------------------------------
+
+    def drive(self, engine: Engine, before: Callable[[], Awaitable[None]] | None = None,
+              after: Callable[[], Awaitable[None]] | None = None,
+              failure: Callable[[], str | None] | None = None, watch_interval_s: float = 0.1):
+        """Run the engine on uvloop; Ctrl-C and SIGTERM interrupt it (the run is kept). `failure`,
+        polled while the engine runs, fails the run at once with the SUT's reason (a server that
+        exited), even while every user thinks."""
+        import uvloop
+
+        tick = self.observer.tick if self.observer is not None else None
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(watch_interval_s)
+                reason = failure()
+                if reason:
+                    engine.fail(reason)
+                    return
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            if before is not None:
+                await before()
+            watcher = asyncio.ensure_future(watch()) if failure is not None else None
+            for sig, name in ((signal.SIGINT, "SIGINT (Ctrl-C)"), (signal.SIGTERM, "SIGTERM")):
+                loop.add_signal_handler(sig, engine.interrupt, f"interrupted by {name}")
+            try:
+                return await engine.run(on_tick=tick)
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+                if watcher is not None:
+                    watcher.cancel()
+                if after is not None:
+                    await after()
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(main())
+
+    # -- the ending ---------------------------------------------------------------------------
+
+    def finish(self, table: pa.Table | None, engine: Engine | None = None,
+               window: tuple[float, float] | None = None) -> RunResult:
+        """Write the transactions and the final record, index the run. `table`: the transactions
+        (the recorder's, or imported from an external driver's log); `window`: the measured span
+        when an external driver decides it (pgbench's measured run)."""
+        record, phases, ending = self.record, self.plan.phases, self.ending
+        if table is not None:
+            write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+        end = phases.window_end
+        if ending.status != "complete":
+            # A run cut short measures only up to its last completed transaction.
+            end = min(end, max(phases.window_start, _last_end(table)))
+        record.window = WindowRecord(start=phases.window_start, end=end, planned_end=phases.window_end)
+        if window is not None:
+            record.window = WindowRecord(start=window[0], end=window[1], planned_end=window[0] + phases.measurement)
+        invalid: list[caveats.Caveat] = []
+        if engine is not None and engine.outcome.window_wall_s == engine.outcome.window_wall_s:
+            wall = engine.outcome.window_wall_s
+            cpu = engine.outcome.driver_cpu_window_s
+            util = 100.0 * cpu / wall if wall > 0 else float("nan")
+            saturated = util >= caveats.DRIVER_SATURATION_PCT
+            record.driver = DriverRecord(pid=os.getpid(), cpu_s=cpu, window_wall_s=wall, util_pct=util,
+                                         saturated=saturated, dropped=engine.outcome.dropped)
+            if saturated:
+                invalid.append(caveats.driver_saturated(util))
+        elif record.driver is not None and record.driver.saturated:
+            # An external tool's CPU (its rusage over its run, pinned to the driver's CPU): the same
+            # rule -- a k6 at 98% of its core set the pace as surely as perflab's own driver would.
+            tool = (record.external or {}).get("tool", "the external driver")
+            invalid.append(caveats.driver_saturated(record.driver.util_pct, tool))
+        if engine is not None and engine.outcome.hung:
+            invalid.append(caveats.hung_transactions(engine.outcome.hung, engine.outcome.deadline_s))
+        if ending.status != "complete":
+            invalid.append(caveats.run_not_complete(ending.status, ending.reason))
+        record.status, record.reason = ending.status, ending.reason
+        record.valid, record.invalid, record.finished = not invalid, invalid, now_iso()
+        self.save()
+        self.store.index(record)
+        return RunResult(record.run_id, self.run_dir, record.status, record.reason, bool(record.valid),
+                         0 if table is None else table.num_rows, record)
+
+
+def _last_end(table: pa.Table | None) -> float:
+    if table is None or table.num_rows == 0:
+        return 0.0
+    value = pc.max(table.column("end")).as_py()
+    return 0.0 if value is None else float(value)

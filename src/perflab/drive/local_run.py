@@ -1,0 +1,66 @@
+"""A run whose SUT executes in perflab's own worker processes (sqlite, python, command targets).
+
+Order of events (the seeds' protocol): prepare the SUT (a fresh database...), start its workers
+on the SUT's CPUs inside the SUT cgroup, start the monitors, drive (stagger, stabilization,
+measurement window), then hand the ending to the lifecycle, which stops the monitors and stores
+the run.
+"""
+
+from __future__ import annotations
+
+import time
+
+from perflab.drive.adapters.base import adapter_class
+from perflab.drive.engine import Engine
+from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
+from perflab.drive.recorder import Recorder
+from perflab.drive.workers import WorkerPool, WorkerSpec
+from perflab.monitor.sources.counters import SharedCounters
+
+
+def execute_local_run(life: RunLifecycle) -> RunResult:
+    plan, record = life.plan, life.record
+    workload = plan.workload
+    cls = adapter_class(workload.target.kind)
+    recorder = pool = engine = counters = None
+    try:
+        with recording_ending(life.ending) as ending:
+            record.fingerprint.update(cls.prepare(workload, plan.workload_dir, life.run_dir))
+            life.pin_driver()
+            if cls.counter_names:
+                counters = SharedCounters(list(cls.counter_names), plan.workers)
+            specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(plan.workload_dir),
+                                str(life.run_dir), i, plan.placement.sut_cpus, counters) for i in range(plan.workers)]
+            pool = WorkerPool(specs)
+            life.make_cgroup(pool.pids)
+            life.describe_sut(pids=pool.pids, counters=list(cls.counter_names), tx_counter=cls.tx_counter)
+            t0 = time.monotonic()
+            life.start_clock(t0, time.time())
+            life.start_monitor(pool.pids, counters.handle if counters is not None else None)
+            recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0)
+            engine = Engine(workload, pool, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
+                            seed=plan.seed)
+            recorder.class_names = engine.class_names
+
+            async def attach() -> None:
+                import asyncio
+
+                pool.attach(asyncio.get_running_loop())
+
+            async def detach() -> None:
+                import asyncio
+
+                pool.detach(asyncio.get_running_loop())
+
+            outcome = life.drive(engine, before=attach, after=detach)
+            ending.status, ending.reason = outcome.status, outcome.reason
+    finally:
+        life.stop_monitor()
+        if pool is not None:
+            pool.close()
+        life.release()
+        if counters is not None:
+            counters.close()
+            counters.unlink()
+        result = life.finish(recorder.table() if recorder is not None else None, engine)
+    return result

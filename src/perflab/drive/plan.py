@@ -1,0 +1,111 @@
+"""The run plan: everything a run will do, resolved once from the workload and what the command
+line (or a study) asked for, then handed whole to the engine, the SUT and the external tools.
+
+Resolution rules (each decided here and nowhere else):
+
+* load: `--users` makes a closed loop and `--rate` an open one, whatever the workload says;
+  otherwise the workload's own load block decides. Both at once is bad input.
+* seed: the request's, else the workload's. Every driver uses it: perflab's engine, pgbench
+  (`--random-seed`), the generated k6 script and wrk's Lua.
+* phases: the request's stagger / stabilization / measurement, else the workload's timing.
+* placement: requested CPUs, else the workload's, else driver on the first CPU, SUT on the rest.
+* workers: requested, else the workload's, else one per user up to `MAX_DEFAULT_WORKERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perflab.drive.engine import Phases
+from perflab.errors import InputError
+from perflab.sut.placement import Placement, resolve_placement
+from perflab.workload.model import ClosedLoad, OpenLoad, Workload
+
+MAX_DEFAULT_WORKERS = 8
+
+
+@dataclass
+class RunRequest:
+    """What a user (CLI) or a study asks of one run; None means "as the workload says"."""
+
+    workload: Workload
+    workload_path: Path
+    users: int | None = None
+    rate: float | None = None
+    duration: float | None = None
+    stagger: float | None = None
+    stabilization: float | None = None
+    seed: int | None = None
+    label: str | None = None
+    study: str | None = None
+    workers: int | None = None
+    driver_cpus: list[int] | None = None
+    sut_cpus: list[int] | None = None
+    monitor: bool = True
+    memory_limit: int | None = None  # bytes available to the SUT (cgroup): the seeds' storage-constrained runs
+    block: int | None = None
+    order: int | None = None
+    purpose: str | None = None
+    configuration: str | None = None
+
+
+@dataclass(frozen=True)
+class StudyPosition:
+    """Where a run sits in a study (all None for a run of its own)."""
+
+    study: str | None = None
+    block: int | None = None
+    order: int | None = None
+    purpose: str | None = None
+    configuration: str | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    workload: Workload
+    workload_path: Path
+    workload_dir: Path
+    users: int | None
+    rate: float | None
+    seed: int
+    phases: Phases
+    placement: Placement
+    workers: int
+    memory_limit: int | None
+    label: str | None
+    monitor: bool
+    position: StudyPosition = field(default_factory=StudyPosition)
+
+    @property
+    def closed(self) -> bool:
+        return self.users is not None
+
+
+def resolve_plan(request: RunRequest) -> RunPlan:
+    """The one place a run's parameters are decided (see the module doc for the rules)."""
+    workload = request.workload
+    if request.users is not None and request.rate is not None:
+        raise InputError("give --users (closed loop) or --rate (open loop), not both", field="--users/--rate")
+    users, rate = request.users, request.rate
+    if users is None and rate is None:
+        load = workload.load
+        users = load.users if isinstance(load, ClosedLoad) else None
+        rate = load.rate if isinstance(load, OpenLoad) else None
+    timing = workload.timing
+    phases = Phases(
+        stagger=timing.stagger if request.stagger is None else request.stagger,
+        stabilization=timing.stabilization if request.stabilization is None else request.stabilization,
+        measurement=timing.measurement if request.duration is None else request.duration,
+    )
+    placement = resolve_placement(request.driver_cpus or workload.placement.driver_cpus,
+                                  request.sut_cpus or workload.placement.sut_cpus)
+    workers = request.workers or workload.placement.workers or min(users or MAX_DEFAULT_WORKERS, MAX_DEFAULT_WORKERS)
+    return RunPlan(
+        workload=workload, workload_path=Path(request.workload_path),
+        workload_dir=Path(request.workload_path).resolve().parent,
+        users=users, rate=rate, seed=workload.seed if request.seed is None else request.seed,
+        phases=phases, placement=placement, workers=workers, memory_limit=request.memory_limit,
+        label=request.label, monitor=request.monitor,
+        position=StudyPosition(request.study, request.block, request.order, request.purpose, request.configuration),
+    )

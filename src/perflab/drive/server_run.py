@@ -1,0 +1,159 @@
+"""A run against a server: started fresh, driven over the network, measured, stopped.
+
+For network targets (postgres, http, tcp). Order of events: the SUT cgroup; the server started
+in it on the SUT's CPUs (PostgreSQL: initdb, settings, database, pgbench's tables or the
+workload's setup SQL; or the workload's `service`); the monitor, told the server's pid, cgroup,
+components and own counters; the load -- perflab's driver with a driver-side executor, or an
+external driver whose log is imported; then the monitor stopped, the server stopped, the run
+written by the lifecycle.
+
+A server that exits during the run fails the run with the reason (exit status, last log
+lines); what was recorded so far is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.parse
+from typing import Any
+
+from perflab.drive.engine import Engine
+from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
+from perflab.drive.plan import RunPlan
+from perflab.drive.recorder import Recorder
+from perflab.errors import SutFailure
+from perflab.records.run import DriverRecord
+from perflab.sut.service import PostgresServer, Service
+from perflab.workload.model import PostgresTarget, Workload
+
+PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit"]
+
+
+def start_sut(plan: RunPlan, life: RunLifecycle):
+    """The server perflab manages for this run (not started yet), or None for an external one."""
+    workload = plan.workload
+    target = workload.target
+    if isinstance(target, PostgresTarget) and target.server is not None:
+        return PostgresServer(target.server, target.database, life.run_dir, life.record.run_id,
+                              plan.placement.sut_cpus, life.cgroup, max_connections=max(100, (plan.users or 0) + 20))
+    if workload.service is not None:
+        return Service(workload.service, plan.workload_dir, life.run_dir, plan.placement.sut_cpus, life.cgroup)
+    return None
+
+
+def prepare_postgres(workload: Workload, server: Any) -> tuple[str, dict[str, Any], Any]:
+    """Load the database; -> (dsn, fingerprint facts, counter spec for the monitor)."""
+    from perflab.monitor.sources.pg_counters import PgCounterSpec
+
+    target = workload.target
+    if server is not None:
+        dsn = server.dsn
+        if target.pgbench_init is not None:
+            server.pgbench_init(target.pgbench_init.scale, target.pgbench_init.options)
+    else:
+        dsn = target.dsn
+    facts = asyncio.run(_setup_sql(dsn, target.setup, server is None))
+    parts = urllib.parse.urlsplit(dsn)
+    spec = PgCounterSpec(parts.hostname or "127.0.0.1", parts.port or 5432, parts.username or "postgres",
+                         (parts.path or "/").lstrip("/") or target.database) if target.counters else None
+    return dsn, facts, spec
+
+
+async def _setup_sql(dsn: str, statements: list[str], want_version: bool) -> dict[str, Any]:
+    import asyncpg
+
+    try:
+        conn = await asyncpg.connect(dsn, timeout=30)
+    except Exception as exc:
+        raise SutFailure(f"cannot connect to PostgreSQL at {dsn}: {type(exc).__name__}: {exc}") from None
+    try:
+        for sql in statements:
+            await conn.execute(sql)
+        # A clean start: what setup dirtied is written out now, not during the window.
+        await conn.execute("CHECKPOINT")
+        return {"sut_version": await conn.fetchval("SELECT version()")} if want_version else {}
+    except Exception as exc:
+        raise SutFailure(f"setup SQL failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        await conn.close()
+
+
+def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int):
+    kind = workload.target.kind
+    if kind == "postgres":
+        from perflab.drive.adapters.postgres import PostgresExecutor
+
+        return PostgresExecutor(workload, dsn, failure, pool_size)
+    if kind == "http":
+        from perflab.drive.adapters.http import HttpExecutor
+
+        return HttpExecutor(workload, failure, pool_size)
+    from perflab.drive.adapters.tcp import TcpExecutor
+
+    return TcpExecutor(workload, failure, pool_size)
+
+
+def execute_server_run(life: RunLifecycle) -> RunResult:
+    plan, record = life.plan, life.record
+    workload = plan.workload
+    driver_kind = workload.driver.kind
+    server = recorder = engine = table = window = None
+    try:
+        with recording_ending(life.ending) as ending:
+            life.make_cgroup([])
+            server = start_sut(plan, life)
+            failure = server.failure if server is not None else None
+            if server is not None:
+                record.fingerprint.update(server.start())
+            dsn, counter_spec = None, None
+            if workload.target.kind == "postgres":
+                dsn, facts, counter_spec = prepare_postgres(workload, server)
+                record.fingerprint.update(facts)
+            record.fingerprint["adapter"] = workload.target.kind
+            record.fingerprint["driver"] = driver_kind
+            components = dict(server.components) if server is not None else {}
+            pids = [server.pid] if server is not None else []
+            life.describe_sut(pids=pids, service=type(server).__name__ if server else None,
+                              counters=PG_COUNTERS if counter_spec else [],
+                              tx_counter="xact_commit" if counter_spec else None, components=components)
+            life.save()
+            life.pin_driver()
+            t0 = time.monotonic()
+            life.start_clock(t0, time.time())
+            # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
+            life.start_monitor(pids, counter_spec, components, driver_pid=-1 if driver_kind == "native" else None)
+            if driver_kind == "native":
+                recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
+                                    t0)
+                executor = make_executor(workload, dsn, failure, plan.workers)
+                engine = Engine(workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
+                                seed=plan.seed)
+                recorder.class_names = engine.class_names
+                outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
+                                     failure=failure)
+                ending.status, ending.reason = outcome.status, outcome.reason
+            else:
+                from perflab.drive.external import run_external
+
+                result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
+                table, ending.status, ending.reason = result.table, result.status, result.reason
+                record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
+                record.external = {"tool": driver_kind, **result.summary}
+                window = result.window
+    finally:
+        life.stop_monitor()
+        if server is not None:
+            gone = server.failure()
+            if gone and life.ending.status == "complete":
+                life.ending.status, life.ending.reason = "failed", gone
+            note = server.stop()
+            if note:
+                if record.sut is None:
+                    life.describe_sut()
+                record.sut.stop_note = note
+        life.release()
+        if recorder is not None:
+            table = recorder.table()
+        result = life.finish(table, engine, window)
+    return result

@@ -1,0 +1,195 @@
+"""run.json as a model: what one run was asked to do, where it ran, and how it ended.
+
+The run lifecycle (`perflab.drive.lifecycle`) is the one builder; everything downstream --
+reduction, the catalog, studies, `perflab compare`, the reports -- reads attributes of a
+`RunRecord` loaded with `read_run_record`. The file carries a format version:
+
+* format 2 (this one): reasons a run is invalid are typed caveats (`perflab.caveats`).
+* format 1 (perflab 0.1, no `format` field): the same fields, reasons as plain sentences. It
+  loads through this model (the sentences become caveats with code `legacy`).
+
+A newer format than this perflab knows is refused with a message naming both versions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from perflab.caveats import Caveat, as_caveat
+from perflab.errors import InputError
+
+RUN_FORMAT = 2
+RunStatus = Literal["running", "complete", "failed", "interrupted"]
+
+
+class Record(BaseModel):
+    """Stored records ignore fields they do not know (a newer minor addition) but never invent one."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+
+class RunConfig(Record):
+    """The load and placement the run was given: resolved once, in the run plan."""
+
+    users: int | None = Field(default=None, description='simulated users (closed loop); null in open loop')
+    rate: float | None = Field(default=None, description='arrivals per second (open loop); null in closed loop')
+    seed: int = Field(default=1, description="the seed every driver used (perflab's engine, pgbench, k6, wrk)")
+    workers: int | None = Field(default=None, description='SUT worker processes (in-process targets) or the client '
+                                                          'pool size')
+    processors: int | None = Field(default=None, description='CPUs given to the SUT: PROCESSORS')
+    sut_cpus: list[int] = Field(default_factory=list, description="the SUT's CPUs")
+    driver_cpus: list[int] = Field(default_factory=list, description="the driver's CPUs")
+    shared_cpus: bool = Field(default=False, description='the driver and the SUT share a CPU (reports say so)')
+    real_storage_bytes: int | None = Field(default=None, description="memory limit of the SUT's cgroup (REAL "
+                                                                     "STORAGE), null: none")
+    stagger_s: float = Field(default=0.0, description='users start spread over this period')
+    stabilization_s: float = Field(default=0.0, description='warm-up excluded from the window')
+    measurement_s: float = Field(default=0.0, description='the planned measurement window')
+    # where the run sits in a study (None for a single run)
+    block: int | None = Field(default=None, description="the study's block of this run")
+    order: int | None = Field(default=None, description="its position in the study's schedule")
+    purpose: str | None = Field(default=None, description='measure or calibrate')
+    configuration: str | None = Field(default=None, description='the study configuration it ran')
+
+
+class Clock(Record):
+    t0_monotonic: float = Field(description='CLOCK_MONOTONIC at t0: every time in the data files is seconds since it')
+    t0_epoch: float = Field(description='wall-clock time at t0')
+
+
+class WindowRecord(Record):
+    start: float = Field(description='window start, seconds since t0')
+    end: float = Field(description='window end (earlier than planned when the run was cut short)')
+    planned_end: float | None = Field(default=None, description='the planned end')
+
+
+class DriverRecord(Record):
+    """The driver's own CPU over the window (perflab's driver, or an external tool's rusage)."""
+
+    pid: int | None = Field(default=None, description="the driver's process")
+    cpu_s: float | None = Field(default=None, description='its CPU seconds over the window')
+    window_wall_s: float | None = Field(default=None, description='the window as the driver measured it')
+    util_pct: float | None = Field(default=None, description='cpu_s / window_wall_s, % of one core')
+    saturated: bool = Field(default=False, description='util_pct >= DRIVER_SATURATION_PCT: the run is invalid')
+    dropped: int | None = Field(default=None, description='open-loop arrivals dropped at the in-flight cap (recorded '
+                                                          'as errors)')
+
+
+class SutRecord(Record):
+    pids: list[int] = Field(default_factory=list, description="the SUT's processes (workers or server)")
+    service: str | None = Field(default=None, description='the server class perflab started, if any')
+    counters: list[str] = Field(default_factory=list, description="the SUT's own counters sampled")
+    tx_counter: str | None = Field(default=None, description="the counter that is the SUT's transaction count (ETR)")
+    components: dict[str, str] = Field(default_factory=dict, description='component name -> process-name pattern '
+                                                                         '(the (V) rows)')
+    cgroup: str | dict[str, str] | None = Field(default=None, description="the SUT's cgroup (v2: a path; v1: one per "
+                                                                          "controller)")
+    cgroup_note: str | None = Field(default=None, description='why there is no cgroup, when there is none')
+    memory_limit: int | None = Field(default=None, description="the cgroup's memory limit, bytes")
+    stop_note: str | None = Field(default=None, description='how the server stopped, when not cleanly')
+
+
+class MonitorRecord(Record):
+    model_config = ConfigDict(extra="allow")  # the sampler's own summary (samples, cost, notes)
+
+    interval_s: float | None = Field(default=None, description='sampling interval')
+    note: str | None = Field(default=None, description='why nothing was sampled (--no-monitor)')
+    error: str | None = Field(default=None, description='what went wrong stopping the monitor (the transactions are '
+                                                        'kept)')
+
+
+class RunRecord(Record):
+    format: int = Field(default=RUN_FORMAT, description='format version of this file')
+    run_id: str = Field(description='unique id: time, workload, random suffix')
+    status: RunStatus = Field(default="running", description='running until the run ends; a running run whose pid is '
+                                                             'gone is shown as abandoned')
+    reason: str | None = Field(default=None, description='why it failed or was interrupted')
+    valid: bool | None = Field(default=None, description='no caveat in `invalid`')
+    invalid: list[Caveat] = Field(default_factory=list, description="why the run is invalid (empty: valid)")
+    label: str | None = Field(default=None, description="the configuration's name (--label, or the study "
+                                                        "configuration)")
+    study: str | None = Field(default=None, description='the study it belongs to')
+    workload_path: str | None = Field(default=None, description='the workload file')
+    workload: dict[str, Any] = Field(default_factory=dict, description="the validated workload, as written")
+    config: RunConfig = Field(default_factory=RunConfig, description='the resolved run plan')
+    fingerprint: dict[str, Any] = Field(default_factory=dict, description='machine and software facts (pyperf-style '
+                                                                          'metadata)')
+    clock: Clock | None = Field(default=None, description="the run's time origin")
+    window: WindowRecord | None = Field(default=None, description='the measurement window')
+    driver: DriverRecord | None = Field(default=None, description="the driver's CPU account")
+    monitor: MonitorRecord | None = Field(default=None, description="the monitor's summary")
+    sut: SutRecord | None = Field(default=None, description='the system under test')
+    external: dict[str, Any] | None = Field(default=None, description="an external driver's own summary")
+    pid: int | None = Field(default=None, description="the driver's pid while running")
+    created: str = Field(default="", description='ISO-8601')
+    finished: str | None = Field(default=None, description='ISO-8601')
+
+    @field_validator("invalid", mode="before")
+    @classmethod
+    def _caveats(cls, value: Any) -> Any:
+        return [as_caveat(v) for v in value or []]
+
+    @property
+    def workload_name(self) -> str:
+        return str(self.workload.get("name") or "?")
+
+    @property
+    def invalid_reasons(self) -> list[str]:
+        return [c.text for c in self.invalid]
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON document (what run.json holds)."""
+        return self.model_dump(mode="json")
+
+
+def upgrade_run_document(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older run.json to the current shape before validation."""
+    version = data.get("format", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"unknown format {version!r}")
+    if version > RUN_FORMAT:
+        raise ValueError(f"run.json format {version} is newer than this perflab reads (format {RUN_FORMAT}): "
+                         "upgrade perflab to read it")
+    if version == 1:
+        data = dict(data)
+        data["invalid"] = list(data.pop("invalid_reasons", None) or [])
+        config = dict(data.get("config") or {})
+        data["config"] = config
+        data["format"] = RUN_FORMAT
+    return data
+
+
+def parse_run_record(data: Any, source: Path | str | None = None) -> RunRecord:
+    """A RunRecord from a loaded run.json document; InputError (file, field) when it is not one."""
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", file=source, line=1)
+    try:
+        return RunRecord.model_validate(upgrade_run_document(data))
+    except ValueError as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InputError(f"not a perflab run record: {first['msg']}", file=source, field=where) from None
+        raise InputError(str(exc), file=source) from None
+
+
+def read_run_record(path: Path) -> RunRecord:
+    """Load run.json (a path to the file or to its run directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "run.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("not a run directory: run.json is missing", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    return parse_run_record(data, path)

@@ -1,0 +1,391 @@
+"""study.json as a model: a study's design, its runs with their validity, and its comparisons.
+
+One builder (`perflab.study.document.StudyDocumentBuilder`) makes it, for `perflab study` and for
+`perflab compare` alike; the reports, the terminal, `perflab compare study:ID:CONFIG` and the
+capacity commands read its attributes. Format versions:
+
+* format 2 (this one): run validity as typed caveats, comparisons with a role per metric
+  (primary or secondary), error-controlled verdicts beside the unadjusted ones, and a
+  `verdict` summary (the exit code and why).
+* format 1 (perflab 0.1): loads through this model; exclusion reasons and warnings become
+  caveats with code `legacy`; every directional metric's verdict is taken as unadjusted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from perflab.caveats import Caveat, as_caveat
+from perflab.errors import InputError
+from perflab.records.run import Record
+
+STUDY_FORMAT = 2
+StudyStatus = Literal["running", "complete", "interrupted", "failed"]
+Role = Literal["primary", "secondary"]
+Adjustment = Literal["holm", "gatekept-holm", "unadjusted", "none"]
+
+
+def _caveat_list(value: Any) -> list[Caveat]:
+    return [as_caveat(v) for v in value or []]
+
+
+class TransactionSummary(Record):
+    name: str
+    tx_class: str | None = Field(default=None, alias="class")
+
+    model_config = Record.model_config | {"populate_by_name": True}
+
+
+class ScriptSummary(Record):
+    name: str
+    weight: float | None = None
+    steps: list[str] = Field(default_factory=list)
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return [s.get("transaction") if isinstance(s, dict) else s for s in value or []]
+
+
+class WorkloadSummary(Record):
+    name: str = Field(default="?", description='workload name')
+    description: str = ""
+    path: str | None = Field(default=None, description='workload file')
+    target: dict[str, Any] | None = Field(default=None, description='the target block as written')
+    transactions: list[TransactionSummary] = Field(default_factory=list, description='name and class of each '
+                                                                                     'transaction')
+    scripts: list[ScriptSummary] = Field(default_factory=list, description='the mix: name, weight, steps')
+    init_script: str | None = Field(default=None, description='the logon script')
+    think: dict[str, Any] | None = Field(default=None, description='the think-time distribution')
+    timing: dict[str, float | None] = Field(default_factory=dict, description='stagger, stabilization, measurement (s)')
+
+
+class CalibrationStep(Record):
+    users: int | None = Field(default=None, description='load tried (closed loop)')
+    rate: float | None = Field(default=None, description='load tried (open loop)')
+    util_proc_s: float | None = Field(default=None, description='UTIL/PROC (S) measured')
+    etr_t: float | None = Field(default=None, description='ETR (T) measured')
+    run_id: str | None = Field(default=None, description='the calibration run')
+    valid: bool = Field(default=True, description='the run was valid')
+    driver_util: float | None = Field(default=None, description='driver CPU %')
+
+
+class LoadRecord(Record):
+    mode: str | None = Field(default=None, description='calibrated, fixed, workload or stored runs')
+    users: int | None = Field(default=None, description='the load every configuration ran at (closed)')
+    rate: float | None = Field(default=None, description='the load (open)')
+    target_util: float | None = Field(default=None, description='the calibration target, %')
+    tolerance: float | None = Field(default=None, description='accepted distance from it, points')
+    calibration: list[CalibrationStep] = Field(default_factory=list, description='the calibration steps')
+    bottleneck: str | None = Field(default=None, description="what stopped calibration short of its target")
+
+
+class GatesRecord(Record):
+    max_error_rate: float | None = Field(default=None, description='largest error share of a valid run')
+    util_band: tuple[float, float] | None = Field(default=None, description='UTIL/PROC (S) band of base runs')
+    max_etr_trend: float | None = Field(default=None, description='largest drift across the window (closed: ETR '
+                                                                  'trend; open: completions short of arrivals)')
+
+
+class Design(Record):
+    blocks: int | None = Field(default=None, description='interleaved blocks')
+    seed: int | None = Field(default=None, description='schedule seed')
+    margin: float | None = Field(default=None, description='equivalence margin')
+    confidence: float | None = Field(default=None, description='interval level')
+    family_alpha: float | None = Field(default=None, description='error rate of all claims of a change together')
+    primary_metrics: list[str] = Field(default_factory=list, description='the metrics whose verdicts answer the study')
+    schedule: list[tuple[int | None, str]] = Field(default_factory=list, description='(block, configuration) in run '
+                                                                                     'order')
+    timing: dict[str, float | None] = Field(default_factory=dict, description="the runs' timing")
+    gates: GatesRecord = Field(default_factory=GatesRecord, description='the validity gates used')
+    load: LoadRecord = Field(default_factory=LoadRecord, description='the load and how it was chosen')
+    placement: str | None = Field(default=None, description='driver and SUT CPUs')
+    aa: bool = Field(default=False, description="an A/A study: the base against itself")
+
+
+class ConfigurationRecord(Record):
+    name: str = Field(description='configuration name')
+    base: bool = Field(default=False, description='the first: every ratio is relative to it')
+    changes: dict[str, Any] = Field(default_factory=dict, description='what it sets (dotted workload paths, '
+                                                                      'sut_cpus, memory_limit, workers)')
+    software: dict[str, Any] = Field(default_factory=dict, description='software fingerprint of its first run')
+    hardware: dict[str, Any] = Field(default_factory=dict, description='hardware fingerprint of its first run')
+
+
+class StudyRun(Record):
+    """One measured run as the study judged it. `exclusions` is the validity decision, made once
+    (perflab.study.validity) and stored; `notes` are caveats that do not exclude."""
+
+    run_id: str = Field(description='the run')
+    config: str = Field(description='its configuration')
+    block: int | None = Field(default=None, description='its block')
+    order: int | None = Field(default=None, description='its position in the schedule')
+    status: str = Field(default="complete", description='run status')
+    reason: str | None = Field(default=None, description='why it failed')
+    exclusions: list[Caveat] = Field(default_factory=list, description='why it does not count (empty: valid)')
+    notes: list[Caveat] = Field(default_factory=list, description='caveats that do not exclude it')
+    users: int | None = Field(default=None, description='its users')
+    rate: float | None = Field(default=None, description='its rate')
+    metrics: dict[str, float | None] = Field(default_factory=dict, description='reduced values by catalog key, plus '
+                                                                               '`key:component` rows')
+    per_class: dict[str, dict[str, float | None]] = Field(default_factory=dict, description='response rows per '
+                                                                                            'transaction class')
+    per_interval: list[dict[str, float | None]] = Field(
+        default_factory=list, description="rows per interval (t_start, t_end, etr_t, util_proc_s, itr_s...)")
+    caveats: list[Caveat] = Field(default_factory=list, description="the reduction's caveats")
+
+    _exclusions = field_validator("exclusions", "notes", "caveats", mode="before")(classmethod(
+        lambda cls, v: _caveat_list(v)))
+
+    @field_validator("per_interval", mode="before")
+    @classmethod
+    def _rows(cls, value: Any) -> Any:
+        """Per-interval data are rows; a document with columns ({"t": [...], "etr_t": [...]}) is
+        turned into rows (t as t_start)."""
+        if isinstance(value, dict):
+            columns = {k: list(v) for k, v in value.items() if isinstance(v, (list, tuple))}
+            length = max((len(v) for v in columns.values()), default=0)
+            rows = [{("t_start" if k == "t" else k): (v[i] if i < len(v) else None) for k, v in columns.items()}
+                    for i in range(length)]
+            return rows
+        return value or []
+
+    @property
+    def excluded(self) -> bool:
+        return bool(self.exclusions)
+
+    @property
+    def valid(self) -> bool:
+        return not self.exclusions
+
+    def metric(self, key: str) -> float | None:
+        return self.metrics.get(key)
+
+
+class MetricComparison(Record):
+    """One metric, base against new: the paired estimate, its interval, and the verdict.
+
+    `verdict` is the claim the report makes, under its error control (`adjustment`);
+    `verdict_unadjusted` is what this metric's own interval says. For a secondary metric whose
+    family was not tested (gatekeeping, see perflab.stats.multiplicity), `verdict` is None
+    unless the interval shows equivalence, and the report labels the unadjusted call as such.
+    """
+
+    key: str = Field(description='catalog key')
+    label: str = Field(default="", description='printed label')
+    unit: str = Field(default="", description='unit')
+    group: str = Field(default="", description='row group')
+    direction: str = Field(default="none", description='higher, lower or none')
+    decimals: int | None = Field(default=None, description='display decimals')
+    role: Role = Field(default="secondary", description='primary (answers the study) or secondary')
+    base_value: float | None = Field(default=None, description="geometric mean of the base's valid runs")
+    new_value: float | None = Field(default=None, description='the same for the new configuration')
+    abs_change: float | None = Field(default=None, description='base_value x rel_change')
+    rel_change: float | None = Field(default=None, description='ratio - 1 (the paired estimate)')
+    ratio: float | None = Field(default=None, description='paired ratio of geometric means new/base')
+    ci_low: float | None = Field(default=None, description='its interval, at design.confidence')
+    ci_high: float | None = None
+    verdict: str | None = None
+    verdict_unadjusted: str | None = None
+    adjustment: Adjustment = Field(default="none", description='holm (primary), gatekept-holm (secondary, tested), '
+                                                               'unadjusted (secondary, not tested), none')
+    p_value: float | None = Field(default=None, description='two-sided p of no change')
+    p_adjusted: float | None = Field(default=None, description="after the report's error control")
+    material: bool = Field(default=False, description='the whole interval lies beyond the margin')
+    note: str = Field(default="", description="the verdict's remark")
+    n_blocks: int = Field(default=0, description='complete pairs used')
+    n_base: int = Field(default=0, description='valid runs of the base')
+    n_new: int = Field(default=0, description='valid runs of the new one')
+    cv: float | None = Field(default=None, description='per-run CV (SD of ln value)')
+    blocks_needed: int | None = Field(default=None, description='blocks the margin needs at this CV')
+    legacy: str | None = Field(default=None, description="the seeds' point-estimate call")
+    warnings: list[str] = Field(default_factory=list, description='caveats of this row')
+    no_comparison: str | None = Field(default=None, description="why there is no valid pair (all excluded...)")
+
+    @property
+    def has_values(self) -> bool:
+        return self.base_value is not None and self.new_value is not None
+
+    @property
+    def directional(self) -> bool:
+        return self.direction in ("higher", "lower")
+
+
+class ComparisonRecord(Record):
+    base: str = Field(description='base configuration')
+    new: str = Field(description='compared configuration')
+    metrics: list[MetricComparison] = Field(default_factory=list, description='one entry per metric')
+
+    def entry(self, key: str) -> MetricComparison | None:
+        return next((m for m in self.metrics if m.key == key), None)
+
+
+class SweepPoint(Record):
+    config: str = Field(description="the point's configuration")
+    value: Any = Field(default=None, description="the factor's value")
+    runs: int | None = Field(default=None, description='valid runs')
+    metrics: dict[str, float | None] = Field(default_factory=dict, description='geometric means')
+
+
+class SweepRecord(Record):
+    factor: str = Field(description='users, rate, sut_cpus, memory_limit or workers')
+    values: list[Any] = Field(default_factory=list, description='the values swept')
+    points: list[SweepPoint] = Field(default_factory=list, description='one per value')
+
+
+class PrimaryVerdict(Record):
+    base: str
+    new: str
+    key: str = Field(description='the primary metric')
+    verdict: str | None = Field(default=None, description='its verdict, null when none')
+    reason: str | None = Field(default=None, description='why there is none')
+
+
+class StudyVerdict(Record):
+    """The study's answer to its primary question, and the exit code that carries it."""
+
+    exit_code: int = Field(default=0, description='0, 1, 3 or 4 (README: exit codes)')
+    meaning: str = Field(default="", description='the answer in words')
+    primary: list[PrimaryVerdict] = Field(default_factory=list, description='each primary verdict')
+
+
+class AAResult(Record):
+    """An A/A study's dimensioning: the base against itself."""
+
+    metric: str = Field(description='the primary metric')
+    cv: float | None = Field(default=None, description='its observed CV')
+    n_blocks: int = Field(default=0, description='blocks')
+    false_claims: int = Field(default=0, description='claims of a change made (each false)')
+    claims: list[str] = Field(default_factory=list, description='which')
+    blocks_needed: int | None = Field(default=None, description='blocks for EQUIVALENT at 80%')
+    power: float | None = Field(default=None, description='P(EQUIVALENT) at these blocks and CV')
+    margin: float | None = Field(default=None, description='the margin')
+
+
+class NoiseRow(Record):
+    """Where one primary metric's noise comes from (docs/noise.md): between runs vs within runs."""
+
+    config: str = Field(description='configuration')
+    key: str = Field(description='primary metric')
+    runs: int = Field(default=0, description='valid runs')
+    cv_between: float | None = Field(default=None, description='SD of ln value across runs')
+    cv_within: float | None = Field(default=None, description="a run's own interval scatter, as the CV of its mean")
+    blocks_needed: int | None = Field(default=None, description='blocks the margin needs at cv_between')
+
+
+class StudyDocument(Record):
+    format: int = Field(default=STUDY_FORMAT, description='format version')
+    kind: Literal["study", "compare"] = Field(default="study", description='study, or compare (stored runs)')
+    study_id: str | None = None
+    name: str = ""
+    title: str = ""
+    status: StudyStatus = Field(default="running", description='running, complete, interrupted or failed')
+    reason: str | None = None
+    created: str | None = None
+    finished: str | None = None
+    study_path: str | None = Field(default=None, description='the study file')
+    study: dict[str, Any] | None = Field(default=None, description='the study file as validated')
+    workload: WorkloadSummary = Field(default_factory=WorkloadSummary, description='the workload')
+    design: Design = Field(default_factory=Design, description='how it was run and judged')
+    configurations: list[ConfigurationRecord] = Field(default_factory=list, description='the base first')
+    runs: list[StudyRun] = Field(default_factory=list, description='every run, valid or not')
+    comparisons: list[ComparisonRecord] = Field(default_factory=list, description='each configuration against the base')
+    sweep: SweepRecord | None = Field(default=None, description="the sweep's curve")
+    warnings: list[Caveat] = Field(default_factory=list, description='study-wide caveats')
+    verdict: StudyVerdict | None = Field(default=None, description='the answer and the exit code')
+    aa: AAResult | None = Field(default=None, description="an A/A study's dimensioning")
+    noise: list[NoiseRow] = Field(default_factory=list, description="where the primary metrics' noise comes from")
+
+    _warnings = field_validator("warnings", mode="before")(classmethod(lambda cls, v: _caveat_list(v)))
+
+    @model_validator(mode="after")
+    def _title(self) -> "StudyDocument":
+        if not self.title:
+            self.title = self.name or " -> ".join(c.name for c in self.configurations) or "perflab study"
+        return self
+
+    def configuration(self, name: str) -> ConfigurationRecord | None:
+        return next((c for c in self.configurations if c.name == name), None)
+
+    def runs_of(self, configs: Any) -> list[StudyRun]:
+        wanted = {configs} if isinstance(configs, str) else set(configs)
+        return [r for r in self.runs if r.config in wanted]
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def upgrade_study_document(data: dict[str, Any]) -> dict[str, Any]:
+    version = data.get("format", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"unknown format {version!r}")
+    if version > STUDY_FORMAT:
+        raise ValueError(f"study.json format {version} is newer than this perflab reads (format {STUDY_FORMAT}): "
+                         "upgrade perflab to read it")
+    if version >= 2:
+        return data
+    data = dict(data)
+    runs = []
+    for run in data.get("runs") or []:
+        run = dict(run)
+        run["exclusions"] = run.pop("exclusion_reasons", None) or ([] if not run.get("excluded") else ["excluded"])
+        run["caveats"] = run.pop("warnings", None) or []
+        runs.append(run)
+    data["runs"] = runs
+    comparisons = []
+    for comparison in data.get("comparisons") or []:
+        comparison = dict(comparison)
+        entries = []
+        for entry in comparison.get("metrics") or []:
+            entry = dict(entry)
+            entry["verdict_unadjusted"] = entry.get("verdict")
+            entry["adjustment"] = "unadjusted" if entry.get("verdict") else "none"
+            entries.append(entry)
+        comparison["metrics"] = entries
+        comparisons.append(comparison)
+    data["comparisons"] = comparisons
+    if data.get("study_id") is None and data.get("kind") is None and (data.get("design") or {}).get("load", {}).get(
+            "mode") == "stored runs":
+        data["kind"] = "compare"
+    data["format"] = STUDY_FORMAT
+    return data
+
+
+def parse_study_document(data: Any, source: Path | str | None = None) -> StudyDocument:
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", file=source, line=1)
+    try:
+        return StudyDocument.model_validate(upgrade_study_document(data))
+    except ValueError as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InputError(f"not a perflab study document: {first['msg']}", file=source, field=where) from None
+        raise InputError(str(exc), file=source) from None
+
+
+def read_study_document(path: Path) -> StudyDocument:
+    """Load study.json (a path to the file or to its study directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "study.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("not a study directory: study.json is missing", file=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=path) from None
+    return parse_study_document(data, path)
+
+
+def as_study_document(study: Any) -> StudyDocument:
+    """A StudyDocument from itself or from a study.json document (a dict)."""
+    if isinstance(study, StudyDocument):
+        return study
+    return parse_study_document(study)

@@ -1,0 +1,32 @@
+"""User- and server-supplied text, made safe to show.
+
+Names, labels, descriptions, error messages from a SUT and values quoted back in an error
+message come from outside perflab. On a terminal they must not be read as rich markup (`[/x]`
+raised an exception, `[bold]` vanished) or reach the terminal as control sequences (ESC[2J
+clears the screen, OSC 8 hides a hyperlink); in Markdown they must not become markup. Each
+output format escapes with one function here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape as _rich_escape
+
+# C0 and C1 control characters, DEL; tab and newline are handled by the caller's context.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAKS = re.compile(r"[\r\n\t]")
+
+
+def visible(text: object, one_line: bool = True) -> str:
+    """Control characters as \\xNN escapes (and line breaks too, for one-line fields)."""
+    s = str(text)
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+    if one_line:
+        s = _LINE_BREAKS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": " "}[m.group(0)], s)
+    return s
+
+
+def terminal(text: object, one_line: bool = True) -> str:
+    """For rich: control characters escaped, markup characters made literal."""
+    return _rich_escape(visible(text, one_line))
