@@ -281,6 +281,14 @@ def test_the_compared_runs_come_from_the_table_or_nowhere(tmp_path, header, stat
     assert check.status is status and reason in check.reason
 
 
+def test_a_descriptive_column_between_parameter_and_releases_is_not_a_run(tmp_path):
+    # 100 * (0.780 - 2.340) / 2.340 = -66.67 whether or not a Format column comes first; a
+    # column of text only compares nothing.
+    path = tmp_path / "iebcopy.csv"
+    path.write_text("LRECL,Format,V1R12,V1R13,Delta (%)\n80,FB,2.340,0.780,-66.67\n80,VB,2.460,0.780,-68.29\n")
+    assert [c.status for c in derive_table(path).checks] == [Status.AGREE, Status.AGREE]
+
+
 # -- headings and cells --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("header,kind", [
