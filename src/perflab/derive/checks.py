@@ -27,7 +27,15 @@ class Unknown:
     reason: str
 
 
-Outcome = Interval | Gap | Unknown
+@dataclass(frozen=True)
+class Underivable:
+    """A printed value the table does not determine (a percent of a run the table does not
+    print); carries why. Reported as not derivable, never guessed and never failing."""
+
+    reason: str
+
+
+Outcome = Interval | Gap | Unknown | Underivable
 
 
 class Status(str, Enum):
@@ -38,6 +46,7 @@ class Status(str, Enum):
     UNKNOWN = "unknown"        # a `?` cell in the way: neither agrees nor fails
     NA = "na"                  # printed na and not recomputable: nothing to check
     DEFINES = "defines"        # the cell defines a symbol other rows use; nothing to check it against
+    NOT_DERIVABLE = "not-derivable"  # the table does not determine the value: reported, never failing
 
 
 @dataclass
@@ -62,6 +71,8 @@ class Check:
 
 def judge(printed: Cell, outcome: Outcome, approx: float | None = None) -> tuple[Status, str, float | None]:
     """Compare a printed cell with a recomputed outcome."""
+    if isinstance(outcome, Underivable) and printed.kind is not Kind.NA:
+        return Status.NOT_DERIVABLE, outcome.reason, None
     if printed.kind is Kind.UNKNOWN:
         return Status.UNKNOWN, f"printed {printed.text!r} is marked unknown", None
     if printed.kind is Kind.NA:
@@ -86,8 +97,14 @@ def judge(printed: Cell, outcome: Outcome, approx: float | None = None) -> tuple
 
 
 def first_problem(outcomes: list[Outcome]) -> Outcome | None:
-    """ABSENT beats na beats unknown: a missing row means the formula does not apply at all."""
-    for wanted in (Gap.ABSENT, Gap.NA):
-        if any(o is wanted for o in outcomes):
-            return wanted
+    """ABSENT beats not derivable beats na beats unknown: a missing row means the formula does
+    not apply at all; an input the table does not give means the value cannot be checked even
+    where the other inputs are known."""
+    if any(o is Gap.ABSENT for o in outcomes):
+        return Gap.ABSENT
+    underivable = next((o for o in outcomes if isinstance(o, Underivable)), None)
+    if underivable is not None:
+        return underivable
+    if any(o is Gap.NA for o in outcomes):
+        return Gap.NA
     return next((o for o in outcomes if isinstance(o, Unknown)), None)

@@ -4,7 +4,8 @@ registry's formulas and show them beside the printed values.
 Acceptance rule (methodology 6.5 item 7): given the raw rows of a seed table, perflab must
 reproduce the derived rows within the printed rounding. `--check` turns that into an exit
 code: 1 when any derivable cell disagrees, 0 otherwise. Approximate identities (RTM's own ITR
-and EMUL ITR) and cells marked unknown (`?`) are reported but never fail.
+and EMUL ITR), cells marked unknown (`?`) and cells the table does not determine (a percent of
+a run it does not print) are reported but never fail.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from perflab.derive.checks import Check, Status
-from perflab.derive.metric_table import check_metric_table
+from perflab.derive.metric_table import PARAMETER, check_metric_table
 from perflab.derive.render import Tally, render_check_list, render_metric_table, render_tally
 from perflab.derive.siblings import Siblings
 from perflab.derive.summary_tables import check_matrix, check_pairs, check_runs
@@ -45,17 +46,21 @@ def derive_table(path: Path, console: Console | None = None) -> DeriveResult:
     path = Path(path)
     table = read_table(path)
     notes: list[str] = []
-    if table.layout == "metric":
+    if table.layout in ("metric", PARAMETER):
         result = check_metric_table(table, REGISTRY)
+        by_parameter = table.layout == PARAMETER
         unregistered = [row.label for row, meaning in zip(table.rows, result.meanings) if meaning is None]
-        if unregistered:
+        if by_parameter:
+            notes.append(f"rows are values of {table.header[0]}, not metrics: only the change columns are derivable")
+        elif unregistered:
             notes.append(f"rows not in the registry, shown as printed: {', '.join(unregistered)}")
         derived = DeriveResult(path, table.layout, result.context, result.checks, notes)
         if console is not None:
-            rows = [(row.label, row.line, row.cells, meaning is not None)
+            title = f"{path.name} ({'parameter-first' if by_parameter else result.context} table)"
+            # Dimmed: rows derive cannot read. A parameter table's rows are all read (as values).
+            rows = [(row.label, row.line, row.cells, by_parameter or meaning is not None)
                     for row, meaning in zip(table.rows, result.meanings)]
-            render_metric_table(console, f"{path.name} ({result.context} table)", table.header, rows,
-                                result.checks)
+            render_metric_table(console, title, table.header, rows, result.checks)
     else:
         siblings = Siblings.load(path.parent, path, REGISTRY)
         if siblings.skipped:

@@ -13,7 +13,10 @@ Ratio rows (ITRR...) are relative to a base column: the first run column, or, wh
 restarts its comparison (VSE Table 30: cols 1→2 and 3→4), the latest earlier column whose
 printed ratio is exactly the unit value (1.000, 100).
 
-Columns headed DELTA / PERCENT hold the change between the two run columns before them.
+Change columns (DELTA, PERCENT, Pct., Delta (%)) hold the change between two run columns: which
+two, and when the table does not say, in changes.py. A parameter-first table (first column LRECL,
+BLKSIZE, a trace number...) is read the same way, but its rows are parameter values, not
+metrics: only its change columns are derivable.
 """
 
 from __future__ import annotations
@@ -21,15 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from perflab.derive.changes import change_outcome, plan_changes
 from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
 from perflab.derive.interval import Interval
 from perflab.derive.resolve import RowMeaning, resolve_rows
 from perflab.derive.table import Cell, Kind, Row, Table
 from perflab.reduce.metric import Formula, Metric, Registry
-from perflab.reduce.registry import delta, percent_change
 
-_DELTA = {"delta", "diff", "difference", "change"}
-_PERCENT = {"percent", "pct", "pct.", "%", "pct change", "percent change", "% change"}
+PARAMETER = "parameter"
 
 
 @dataclass
@@ -45,11 +47,13 @@ class MetricTable:
     def __init__(self, table: Table, registry: Registry):
         self.table = table
         self.registry = registry
-        self.meanings, self.context = resolve_rows([r.label for r in table.rows], registry)
-        heads = [h.strip().lower() for h in table.columns]
-        self.delta_columns = [i for i, h in enumerate(heads) if h in _DELTA]
-        self.percent_columns = [i for i, h in enumerate(heads) if h in _PERCENT]
-        self.run_columns = [i for i in range(len(heads)) if i not in self.delta_columns + self.percent_columns]
+        if table.layout == PARAMETER:
+            # Rows are values of the parameter (LRECL 80, 132, 4096), never metric names.
+            self.meanings: list[RowMeaning | None] = [None] * len(table.rows)
+            self.context = PARAMETER
+        else:
+            self.meanings, self.context = resolve_rows([r.label for r in table.rows], registry)
+        self.changes, self.run_columns = plan_changes(table)
         self.rows: dict[tuple[str, str], Row] = {}
         for row, meaning in zip(table.rows, self.meanings):
             if meaning is not None:
@@ -201,40 +205,29 @@ class MetricTable:
         cell = row.cells[col]
         status, reason, deviation = judge(cell, outcome, approx)
         recomputed = outcome if isinstance(outcome, Interval) else None
-        return Check(row.label, column, row.line, cell, recomputed, status, text, reason, approx, deviation, col)
+        return Check(self.row_name(row), column, row.line, cell, recomputed, status, text, reason, approx, deviation,
+                     col)
+
+    def row_name(self, row: Row) -> str:
+        """A row as the report names it: its label, or in a parameter table `LRECL 80`."""
+        if self.table.layout == PARAMETER and row.section:
+            return f"{row.section} {row.label}"
+        return row.label
 
     def _change_checks(self) -> list[Check]:
         out: list[Check] = []
-        for col in sorted(self.delta_columns + self.percent_columns):
-            earlier = [i for i in self.run_columns if i < col]
-            if len(earlier) < 2:
-                continue
-            old, new = earlier[-2], earlier[-1]
-            is_delta = col in self.delta_columns
-            names = (self.table.columns[new], self.table.columns[old])
-            text = (f"{names[0]} - {names[1]}" if is_delta else f"100 * ({names[0]} - {names[1]}) / {names[1]}")
+        for change in self.changes:
+            column = self.table.column_name(change.index)
+            text = change.formula(self.table.columns)
             for row, meaning in zip(self.table.rows, self.meanings):
-                if row.cells[col].kind is Kind.EMPTY or (meaning is not None and meaning.metric.text):
+                if row.cells[change.index].kind is Kind.EMPTY or (meaning is not None and meaning.metric.text):
                     continue
-                a, b = self._cell_value(row, meaning, new), self._cell_value(row, meaning, old)
-                if isinstance(a, Unknown) and a.reason.endswith("not a number"):
+                exact = meaning is not None and meaning.metric.exact_count
+                outcome = change_outcome(self.table, row, change, exact)
+                if outcome is None:
                     continue      # a descriptive row (RELEASE...) has no change to check
-                problem = first_problem([a, b])
-                outcome = problem if problem is not None else (delta(a, b) if is_delta else percent_change(a, b))
-                if outcome is Gap.ABSENT:
-                    continue
-                out.append(self._check(row, col, self.table.columns[col], outcome, text, None))
+                out.append(self._check(row, change.index, column, outcome, text, None))
         return out
-
-    def _cell_value(self, row: Row, meaning: RowMeaning | None, col: int) -> Outcome:
-        if meaning is not None:
-            return self.value(meaning.component, meaning.metric.key, col)
-        cell = row.cells[col]
-        if cell.kind is Kind.NUMBER:
-            return cell.interval()
-        if cell.kind is Kind.NA:
-            return Gap.NA
-        return Unknown(f"{row.label} printed {cell.text!r}" + ("" if cell.kind is Kind.UNKNOWN else ", not a number"))
 
 
 def _combine(printed: Outcome, derived: Outcome, half: float) -> Outcome:

@@ -16,7 +16,7 @@ from perflab.derive.table import Cell, Kind
 
 # Worst first: the mark a cell shows when several formulas check it.
 _SEVERITY = [Status.DISAGREE, Status.APPROX_OFF, Status.UNKNOWN, Status.APPROX, Status.AGREE, Status.DEFINES,
-             Status.NA]
+             Status.NOT_DERIVABLE, Status.NA]
 _MARK = {
     Status.AGREE: "[green]✓[/green]",
     Status.DISAGREE: "[bold red]✗[/bold red]",
@@ -24,6 +24,7 @@ _MARK = {
     Status.APPROX_OFF: "[yellow]≈![/yellow]",
     Status.UNKNOWN: "[yellow]?[/yellow]",
     Status.DEFINES: "[dim]=[/dim]",
+    Status.NOT_DERIVABLE: "[dim]–[/dim]",
     Status.NA: "",
 }
 
@@ -93,7 +94,7 @@ def render_metric_table(console: Console, title: str, header: list[str], rows: l
             text = f"{escape(cell.text)}{f' [dim]{beside}[/dim]' if beside else ''} {_MARK[worst.status]}"
             row_cells.append((text, len(cell.text) + len(beside) + 4))
         shown.append(row_cells)
-    label_width = max([len("metric")] + [len(label) for label, *_ in rows])
+    label_width = max([len(header[0])] + [len(label) for label, *_ in rows])
     widths = [max([len(c)] + [r[i][1] for r in shown]) for i, c in enumerate(columns)]
     slices: list[list[int]] = [[]]
     used = label_width + 4
@@ -106,7 +107,7 @@ def render_metric_table(console: Console, title: str, header: list[str], rows: l
     for n, part in enumerate(slices):
         suffix = f" — columns {part[0] + 1}–{part[-1] + 1} of {len(columns)}" if len(slices) > 1 else ""
         table = RichTable(title=escape(title + suffix), title_justify="left", header_style="bold")
-        table.add_column("metric", no_wrap=True)
+        table.add_column(escape(header[0]), no_wrap=True)
         for i in part:
             table.add_column(escape(columns[i]), justify="right", no_wrap=True)
         for (label, _line, _cells, known), row_cells in zip(rows, shown):
@@ -147,6 +148,7 @@ def render_tally(console: Console, tally: Tally, notes: list[str]) -> None:
                           f"{escape(check.column)}: printed {check.printed.text}, recomputed "
                           f"{format_like(check.printed, check.recomputed)} ({100 * (check.deviation or 0):+.2f} %) "
                           f"= {escape(check.formula)}")
+    _render_not_derivable(console, tally.of(Status.NOT_DERIVABLE))
     unknown = tally.of(Status.UNKNOWN)
     if unknown:
         console.print(f"unknown: {len(unknown)} cells (neither agree nor fail)")
@@ -159,3 +161,17 @@ def render_tally(console: Console, tally: Tally, notes: list[str]) -> None:
         console.print(f"  [bold red]✗[/bold red] line {check.line} {escape(check.row)} / {escape(check.column)}: "
                       f"printed {check.printed.text}, recomputed {format_like(check.printed, recomputed)}{span} "
                       f"= {escape(check.formula)}")
+
+
+def _render_not_derivable(console: Console, checks: list[Check]) -> None:
+    """One line per reason: a table of delta/pct pairs would otherwise list every cell."""
+    if not checks:
+        return
+    console.print(f"not derivable: {len(checks)} cells (the table does not determine them; never failing)")
+    by_reason: dict[str, list[str]] = {}
+    for check in checks:
+        columns = by_reason.setdefault(check.reason, [])
+        if check.column not in columns:
+            columns.append(check.column)
+    for reason, columns in by_reason.items():
+        console.print(f"  [dim]–[/dim] {escape(', '.join(columns))}: {escape(reason)}")

@@ -37,6 +37,8 @@ class Siblings:
             except InputError as exc:
                 found.skipped.append((path.name, str(exc.message)))
                 continue
+            if table.layout == "parameter":
+                continue      # its rows are parameter values (LRECL 80...): no run ids to cross-reference
             if table.layout != "metric":
                 found.summary_tables.append(table)
                 continue

@@ -3,7 +3,10 @@
 Format (../shared/spec/seed-tables/README.md): first column `metric` = the printed row label,
 every other column one run headed by its run id. Summary tables (measurement pairs, release
 ITRR matrix, run summaries) have their own columns instead; `layout` tells them apart by
-header. Cell conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
+header. A table whose first column is a parameter (LRECL, BLKSIZE, trace No.) with one column
+per release and change columns (`Delta (%)`: the z/OS IEBCOPY tables, the VM/ESA trace tables
+47-51) is the `parameter` layout: its rows are parameter values, not metrics. Cell
+conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
 reconstruction (unknown); `105K` = 105 × 1024.
 """
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from perflab.derive.headers import change_heading
 from perflab.derive.interval import Interval
 from perflab.errors import InputError
 
@@ -29,8 +33,10 @@ class Kind(str, Enum):
 
 
 _NUMBER = re.compile(r"^(?P<sign>[+-]?)(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?:\.(?P<frac>\d*))?"
-                     r"(?:[eE](?P<exp>[+-]?\d+))?(?P<k>[Kk])?(?P<pct>%)?$")
-_NA = {"na", "n/a", "n.a."}
+                     r"(?:[eE](?P<exp>[+-]?\d+))?(?P<k>[Kk])?(?P<pct>\s*%)?$")
+# A lone dash is the seeds' "no value" in a change column (DFW tables: Pct Read 26 26 - -;
+# IEBCOPY: ---); a lone `*` is a footnote standing in for a value ("Test not executed").
+_NA = {"na", "n/a", "n.a.", "-", "--", "---", "\u2013", "\u2014", "*"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Row:
     cells: list[Cell]
     line: int
     raw: list[str] = field(default_factory=list)
+    section: str = ""      # parameter layout: the first column's heading over this row (LRECL, BLKSIZE)
 
 
 @dataclass
@@ -88,11 +95,18 @@ class Table:
     path: Path
     header: list[str]
     rows: list[Row]
-    layout: str            # "metric", "pairs", "matrix" or "runs"
+    layout: str            # "metric", "parameter", "pairs", "matrix" or "runs"
 
     @property
     def columns(self) -> list[str]:
         return self.header[1:]
+
+    def column_name(self, index: int) -> str:
+        """A data column's heading, with its position when the heading repeats (Delta, Pct.)."""
+        head = self.columns[index]
+        if sum(1 for h in self.columns if h.strip().lower() == head.strip().lower()) > 1:
+            return f"{head} (column {index + 2})"
+        return head
 
     def column_index(self, name: str) -> int | None:
         wanted = name.strip().lower()
@@ -104,7 +118,7 @@ class Table:
 
 def _layout(header: list[str]) -> str | None:
     names = {h.strip().lower() for h in header}
-    if header and header[0].strip().lower() == "metric":
+    if header and header[0].strip().lower() in {"metric", "metrics"}:
         return "metric"
     if {"pair", "itr_ratio"} <= names:
         return "pairs"
@@ -112,7 +126,15 @@ def _layout(header: list[str]) -> str | None:
         return "matrix"
     if "run_id" in names:
         return "runs"
+    if any(change_heading(h) for h in header[1:]):
+        return "parameter"
     return None
+
+
+def _repeats_header(raw: list[str], header: list[str]) -> bool:
+    """A parameter table that stacks several printed tables (Elapsed Time, then CPU Time)
+    repeats the heading row before each; its first cell may name another parameter."""
+    return [c.strip().lower() for c in raw[1:]] == [h.lower() for h in header[1:]]
 
 
 def read_table(path: Path) -> Table:
@@ -129,6 +151,8 @@ def read_table(path: Path) -> Table:
         raise InputError(f"not a UTF-8 CSV file (byte {exc.start})", file=path) from None
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header: list[str] | None = None
+    layout: str | None = None
+    section = ""
     rows: list[Row] = []
     try:
         for raw in reader:
@@ -137,21 +161,27 @@ def read_table(path: Path) -> Table:
                 continue
             if header is None:
                 header = [c.strip() for c in raw]
-                if _layout(header) is None:
+                layout = _layout(header)
+                if layout is None:
                     raise InputError("no `metric` column: expected the seed-table format (first column "
-                                     "`metric` holding the printed row label, one column per run)",
+                                     "`metric` holding the printed row label, one column per run) or a "
+                                     "parameter-first table (the parameter, one column per release, and a "
+                                     "change column such as `Delta (%)`)",
                                      file=path, line=line, field=header[0] or "(empty)")
                 if len(header) < 2:
                     raise InputError("no run columns after `metric`", file=path, line=line, field=header[0])
+                section = header[0]
                 continue
             if len(raw) != len(header):
                 raise InputError(f"row has {len(raw)} cells but the header has {len(header)} columns",
                                  file=path, line=line, field=raw[0].strip() or "(first cell)")
-            rows.append(Row(raw[0].strip(), [Cell.parse(c) for c in raw[1:]], line, raw))
+            if layout == "parameter" and _repeats_header(raw, header):
+                section = raw[0].strip() or section
+                continue
+            rows.append(Row(raw[0].strip(), [Cell.parse(c) for c in raw[1:]], line, raw, section))
     except csv.Error as exc:
         raise InputError(f"not valid CSV: {exc}", file=path, line=reader.line_num) from None
     if header is None:
         raise InputError("empty table: no header row", file=path, line=1)
-    layout = _layout(header)
     assert layout is not None
     return Table(Path(path), header, rows, layout)

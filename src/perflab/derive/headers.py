@@ -1,0 +1,69 @@
+"""What a column heading says: a change column (the difference between two runs) or a run.
+
+The seeds print the change between two runs beside them under many headings: DELTA and
+PERCENT (VM/ESA DFW tables 42-45), Delta / Pct. pairs (Tables 33 and 47-51), `Delta (%)`
+(z/OS IEBCOPY tables), `Delta V1.11 to V.12 w/GRS and allocation` (z/OS GRS table). A heading
+is a change column when a change word opens or closes it; a heading that only mentions a
+percent word ("Pct Busy") is a measurement, unless the rest of it is empty, numbering
+("Pct..1"), or names the runs compared.
+
+Only the heading is read here; a DELTA column whose printed cells all carry a `%` is a percent
+change after all, which `changes.py` settles from the cells.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Change(str, Enum):
+    DELTA = "delta"        # later run minus earlier run
+    PERCENT = "percent"    # the delta as a percent of the earlier run's value
+
+
+_DELTA_WORDS = {"delta", "diff", "difference", "change", "δ"}
+_PERCENT_WORDS = {"pct", "percent", "percentage"}
+_WORD = re.compile(r"[^\W\d_]+|%")
+_CHANGE_WORD = re.compile(r"(?<!\w)(?:" + "|".join(sorted(_DELTA_WORDS | _PERCENT_WORDS)) + r")(?!\w)|\(?%\)?",
+                          re.IGNORECASE)
+_NUMBERING = re.compile(r"^[\s#.,:()\[\]_\d-]*$")
+# Separators that say which way a change goes: "V1.11 to V1.12" is V1.12 minus V1.11. A plain
+# hyphen ("Y64F4809 - Y64F480E") does not: it reads both as a transition and as a subtraction.
+_DIRECTED = re.compile(r"\s+(?:to|->|→)\s+", re.IGNORECASE)
+_NAMED_PAIR = re.compile(r"\s(?:to|->|→|vs\.?|-|–)\s", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ChangeHeading:
+    kind: Change
+    names: str     # what the heading says besides its change words ("V1.11 to V1.12"); "" if nothing
+
+    @property
+    def bare(self) -> bool:
+        """Nothing but change words (and numbering): the runs are the ones printed before it."""
+        return bool(_NUMBERING.match(self.names))
+
+    def pair(self) -> tuple[str, str] | None:
+        """(earlier, later) when the heading names them with a direction ("from A to B")."""
+        parts = _DIRECTED.split(re.sub(r"^from\s+", "", self.names, flags=re.IGNORECASE))
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            return None
+        return parts[0].strip(), parts[1].strip()
+
+
+def change_heading(header: str) -> ChangeHeading | None:
+    """The change a column heading announces, or None for a run (or measurement) column."""
+    words = _WORD.findall(header.lower())
+    if not words:
+        return None
+    ends = {words[0], words[-1]}
+    names = " ".join(_CHANGE_WORD.sub(" ", header).split()).strip(" .:,")
+    if ends & _DELTA_WORDS:
+        percent = "%" in words or bool(set(words) & _PERCENT_WORDS)
+        return ChangeHeading(Change.PERCENT if percent else Change.DELTA, names)
+    if ends & _PERCENT_WORDS or header.strip() in {"%", "(%)"}:
+        if _NUMBERING.match(names) or _NAMED_PAIR.search(f" {names} "):
+            return ChangeHeading(Change.PERCENT, names)
+    return None
