@@ -35,7 +35,8 @@ WATCH_INTERVAL_S = 0.1
 def start_sut(workload: Workload, workload_dir: Path, run_dir: Path, run_id: str, cpus: list[int],
               cgroup: Any, users: int | None):
     """The server perflab manages for this run (not started yet), or None for an external one."""
-    from perflab.sut.service import PostgresServer, Service
+    from perflab.sut.postgres_server import PostgresServer
+    from perflab.sut.service import Service
 
     target = workload.target
     if isinstance(target, PostgresTarget) and target.server is not None:
