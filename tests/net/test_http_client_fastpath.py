@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 import uvloop
 
-from perflab.drive.adapters.http import HttpExecutor, encode_request
+from perflab.drive.adapters.http import HttpExecutor
+from perflab.drive.adapters.http_request import encode_request
 from perflab.workload.loader import load_workload
 
 from .net_helpers import run_workload

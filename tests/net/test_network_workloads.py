@@ -79,7 +79,7 @@ def test_sql_parameters_become_positional():
 
 
 def test_json_path_subset():
-    from perflab.drive.adapters.http import CheckFailed, json_path
+    from perflab.drive.adapters.http_request import CheckFailed, json_path
 
     doc = {"items": [{"href": "/a"}, {"id": 2}], "x y": {"z": 1}}
     assert json_path(doc, "$.items[1].id") == 2

@@ -24,7 +24,8 @@ from perflab.drive.plan import RunPlan
 from perflab.drive.recorder import Recorder
 from perflab.errors import SutFailure
 from perflab.records.run import DriverRecord
-from perflab.sut.service import PostgresServer, Service
+from perflab.sut.postgres_server import PostgresServer
+from perflab.sut.service import Service
 from perflab.workload.model import PostgresTarget, Workload
 
 PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit"]

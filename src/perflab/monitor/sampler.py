@@ -1,5 +1,6 @@
-"""The sampler: a separate monitor process that reads every source on a fixed grid and writes
-samples.parquet (docs/architecture.md has the column contract).
+"""The sampler, the driver's handle on the monitor: a separate process that reads every source
+on a fixed grid and writes samples.parquet (docs/architecture.md has the column contract;
+monitor_process.py is the code that runs in that process).
 
     spec = MonitorSpec(out_path=run_dir / "samples.parquet", t0_monotonic=t0, interval_s=1.0,
                        sut_pids=[...], driver_pid=os.getpid(), cpus=driver_cpus)
@@ -12,35 +13,18 @@ Why a separate process: sampling must not compete with the driver's event loop f
 (late samples, delayed transactions), its CPU cost must be measurable on its own
 (`monitor.cpu_*`), and it must survive -- and then notice -- the driver's death.
 
-Timing: sample k is taken at the first grid point t0 + k * interval after the previous one
-(missed grid points are skipped, never caught up in a burst), so samples of different runs and
-the measurement window share one grid. A sample's `t` is the midpoint of its reads, in seconds
-since t0 on CLOCK_MONOTONIC, which the driver and SUT share.
-
-The driver's death: the monitor watches a pidfd of its parent (and its control pipe, and its
-parent pid as a fallback), and on any sign that the parent is gone it takes a final sample,
-writes what it has and exits. SIGINT (Ctrl-C reaches the whole process group) is ignored: the
-driver decides when to stop. SIGTERM writes and exits.
-
-Cost (the summary reports it per run as sampling_cpu_per_s; measured on the 2-core development
-VM with all machine sources, SharedCounters, a driver pid and two components):
-    1 s interval,   5 SUT processes: 0.0011 CPU-s per s (0.11 % of one core)
-    1 s interval,  51 SUT processes: 0.0041 CPU-s per s (0.41 %)
-    0.1 s interval, 5 SUT processes: 0.0086 CPU-s per s (0.86 %)
-plus ~0.1 CPU-s to start and ~0.35 CPU-s to write the parquet (pyarrow import), both outside
-the sampled span. Most of the per-sample cost is ~70 us per SUT process (four /proc reads) and
-PSS (smaps_rollup, ~170 us per small process), which is why PSS is refreshed every 5 s.
+The protocol: the spec goes to the monitor pickled, length-prefixed, on its control pipe; then
+text commands, one a line (`add PID...`, `stop`). The monitor answers on its report pipe with
+JSON lines: `ready` (with the sources' status) after its first sample, `stopped` (with the
+summary) after writing samples.parquet, or `error`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import pickle
-import resource
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -48,8 +32,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
-
-from .sources import SourceUnavailable
 
 MACHINE_SOURCES = ("proc_stat", "vmstat", "diskstats", "netdev")
 
@@ -83,10 +65,6 @@ class MonitorSpec:
             raise ValueError(f"unknown machine sources {sorted(unknown)}; known: {MACHINE_SOURCES}")
 
 
-# ------------------------------------------------------------------------------------------------
-# Driver side
-
-
 class Sampler:
     """Starts, feeds and stops the monitor process."""
 
@@ -112,7 +90,7 @@ class Sampler:
         package_parent = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-        code = "from perflab.monitor.sampler import _monitor_main; _monitor_main()"
+        code = "from perflab.monitor.monitor_process import main; main()"
         self._proc = subprocess.Popen(
             [sys.executable, "-c", code, str(ctl_r), str(rep_w)],
             pass_fds=(ctl_r, rep_w),
@@ -196,328 +174,3 @@ class Sampler:
             self._proc.kill()
             self._proc.wait()
 
-
-# ------------------------------------------------------------------------------------------------
-# Monitor side
-
-
-def _build_sources(spec: MonitorSpec):
-    """-> (sources in read order, status per source name, the SUT tree holder)."""
-    from .sources.cgroup import CgroupSource
-    from .sources.diskstats import DiskstatsSource
-    from .sources.netdev import NetdevSource
-    from .sources.own_cpu import DriverCpuSource, MonitorCpuSource
-    from .sources.proc_stat import ProcStatSource
-    from .sources.vmstat import VmstatSource
-
-    status: dict[str, dict] = {}
-    sources: list = []
-
-    def add(name: str, factory) -> Any:
-        try:
-            src = factory()
-        except SourceUnavailable as e:
-            status[name] = {"available": False, "reason": str(e)}
-            return None
-        except Exception as e:  # a broken source must not cost the whole run its samples
-            status[name] = {"available": False, "reason": f"{type(e).__name__}: {e}"}
-            return None
-        status[name] = {"available": True, "reason": None}
-        sources.append(src)
-        return src
-
-    cgroup = None
-    if spec.sut_cgroup is not None:
-        # Read through the tree holder (not on its own), which also finds members by it.
-        try:
-            cgroup = CgroupSource(spec.sut_cgroup)
-        except SourceUnavailable as e:
-            status["cgroup"] = {"available": False, "reason": str(e)}
-        else:
-            status["cgroup"] = {"available": True, "reason": None, "describe": cgroup.describe}
-            if not cgroup.provides_cpu:
-                status["cgroup"]["reason"] = "no CPU accounting files; s.cpu_* from the process tree"
-    tree = _TreeHolder(spec, cgroup, status)
-    sources.append(tree)
-    has_sut = bool(spec.sut_pids) or cgroup is not None
-    status["process_tree"] = {
-        "available": has_sut,
-        "reason": None if has_sut else "no SUT pids yet (Sampler.add_sut_pids adds them)",
-    }
-
-    machine = {"proc_stat": ProcStatSource, "vmstat": VmstatSource,
-               "diskstats": DiskstatsSource, "netdev": NetdevSource}
-    for name in spec.machine_sources:
-        add(name, machine[name])
-    if spec.driver_pid is not None:
-        add("driver_cpu", lambda: DriverCpuSource(spec.driver_pid))
-    if spec.counters is not None:
-        add("sut_counters", lambda: spec.counters.open())
-    if spec.perf_counters:
-        from .sources.perf_counters import probe
-
-        ok, why = probe()
-        status["perf_counters"] = {"available": ok, "reason": why}
-        if ok:
-            tree.enable_perf()
-    else:
-        status["perf_counters"] = {"available": False, "reason": "turned off (MonitorSpec.perf_counters)"}
-    sources.append(MonitorCpuSource())  # last: its reading includes this sample's reads
-    status["monitor_cpu"] = {"available": True, "reason": None}
-    return sources, status, tree
-
-
-class _TreeHolder:
-    """The SUT's process tree (and perf counters), created once the SUT has processes.
-
-    Until the SUT has any process there are no s.* columns rather than zeros.
-    """
-
-    name = "process_tree"
-
-    def __init__(self, spec: MonitorSpec, cgroup, status: dict[str, dict]) -> None:
-        self._spec = spec
-        self._cgroup = cgroup
-        self._status = status
-        self._tree = None
-        self._perf = None
-        self._perf_wanted = False
-        self._roots: list[int] = list(spec.sut_pids)
-
-    def enable_perf(self) -> None:
-        self._perf_wanted = True
-
-    def add_roots(self, pids: list[int]) -> None:
-        self._roots.extend(pids)
-        if self._tree is not None:
-            self._tree.add_roots(pids)
-            if self._perf is not None:
-                self._perf.add_pids(pids)
-
-    def read(self) -> dict[str, float]:
-        from .sources.process_tree import ProcessTreeSource
-
-        members = self._cgroup.procs() if self._cgroup is not None else []
-        if self._tree is None:
-            if not (self._roots or members):
-                return self._cgroup.read() if self._cgroup is not None else {}
-            cpu_entity = "tree" if self._cgroup is not None and self._cgroup.provides_cpu else None
-            self._tree = ProcessTreeSource(
-                self._roots, self._spec.components, cpu_entity=cpu_entity,
-                pss_refresh_s=self._spec.pss_refresh_s,
-            )
-            self._status["process_tree"] = {"available": True, "reason": None}
-        if members:
-            self._tree.add_roots(members)
-        out = self._tree.read()
-        if self._perf_wanted and self._perf is None:
-            from .sources.perf_counters import PerfCounterSource
-
-            # Existing processes get their own counters; later children are inherited.
-            try:
-                self._perf = PerfCounterSource(self._tree.pids)
-            except Exception as e:
-                self._perf_wanted = False
-                self._status["perf_counters"] = {"available": False, "reason": str(e)}
-        if self._perf is not None:
-            out.update(self._perf.read())
-        if self._cgroup is not None:
-            out.update(self._cgroup.read())  # exact s.cpu_* when the cgroup has them
-        return out
-
-    def close(self) -> None:
-        if self._perf is not None:
-            self._perf.close()
-        if self._tree is not None:
-            self._tree.close()
-
-
-class _Monitor:
-    def __init__(self, spec: MonitorSpec) -> None:
-        self.spec = spec
-        self.sources, self.status, self.tree = _build_sources(spec)
-        self.rows: list[dict[str, float]] = []
-        self.columns: dict[str, None] = {"t": None}  # insertion-ordered set
-        self.errors: dict[str, str] = {}
-
-    def sample(self) -> None:
-        begin = time.monotonic()
-        row: dict[str, float] = {}
-        for src in self.sources:
-            try:
-                row.update(src.read())
-            except Exception as e:  # keep sampling; the summary carries the first error
-                self.errors.setdefault(src.name, f"{type(e).__name__}: {e}")
-        end = time.monotonic()
-        row["t"] = (begin + end) / 2 - self.spec.t0_monotonic
-        for k in row:
-            if k not in self.columns:
-                self.columns[k] = None
-        self.rows.append(row)
-
-    def write(self, end_reason: str) -> dict:
-        cpu_at_write = _own_cpu_s()
-        summary = self._summary(end_reason)
-        import pyarrow as pa  # only now: importing it costs more CPU than an hour of sampling
-        import pyarrow.parquet as pq
-
-        names = list(self.columns)
-        table = pa.table(
-            {n: pa.array([row.get(n) for row in self.rows], type=pa.float64()) for n in names}
-        )
-        meta = {"interval_s": self.spec.interval_s, "t0_monotonic": self.spec.t0_monotonic,
-                "sources": self.status, "end": end_reason}
-        table = table.replace_schema_metadata({"perflab.samples": json.dumps(meta)})
-        out = Path(self.spec.out_path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        pq.write_table(table, tmp)
-        _fsync(tmp)
-        os.replace(tmp, out)
-        _fsync(out.parent)
-        summary["monitor_write_cpu_s"] = round(_own_cpu_s() - cpu_at_write, 4)
-        return summary
-
-    def _summary(self, end_reason: str) -> dict:
-        first, last = (self.rows[0], self.rows[-1]) if self.rows else ({}, {})
-        span = last.get("t", 0.0) - first.get("t", 0.0)
-        sampling_cpu = (
-            last.get("monitor.cpu_user", 0.0) + last.get("monitor.cpu_sys", 0.0)
-            - first.get("monitor.cpu_user", 0.0) - first.get("monitor.cpu_sys", 0.0)
-        )
-        status = {k: dict(v) for k, v in self.status.items()}
-        for name, err in self.errors.items():
-            status.setdefault(name, {"available": True, "reason": None})["error"] = err
-        return {
-            "out_path": str(self.spec.out_path),
-            "samples": len(self.rows),
-            "interval_s": self.spec.interval_s,
-            "span_s": round(span, 6),
-            "columns": list(self.columns),
-            "monitor_pid": os.getpid(),
-            "monitor_cpu_s": round(_own_cpu_s(), 4),
-            # CPU spent between the first and the last sample: the steady cost of sampling,
-            # without interpreter start-up and the final write.
-            "sampling_cpu_s": round(sampling_cpu, 4),
-            "sampling_cpu_per_s": round(sampling_cpu / span, 6) if span > 0 else math.nan,
-            "sources": status,
-            "end": end_reason,
-        }
-
-    def close(self) -> None:
-        for src in self.sources:
-            try:
-                src.close()
-            except Exception:
-                pass
-
-
-def _own_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _next_grid_time(now: float, t0: float, interval: float) -> float:
-    """The first grid point t0 + k * interval strictly after `now`."""
-    k = math.floor((now - t0) / interval) + 1
-    return t0 + k * interval
-
-
-def _read_exact(fd: int, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
-        if not chunk:
-            raise EOFError("control pipe closed before the spec arrived")
-        data += chunk
-    return data
-
-
-def _monitor_main() -> None:
-    """Entry point of the monitor process: argv = control-pipe fd, report-pipe fd."""
-    ctl, rep = int(sys.argv[1]), int(sys.argv[2])
-    parent = os.getppid()
-
-    def report(obj: dict) -> None:
-        try:
-            os.write(rep, (json.dumps(obj) + "\n").encode())
-        except OSError:
-            pass  # the driver is gone; the samples file is what matters
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    terminated = []
-    signal.signal(signal.SIGTERM, lambda *_: terminated.append(True))
-    try:
-        parent_fd = os.pidfd_open(parent)
-    except (AttributeError, OSError):
-        parent_fd = None  # old kernel: the getppid() check below still notices
-
-    try:
-        (size,) = struct.unpack("<Q", _read_exact(ctl, 8))
-        spec: MonitorSpec = pickle.loads(_read_exact(ctl, size))
-        if spec.cpus:
-            os.sched_setaffinity(0, spec.cpus)
-        # The process tree keeps a few /proc descriptors open per SUT process.
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != hard:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        monitor = _Monitor(spec)
-        monitor.sample()
-    except Exception as e:
-        report({"event": "error", "message": f"{type(e).__name__}: {e}"})
-        raise
-    report({"event": "ready", "sources": monitor.status})
-
-    end_reason = None
-    pending = b""
-    watched = [ctl, wake_r] + ([parent_fd] if parent_fd is not None else [])
-    try:
-        while end_reason is None:
-            deadline = _next_grid_time(time.monotonic(), spec.t0_monotonic, spec.interval_s)
-            while end_reason is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                ready, _, _ = select.select(watched, [], [], left)
-                if terminated:
-                    end_reason = "terminated (SIGTERM)"
-                elif os.getppid() != parent or (parent_fd is not None and parent_fd in ready):
-                    end_reason = "driver exited"
-                elif ctl in ready:
-                    chunk = os.read(ctl, 65536)
-                    if not chunk:
-                        end_reason = "driver exited (control pipe closed)"
-                        break
-                    pending += chunk
-                    while b"\n" in pending:
-                        line, _, pending = pending.partition(b"\n")
-                        cmd, *args = line.decode().split()
-                        if cmd == "stop":
-                            end_reason = "stopped"
-                        elif cmd == "add":
-                            monitor.tree.add_roots([int(a) for a in args])
-                if wake_r in ready:
-                    os.read(wake_r, 4096)
-            if end_reason is None:
-                monitor.sample()
-    finally:
-        end_reason = end_reason or "monitor error"
-        monitor.sample()  # the final sample, whatever ended the run
-        monitor.close()
-        try:
-            summary = monitor.write(end_reason)
-        except Exception as e:
-            report({"event": "error", "message": f"writing samples failed: {type(e).__name__}: {e}"})
-            raise
-        report({"event": "stopped", "summary": summary})

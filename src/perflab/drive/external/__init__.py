@@ -8,11 +8,19 @@ Monitors, metrics, statistics and reports then work the same whichever driver ra
 
 Each tool has one module: a runner (command line from the workload) and an importer (its log
 to rows). All share `ExternalResult` and `TableBuilder`.
+
+Seeds: the run's seed (`perflab run --seed`, else the workload's) reaches every tool, so two
+runs with the same seed issue the same script choices and parameters, as the native driver
+does. A tool runs twice per run (the unlogged warm-up, then the measured run), and each run
+gets a seed of its own, `tool_seed(seed, phase)`: with one seed for both, the measured run
+would replay the warm-up's parameters -- the very rows the warm-up just brought into the
+server's cache. What each tool does with its seed: pgbench.py, k6_script.py, wrk.py.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +31,7 @@ import pyarrow as pa
 from perflab.drive.recorder import SCHEMA
 
 NAN = float("nan")
+WARM_UP, MEASURED = "warm-up", "measured"  # the two runs of a tool in one perflab run
 
 
 @dataclass
@@ -80,23 +89,30 @@ class TableBuilder:
 
 
 def run_external(plan, run_dir, t0: float, t0_epoch: float, dsn: str | None, failure) -> ExternalResult:
-    """Run the workload's external driver as the plan says (load, seed, phases, driver CPUs)."""
-    workload, kind, phases = plan.workload, plan.workload.driver.kind, plan.phases
-    users, rate, driver_cpus = plan.users, plan.rate, plan.placement.driver_cpus
+    """Run the workload's external driver with the whole plan (load, seed, phases, driver CPUs)."""
+    kind = plan.workload.driver.kind
     if kind == "pgbench":
         from perflab.drive.external.pgbench import run_pgbench
 
-        return run_pgbench(workload, run_dir, phases, t0, t0_epoch, users, rate, plan.workers, driver_cpus, dsn,
-                           failure)
+        return run_pgbench(plan, run_dir, t0, t0_epoch, dsn, failure)
     if kind == "k6":
         from perflab.drive.external.k6 import run_k6
 
-        return run_k6(workload, run_dir, phases, t0_epoch, users, rate, driver_cpus, failure)
+        return run_k6(plan, run_dir, t0_epoch, failure)
     if kind == "wrk":
         from perflab.drive.external.wrk import run_wrk
 
-        return run_wrk(workload, run_dir, phases, t0, users, rate, driver_cpus, failure)
+        return run_wrk(plan, run_dir, t0, failure)
     raise ValueError(f"unknown external driver {kind!r}")
+
+
+def tool_seed(seed: int, phase: str) -> int:
+    """The seed of one run of a tool (phase: WARM_UP or MEASURED), derived from the run's seed.
+    32 bits, because perflab's seed is any integer while pgbench takes an unsigned 64-bit one
+    and the k6 and wrk scripts hold numbers as doubles (exact up to 2^53); a hash, so that
+    nearby seeds and the two phases give unrelated sequences."""
+    digest = hashlib.blake2b(f"{seed}:{phase}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big")
 
 
 def script_mix(workload) -> tuple[list[int], list[float]]:

@@ -41,10 +41,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window
+from perflab.drive.external import (
+    MEASURED, WARM_UP, ExternalResult, TableBuilder, gzip_evidence, measured_window, tool_seed,
+)
 from perflab.drive.external import k6_script
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
+from perflab.drive.plan import RunPlan
 from perflab.workload.model import Workload
 
 NAN = float("nan")
@@ -75,8 +78,10 @@ def find_k6() -> str | None:
     return None
 
 
-def run_k6(workload: Workload, run_dir: Path, phases, t0_epoch: float, users: int | None, rate: float | None,
-           driver_cpus: list[int], failure) -> ExternalResult:
+def run_k6(plan: RunPlan, run_dir: Path, t0_epoch: float, failure) -> ExternalResult:
+    """Run k6 as the plan says (load, seed, phases, driver CPUs); import its points."""
+    workload, phases, users, rate, seed = plan.workload, plan.phases, plan.users, plan.rate, plan.seed
+    driver_cpus = plan.placement.driver_cpus
     program = find_k6()
     if program is None:
         raise SutFailure("k6 is not installed (go install go.k6.io/k6@latest)")
@@ -89,9 +94,10 @@ def run_k6(workload: Workload, run_dir: Path, phases, t0_epoch: float, users: in
             return k6_script.open_scenario(rate, seconds, workload)
         return k6_script.closed_scenario(users, seconds, stagger)
 
-    def k6(name: str, seconds: float, stagger: float, output: Path | None):
+    def k6(name: str, phase: str, seconds: float, stagger: float, output: Path | None):
         script = run_dir / f"{name}.js"
-        script.write_text(k6_script.script_text(k6_script.plan(workload, scenario(seconds, stagger), open_loop)))
+        plan = k6_script.plan(workload, scenario(seconds, stagger), open_loop, tool_seed(seed, phase))
+        script.write_text(k6_script.script_text(plan))
         summary_path = run_dir / f"{name}-summary.json"
         argv = [program, "run", "--quiet", "--no-color", "--no-usage-report", "-e",
                 f"PERFLAB_K6_SUMMARY={summary_path}", *(["--out", f"json={output}"] if output else []),
@@ -101,12 +107,12 @@ def run_k6(workload: Workload, run_dir: Path, phases, t0_epoch: float, users: in
 
     if phases.window_start > 0:
         # Stagger + stabilization: a k6 run whose requests are not imported (the warm-up).
-        warm, summary["warmup"] = k6("k6-warmup", phases.window_start, phases.stagger, None)
+        warm, summary["warmup"] = k6("k6-warmup", WARM_UP, phases.window_start, phases.stagger, None)
         bad = tool_outcome(warm, failure, "k6 warm-up")
         if bad is not None:
             return ExternalResult(None, *bad, warm.driver, summary)
     output = run_dir / "k6.json"
-    tool, measured = k6("k6", phases.measurement, 0.0, output)
+    tool, measured = k6("k6", MEASURED, phases.measurement, 0.0, output)
     summary.update(measured)
     table, counts, first_iteration = (import_json(output, workload, t0_epoch, open_loop) if output.exists()
                                       else (None, {}, None))

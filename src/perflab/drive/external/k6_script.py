@@ -9,6 +9,11 @@ check, no redirects followed. Script choice by weight, a constant think time bef
 the init script once per virtual user in a closed loop (in each k6 run: the warm-up's VUs and
 the measured run's log on separately), none in an open loop, as the native driver.
 
+Random draws (script choice, parameters) come from a seeded generator in the runtime (see
+`Random` there), one stream per simulated user, seeded from the k6 run's seed (tool_seed of the
+run's seed) and the user's number: the same seed gives every user the same script choices and
+parameters however k6 schedules its VUs.
+
 Labels: k6 writes one JSON point per metric per request, timed at the request's end (its
 Trail.EndTime). Every request point carries the metadata `id` = "user:seq:script:tx" of its
 transaction (metadata, not tags: tags would make one k6 time series per transaction);
@@ -45,13 +50,55 @@ export function handleSummary(data) {
 }
 
 let vars = {};          // the user's variables: values extracted from responses
+let rng = null;         // the user's random stream
 let loggedOn = false;
 let seq = 0;
 
 class CheckFailed extends Error {}
 
+// Not Math.random: k6 seeds it from the system's entropy in every VU, and the run's seed must
+// decide the draws. xoshiro128** (Blackman and Vigna, "Scrambled linear pseudorandom number
+// generators", ACM TOMS 47(4), 2021): 128 bits of state, period 2^128 - 1, built from 32-bit
+// integer operations that JavaScript does exactly (Math.imul, shifts, xor).
+class Random {
+  constructor(seed, user) {
+    // MurmurHash3's finalizer (mix32) is a bijection of 32-bit words that scatters nearby
+    // inputs: nearby seeds and users get unrelated states, and the four words, from four
+    // distinct inputs, are distinct -- never all zero, the one state xoshiro must not have.
+    const h = mix32(seed ^ mix32(user));
+    this.s = [0, 1, 2, 3].map((k) => mix32(h + Math.imul(k, 0x9e3779b9)));
+  }
+
+  next32() {
+    const s = this.s;
+    const result = Math.imul(rotl(Math.imul(s[1], 5), 7), 9) >>> 0;
+    const t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
+    return result;
+  }
+
+  random() {  // in [0, 1) with 53 random bits, like Math.random
+    return ((this.next32() >>> 5) * 67108864 + (this.next32() >>> 6)) / 9007199254740992;
+  }
+}
+
+function mix32(h) {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+function rotl(x, k) {
+  return (x << k) | (x >>> (32 - k));
+}
+
 function pick(cumulative) {
-  const x = Math.random() * cumulative[cumulative.length - 1];
+  const x = rng.random() * cumulative[cumulative.length - 1];
   let i = 0;
   while (i < cumulative.length - 1 && cumulative[i] <= x) i++;
   return i;
@@ -60,10 +107,10 @@ function pick(cumulative) {
 function param(spec) {
   if (spec.random_int) {
     const [lo, hi] = spec.random_int;
-    return lo + Math.floor(Math.random() * (hi - lo + 1));
+    return lo + Math.floor(rng.random() * (hi - lo + 1));
   }
   if (spec.choice) {
-    return spec.choice[spec.weights ? pick(spec.weights) : Math.floor(Math.random() * spec.choice.length)];
+    return spec.choice[spec.weights ? pick(spec.weights) : Math.floor(rng.random() * spec.choice.length)];
   }
   return spec.value;
 }
@@ -175,6 +222,7 @@ export default function () {
   // closed loop: a user per VU, its variables kept; open loop: every arrival a new user
   const user = PLAN.open ? exec.scenario.iterationInTest : exec.vu.idInTest - 1;
   if (PLAN.open) vars = {};
+  if (PLAN.open || rng === null) rng = new Random(PLAN.seed, user);  // a stream per user, as the variables
   md.it = iteration;
   iterationStart.add(1);
   delete md.it;
@@ -189,8 +237,9 @@ def script_text(plan: dict[str, Any]) -> str:
     return f"const PLAN = {json.dumps(plan, indent=1)};\n{RUNTIME}"
 
 
-def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool) -> dict[str, Any]:
-    """The workload as data for RUNTIME, with k6's options (one scenario)."""
+def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool, seed: int) -> dict[str, Any]:
+    """The workload as data for RUNTIME, with k6's options (one scenario) and the seed of this
+    k6 run (32 bits: see tool_seed)."""
     target = workload.target
     assert isinstance(target, HttpTarget)
     default_think = workload.think.value if workload.think is not None else 0.0
@@ -201,6 +250,7 @@ def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool) -> dict[
         "options": {"scenarios": {"perflab": scenario}, "systemTags": SYSTEM_TAGS, "maxRedirects": 0,
                     "summaryTrendStats": ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]},
         "open": open_loop,
+        "seed": seed,
         "base_url": target.base_url,
         "scripts": [[{"tx": tx_index[step.transaction],
                       "think": step.think.value if step.think is not None else default_think}

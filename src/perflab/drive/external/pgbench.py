@@ -20,6 +20,13 @@ measurement period (whole seconds: pgbench's -T). The window is the measured run
 transaction's start to its last end on perflab's clock -- so ETR (T) and pgbench's own tps
 count the same transactions over (nearly) the same time.
 
+Seeds: each pgbench run gets `--random-seed` (tool_seed: one for the warm-up, one for the
+measured run). pgbench derives every generator from it: each client's own (`\\set ...
+random()`: the parameters) and each thread's (script choice, -R's schedule). So the same seed
+gives each client the same parameters and each thread the same sequence of script choices; with
+several clients in a thread (-j below -c) which client draws which choice depends on timing --
+`driver.threads` equal to the users makes every client's sequence reproducible.
+
 ETR (the server's xact_commit) reads low on short pgbench windows: PostgreSQL backends
 publish their counts about once a second and the last second's only when they exit, just
 after the measured run ends; over a 6 s window that can be 10-15%, over minutes it vanishes.
@@ -35,9 +42,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix
+from perflab.drive.external import (
+    MEASURED, WARM_UP, ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix, tool_seed,
+)
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
+from perflab.drive.plan import RunPlan
 from perflab.workload.model import Constant, RandomInt, Workload
 
 _SUMMARY = {
@@ -84,8 +94,10 @@ def integer_weights(weights: list[float]) -> list[int]:
     return [max(1, round(1000 * w / max(weights))) for w in weights]
 
 
-def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: float, users: int | None,
-                rate: float | None, n_workers: int, driver_cpus: list[int], dsn: str, failure) -> ExternalResult:
+def run_pgbench(plan: RunPlan, run_dir: Path, t0: float, t0_epoch: float, dsn: str, failure) -> ExternalResult:
+    """Run pgbench as the plan says (clients, rate, seed, phases, driver CPUs); import its log."""
+    workload, phases, users, rate, seed = plan.workload, plan.phases, plan.users, plan.rate, plan.seed
+    n_workers, driver_cpus = plan.workers, plan.placement.driver_cpus
     from urllib.parse import urlsplit
 
     indices, _ = script_mix(workload)
@@ -101,13 +113,18 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
     program = pgbench_program()
     common = [program, "-n", "-c", str(clients), "-j", str(driver.threads or 1), "-M", driver.protocol, *args,
               "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432), "-U", parts.username or "postgres",
-              *(["-R", f"{rate:g}"] if rate is not None else []), *driver.options]
+              *(["-R", f"{rate:g}"] if rate is not None else [])]
     database = (parts.path or "/").lstrip("/")
+
+    def command(phase: str, seconds: float, *logging: str) -> list[str]:
+        # the workload's options after the seed: a --random-seed among them wins (pgbench takes the last)
+        return [*common, f"--random-seed={tool_seed(seed, phase)}", *driver.options, "-T", str(math.ceil(seconds)),
+                *logging, database]
+
     summary: dict = {"version": _version(program)}
     if phases.window_start > 0:
         # Stagger + stabilization: an unlogged pgbench run that warms the server up.
-        warm = run_tool([*common, "-T", str(math.ceil(phases.window_start)), database], run_dir, "pgbench-warmup",
-                        driver_cpus, failure)
+        warm = run_tool(command(WARM_UP, phases.window_start), run_dir, "pgbench-warmup", driver_cpus, failure)
         summary["warmup"] = {"returncode": warm.returncode, **_summary(warm.stdout)}
         bad = tool_outcome(warm, failure, "pgbench warm-up")
         if bad is not None:
@@ -116,8 +133,7 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
         # they exit; let the monitor sample them before the measured run, or they would land in
         # the window's first interval and inflate ETR.
         time.sleep(1.5 * workload.monitor_interval + 0.2)
-    argv = [*common, "-T", str(math.ceil(phases.measurement)), "-l", "--log-prefix", str(run_dir / "pgbench_log"),
-            database]
+    argv = command(MEASURED, phases.measurement, "-l", "--log-prefix", str(run_dir / "pgbench_log"))
     tool = run_tool(argv, run_dir, "pgbench", driver_cpus, failure)
     summary.update({"argv": argv, "returncode": tool.returncode, **_summary(tool.stdout)})
     logs = sorted(run_dir.glob("pgbench_log.*"))
@@ -129,10 +145,6 @@ def run_pgbench(workload: Workload, run_dir: Path, phases, t0: float, t0_epoch: 
     if bad is not None:
         return ExternalResult(table, *bad, tool.driver, summary, window)
     return ExternalResult(table, "complete", None, tool.driver, summary, window)
-
-
-
-
 
 
 def _summary(stdout: str) -> dict:

@@ -18,6 +18,11 @@ first response byte (response() sees the whole response: first_response is NaN),
 request() again) becomes an error row ending when wrk started over; wrk itself counts it only
 in errors.read / errors.write.
 
+Seeds: each thread's script choices come from LuaJIT's math.random, seeded in init() from the
+seed of the wrk run (tool_seed of the run's seed: one for the warm-up, one for the measured
+run) and the thread's number. A thread is a user, and its choices depend on nothing else, so
+the same seed gives every user the same sequence of transactions.
+
 Timeline, as for pgbench: an unlogged warm-up run of wrk for the stagger and stabilization
 (whole seconds: wrk's -d), then the measured run, logged. Its window is its first request's
 start to its last response; wrk's own summary (requests, duration, errors, latency
@@ -32,9 +37,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from perflab.drive.external import ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix
+from perflab.drive.external import (
+    MEASURED, WARM_UP, ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix, tool_seed,
+)
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
+from perflab.drive.plan import RunPlan
 from perflab.workload.model import HttpTarget, Workload
 
 NAN = float("nan")
@@ -96,6 +104,7 @@ local function write(start, stop, status, err)
 end
 
 function init(args)
+  -- exact in a double: PLAN.seed < 2^32; distinct for every (seed, thread) while threads < 7919
   math.randomseed(PLAN.seed * 7919 + thread_id)
   for i, r in ipairs(PLAN.requests) do
     prepared[i] = wrk.format(r.method, r.path, r.headers, r.body)
@@ -144,8 +153,10 @@ end
 """
 
 
-def run_wrk(workload: Workload, run_dir: Path, phases, t0: float, users: int | None, rate: float | None,
-            driver_cpus: list[int], failure) -> ExternalResult:
+def run_wrk(plan: RunPlan, run_dir: Path, t0: float, failure) -> ExternalResult:
+    """Run wrk as the plan says (connections, seed, phases, driver CPUs); import its log."""
+    workload, phases, users, rate, seed = plan.workload, plan.phases, plan.users, plan.rate, plan.seed
+    driver_cpus = plan.placement.driver_cpus
     program = shutil.which("wrk")
     if program is None:
         raise SutFailure("wrk is not installed (apt-get install wrk)")
@@ -155,10 +166,10 @@ def run_wrk(workload: Workload, run_dir: Path, phases, t0: float, users: int | N
     assert isinstance(target, HttpTarget)
     summary: dict = {"version": _version(program), "connections": users, "threads": users}
 
-    def wrk(name: str, seconds: float, log: str | None):
+    def wrk(name: str, phase: str, seconds: float, log: str | None):
         script = run_dir / f"{name}.lua"
         summary_path = run_dir / f"{name}-summary.json"
-        script.write_text(script_text(workload, log, summary_path))
+        script.write_text(script_text(workload, tool_seed(seed, phase), log, summary_path))
         # one thread per connection: what lets the script time each request (see above)
         argv = [program, "-t", str(users), "-c", str(users), "-d", f"{math.ceil(seconds)}s",
                 "--timeout", f"{math.ceil(target.timeout)}s", "-s", str(script), *workload.driver.options,
@@ -167,12 +178,12 @@ def run_wrk(workload: Workload, run_dir: Path, phases, t0: float, users: int | N
         return tool, {"argv": argv, "returncode": tool.returncode, **_summary(summary_path)}
 
     if phases.window_start > 0:
-        warm, summary["warmup"] = wrk("wrk-warmup", phases.window_start, None)
+        warm, summary["warmup"] = wrk("wrk-warmup", WARM_UP, phases.window_start, None)
         bad = tool_outcome(warm, failure, "wrk warm-up")
         if bad is not None:
             return ExternalResult(None, *bad, warm.driver, summary)
     prefix = run_dir / "wrk_log."
-    tool, measured = wrk("wrk", phases.measurement, str(prefix))
+    tool, measured = wrk("wrk", MEASURED, phases.measurement, str(prefix))
     summary.update(measured)
     logs = sorted(run_dir.glob("wrk_log.*"))
     table = import_logs(logs, workload, t0)
@@ -186,7 +197,7 @@ def run_wrk(workload: Workload, run_dir: Path, phases, t0: float, users: int | N
     return ExternalResult(table, "complete", None, tool.driver, summary, window)
 
 
-def script_text(workload: Workload, log: str | None, summary_path: Path) -> str:
+def script_text(workload: Workload, seed: int, log: str | None, summary_path: Path) -> str:
     target = workload.target
     default_think = workload.think.value if workload.think is not None else 0.0
     tx_index = {t.name: i for i, t in enumerate(workload.transactions)}
@@ -207,7 +218,7 @@ def script_text(workload: Workload, log: str | None, summary_path: Path) -> str:
     scripts = [[{"tx": tx_index[s.transaction] + 1,
                  "think_ms": round(1000 * (s.think.value if s.think is not None else default_think))}
                 for s in script.steps] for script in workload.scripts]
-    plan = {"seed": workload.seed, "log": log, "summary": str(summary_path), "requests": requests,
+    plan = {"seed": seed, "log": log, "summary": str(summary_path), "requests": requests,
             "scripts": scripts, "mix": [i + 1 for i in mix], "cumulative": cumulative,
             "think": any(step["think_ms"] > 0 for script in scripts for step in script)}
     return f"local PLAN = {_lua(plan)}\n{RUNTIME}"

@@ -1,0 +1,325 @@
+"""The HTTP clients the executor (http.py) sends through: aiohttp's, and a lean HTTP/1.1 client.
+
+`client: httptools` is the lean one: one asyncio protocol per keep-alive connection,
+httptools' parser, for when the driver's CPU per request matters more than aiohttp's
+generality (redirects, cookies, TLS are not supported there). Its cost per request is the
+point of it, so it avoids per-request work that does not depend on the request:
+
+- a request with no `{placeholder}` arrives as bytes encoded once, when the workload was
+  loaded (http_request.py);
+- on the fast path a connection resolves its future to the transaction's Reply itself
+  (checks included): see `LeanConnection` and `HttpExecutor.execute`;
+- timeouts are one periodic sweep over the open connections' deadlines, not a timer (and
+  `asyncio.wait_for`'s extra future and callback) armed and cancelled per request.
+
+Both clients answer a request with (status, headers, body, headers_at): headers_at is when
+the response headers arrived (the transaction's first response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from perflab.drive.adapters.http_request import IDEMPOTENT, PreparedRequest, encode_request
+
+try:
+    import httptools
+except ImportError:  # optional (perflab[net]); only `client: httptools` needs it
+    httptools = None
+
+
+class KeepAliveClosed(ConnectionResetError):
+    """The server closed a kept-alive connection while a request on it had no answer yet --
+    usually a server that ends keep-alive connections after N requests or when idle, closing
+    one the client was about to reuse. Idempotent requests are sent again once (as browsers do)."""
+
+
+class AiohttpClient:
+    def __init__(self, base: str, limit: int, timeout: float):
+        import aiohttp
+
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=None),
+            timeout=aiohttp.ClientTimeout(total=timeout), auto_decompress=True)
+
+    async def request(self, method: str, url: str, headers: dict, body: bytes | None):
+        async with self.session.request(method, url, headers=headers, data=body, allow_redirects=False) as response:
+            headers_at = time.monotonic()
+            content = await response.read()
+            return response.status, response.headers, content, headers_at
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+class Deadlines:
+    """Times out the lean connections' requests: one timer for all open connections, firing
+    every tick (a tenth of the timeout, at most 1 s), that aborts each connection whose request
+    is past its deadline. A timer per request would cost a libuv timer started and stopped per
+    request (and `asyncio.wait_for` a second future and a callback); a request instead times out
+    between `timeout` and `timeout + tick` after it was sent."""
+
+    def __init__(self, timeout: float, loop: asyncio.AbstractEventLoop):
+        self.timeout = timeout
+        self.tick = min(1.0, max(0.01, timeout / 10))
+        self.loop = loop
+        self.conns: set[LeanConnection] = set()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, conn: "LeanConnection") -> None:
+        self.conns.add(conn)
+        if self.timer is None:
+            self.timer = self.loop.call_later(self.tick, self._sweep)
+
+    def discard(self, conn: "LeanConnection") -> None:
+        self.conns.discard(conn)
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for conn in [c for c in self.conns if c.waiter is not None and c.deadline <= now]:
+            conn.break_off(TimeoutError(f"no response within {self.timeout:g} s"))
+        self.timer = self.loop.call_later(self.tick, self._sweep) if self.conns else None
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for conn in list(self.conns):
+            conn.close()
+
+
+class LeanConnection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection: one request at a time, parsed by httptools.
+
+    A request's future resolves to (status, headers, body, headers_at), or -- on the fast path,
+    where `request` is set -- to the transaction's Reply. When a response completes, the
+    connection puts itself back among its client's idle ones before waking the user, so the
+    user's next request finds it there."""
+
+    __slots__ = ("client", "parser", "loop", "transport", "waiter", "request", "deadline", "chunks",
+                 "raw_headers", "headers_at", "keep_alive", "served", "received", "lost")
+
+    def __init__(self, client: "LeanClient"):
+        self.client = client
+        self.parser = httptools.HttpResponseParser(self)
+        self.loop = client.loop
+        self.transport = None
+        self.waiter: asyncio.Future | None = None
+        self.request: PreparedRequest | None = None
+        self.deadline = 0.0
+        # reused from response to response: fewer allocations per request
+        self.chunks: list[bytes] = []
+        self.raw_headers: list[tuple[bytes, bytes]] = []
+        self.headers_at = 0.0
+        self.keep_alive = True
+        self.served = 0  # responses completed: a reused connection may meet KeepAliveClosed
+        self.received = False  # any byte of the current response yet
+        self.lost: Exception | None = None
+
+    def exchange(self, wire: bytes, request: PreparedRequest | None = None) -> asyncio.Future:
+        """Send one request; the future of its response (of its Reply when `request` is given)."""
+        self.waiter = waiter = self.loop.create_future()
+        self.request = request
+        self.received = False
+        self.deadline = time.monotonic() + self.client.timeout
+        self.transport.write(wire)
+        return waiter
+
+    def break_off(self, exc: Exception) -> None:
+        """Fail the current request and drop the connection (a half-read response cannot be
+        resumed): timeouts and malformed responses."""
+        self.lost = exc
+        self.transport.abort()
+        self._fail(exc)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    # asyncio.Protocol
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.client.deadlines.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError:
+            raise  # a bug in the callbacks below, not the server's
+        except httptools.HttpParserError as exc:
+            self.break_off(ConnectionError(f"malformed HTTP response: {exc}"))
+
+    def connection_lost(self, exc) -> None:
+        self.client.deadlines.discard(self)
+        if self.lost is None:
+            if self.waiter is not None and self.served and not self.received:
+                self.lost = KeepAliveClosed("the server closed the kept-alive connection before answering")
+            else:
+                self.lost = exc or ConnectionResetError("connection closed by the server")
+        self._fail(self.lost)
+
+    # httptools callbacks (on_header: see HeaderReadingConnection)
+    def on_headers_complete(self) -> None:
+        self.headers_at = time.monotonic()
+        self.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        waiter, request = self.waiter, self.request
+        self.waiter = self.request = None
+        self.served += 1
+        body = b"".join(self.chunks)
+        self.chunks.clear()
+        if waiter is None:  # an answer to no request (a 408 on an idle connection, say): do not reuse
+            self.lost = ConnectionResetError("the server sent a response to no request")
+            self.transport.close()
+        elif self.keep_alive:
+            self.client.release(self)
+        else:
+            self.transport.close()
+        if waiter is None or waiter.done():  # nobody waits (a cancelled user): the connection is free again
+            self.raw_headers.clear()
+            return
+        status = self.parser.get_status_code()
+        if request is not None:
+            self.raw_headers.clear()
+            waiter.set_result(request.reply(status, body, self.headers_at))
+        else:
+            headers = _Headers((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self.raw_headers)
+            self.raw_headers.clear()
+            waiter.set_result((status, headers, body, self.headers_at))
+
+    def _fail(self, exc: Exception) -> None:
+        waiter, request = self.waiter, self.request
+        self.waiter = self.request = None
+        self.chunks.clear()
+        self.raw_headers.clear()
+        if waiter is None or waiter.done():
+            return
+        if request is None:
+            waiter.set_exception(exc)
+        else:  # the engine awaits the future itself: it must get a Reply (or SutFailure)
+            self.client.recover(waiter, request, exc)
+
+
+class HeaderReadingConnection(LeanConnection):
+    """A connection that keeps the response headers, for workloads that extract one."""
+
+    __slots__ = ()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.raw_headers.append((name, value))  # decoded only for a general-path request
+
+
+class _Headers(dict):
+    def get(self, key, default=None):  # case-insensitive like aiohttp's
+        return super().get(key.lower(), default)
+
+
+def _settle(waiter: asyncio.Future, task: asyncio.Task) -> None:
+    """Hand a task's outcome to a future someone else is awaiting."""
+    if task.cancelled():
+        waiter.cancel()
+        return
+    exc = task.exception()  # retrieved either way: no "exception was never retrieved"
+    if waiter.done():
+        return
+    if exc is not None:
+        waiter.set_exception(exc)
+    else:
+        waiter.set_result(task.result())
+
+
+class LeanClient:
+    """Keep-alive connections to one http:// server, at most `limit` requests at a time."""
+
+    def __init__(self, base: str, limit: int, timeout: float, deadlines: Deadlines,
+                 recover: Callable[["LeanClient", PreparedRequest, Exception], Any],
+                 connection_type: type[LeanConnection] = LeanConnection):
+        if httptools is None:
+            raise RuntimeError("client: httptools needs the httptools package (pip install 'perflab[net]')")
+        self.host, self.port, self.host_header = self.address(base)
+        self.timeout = timeout
+        self.deadlines = deadlines
+        self.loop = deadlines.loop
+        self._recover = recover
+        self.connection_type = connection_type
+        self.idle: list[LeanConnection] = []
+        # A per-user client (limit 1) serves one simulated user, who never has two requests in
+        # flight, so it needs no semaphore. (Were it called concurrently, each call would still
+        # get a connection of its own; only the limit would not hold.)
+        self.slots = asyncio.Semaphore(limit) if limit > 1 else None
+
+    @staticmethod
+    def address(base: str) -> tuple[str, int, str]:
+        """(host, port, Host header) of the base URL."""
+        parts = urlsplit(base)
+        if parts.scheme != "http":
+            raise ValueError("the httptools client speaks plain http only")
+        return parts.hostname, parts.port or 80, parts.netloc
+
+    def ready(self) -> LeanConnection | None:
+        """An idle open connection the fast path may take without waiting, if any (never from a
+        pool: there the semaphore decides who goes first)."""
+        return self._take() if self.slots is None else None
+
+    def _take(self) -> LeanConnection | None:
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if conn.lost is None and not conn.transport.is_closing():  # else the server closed it
+                return conn
+        return None
+
+    def release(self, conn: LeanConnection) -> None:
+        self.idle.append(conn)
+
+    def recover(self, waiter: asyncio.Future, request: PreparedRequest, exc: Exception) -> None:
+        """A fast-path request failed: resolve its future with the executor's Reply for it."""
+        task = self.loop.create_task(self._recover(self, request, exc))
+        task.add_done_callback(functools.partial(_settle, waiter))
+
+    async def request(self, method: str, url: str, headers: dict, body: bytes | None):
+        return await self.send(encode_request(self.host_header, method, url, headers, body), method in IDEMPOTENT)
+
+    async def send(self, wire: bytes, retry: bool):
+        """(status, headers, body, headers_at) of one request given as bytes."""
+        if self.slots is None:
+            return await self._send(wire, retry)
+        async with self.slots:
+            return await self._send(wire, retry)
+
+    async def _send(self, wire: bytes, retry: bool):
+        conn = self._take()
+        if conn is None:
+            conn = await self._connect()
+        while True:
+            try:
+                return await conn.exchange(wire)
+            except KeepAliveClosed:  # only on a reused connection: a new one is tried at most once
+                if not retry:
+                    raise
+            except BaseException:
+                conn.close()  # cancelled mid-response: the connection cannot be reused
+                raise
+            conn = await self._connect()
+
+    async def _connect(self) -> LeanConnection:
+        connecting = self.loop.create_connection(lambda: self.connection_type(self), self.host, self.port)
+        try:
+            _, conn = await asyncio.wait_for(connecting, self.timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no connection within {self.timeout:g} s") from None
+        return conn
+
+    async def close(self) -> None:
+        for conn in self.idle:
+            conn.close()
+        self.idle.clear()

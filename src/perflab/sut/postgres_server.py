@@ -1,0 +1,179 @@
+"""PostgreSQL as the system under test: a fresh cluster in the run directory for each run.
+
+initdb into the run directory, postgresql.conf settings, the postmaster started directly (not
+through pg_ctl, so its pid is ours to watch and its processes start inside the cgroup) as a
+`ServiceProcess` (service.py), the database created and loaded, `SELECT version()` for the
+fingerprint, a fast shutdown after.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import SutFailure
+from perflab.sut.service import Account, ServiceProcess, describe_exit, free_port, tcp_probe
+from perflab.workload.model import PostgresServer as PostgresServerSpec
+
+# Title rules for PostgreSQL's processes (first match wins; see monitor/sources/process_tree.py).
+# Backends are titled "postgres: <user> <db> <host>(<port>) <state>"; the postmaster keeps its
+# command line.
+POSTGRES_COMPONENTS = {
+    "checkpointer": r"postgres: (\S+: )?checkpointer",
+    "bgwriter": r"postgres: (\S+: )?background writer",
+    "walwriter": r"postgres: (\S+: )?walwriter",
+    "autovacuum": r"postgres: (\S+: )?autovacuum",
+    "backends": r"postgres: .*\(\d+\)",
+    "postmaster": r"/postgres(\s|$)",
+}
+
+
+def postgres_bin(spec: str) -> Path:
+    """`pgserver` -> the binaries bundled in the pgserver wheel; else the directory given."""
+    if spec == "pgserver":
+        # Only its files are used, not its daemon management, so it is found, not imported.
+        import importlib.util
+
+        found = importlib.util.find_spec("pgserver")
+        if found is None or not found.submodule_search_locations:
+            raise SutFailure("the pgserver package is not installed (pip install pgserver)")
+        return Path(list(found.submodule_search_locations)[0]) / "pginstall" / "bin"
+    return Path(spec)
+
+
+def postgres_version(bin_dir: Path) -> str:
+    done = subprocess.run([str(bin_dir / "postgres"), "--version"], capture_output=True, text=True, timeout=30)
+    return done.stdout.strip()
+
+
+class PostgresServer:
+    """A fresh PostgreSQL cluster in the run directory, for one run."""
+
+    SUPERUSER = "postgres"
+
+    def __init__(self, spec: PostgresServerSpec, database: str, run_dir: Path, run_id: str,
+                 cpus: list[int] | None, cgroup: Any, max_connections: int = 300):
+        self.spec, self.database, self.run_dir = spec, database, run_dir
+        self.bin = postgres_bin(spec.bin)
+        for program in ("initdb", "postgres"):
+            if not (self.bin / program).exists():
+                raise SutFailure(f"no {program} in {self.bin} (target.server.bin)")
+        self.account = Account.resolve(spec.user)
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.data_dir, self.data_note = self._data_dir(run_id)
+        self.max_connections = max_connections
+        self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+                                      run_dir / "postgres.log", account=self.account, cpus=cpus, cgroup=cgroup,
+                                      env={**os.environ, "LC_ALL": "C"})
+        self.components = dict(spec.components or POSTGRES_COMPONENTS)
+        self.version: str | None = None
+
+    def _data_dir(self, run_id: str) -> tuple[Path, str | None]:
+        # initdb into the run directory; when the server's user cannot reach it (a private
+        # temporary directory), into /var/tmp with a link from the run directory.
+        inside = self.run_dir / "pgdata"
+        if self.account.can_reach(self.run_dir):
+            return inside, None
+        outside = Path("/var/tmp/perflab-pgdata") / run_id
+        outside.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(outside.parent, 0o755)
+        inside.symlink_to(outside)
+        return outside, f"data directory {outside} (the server's user cannot enter the run directory)"
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{self.SUPERUSER}@{self.host}:{self.port}/{self.database}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _as_server_user(self, argv: list[str], what: str, timeout: float = 300) -> str:
+        done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=self.account.demote, timeout=timeout,
+                              env={**os.environ, "LC_ALL": "C"})
+        if done.returncode != 0:
+            raise SutFailure(f"{what} failed ({describe_exit(done.returncode)}): {(done.stderr or done.stdout).strip()[-800:]}")
+        return done.stdout
+
+    def start(self) -> dict[str, Any]:
+        self.data_dir.mkdir(mode=0o700)
+        self.account.chown(self.data_dir)
+        self._as_server_user([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", self.SUPERUSER, "-A", "trust",
+                              "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+        settings: dict[str, Any] = {
+            "listen_addresses": self.host, "port": self.port, "unix_socket_directories": "",
+            "max_connections": self.max_connections, "logging_collector": False,
+            **self.spec.settings,
+        }
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write("\n# perflab\n")
+            for key, value in settings.items():
+                conf.write(f"{key} = {_conf_value(value)}\n")
+        self.process.start()
+        self.process.wait_ready(tcp_probe(self.host, self.port), self.spec.ready_timeout)
+        self._wait_accepting()
+        return {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
+                "postgres_settings": {k: str(v) for k, v in settings.items()},
+                **({"postgres_data_note": self.data_note} if self.data_note else {})}
+
+    def _wait_accepting(self) -> None:
+        """The port opens before recovery ends; wait until a query works, then create the database."""
+        import asyncio
+
+        import asyncpg
+
+        async def setup() -> str:
+            deadline = time.monotonic() + self.spec.ready_timeout
+            while True:
+                try:
+                    conn = await asyncpg.connect(host=self.host, port=self.port, user=self.SUPERUSER,
+                                                 database="postgres", timeout=5)
+                    break
+                except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+                    if time.monotonic() > deadline or self.process.proc.poll() is not None:
+                        raise SutFailure(f"PostgreSQL did not accept connections: {exc}" + self.process.log_tail())
+                    await asyncio.sleep(0.1)
+            try:
+                if self.database != "postgres":
+                    await conn.execute(f'CREATE DATABASE "{self.database}"')
+                return await conn.fetchval("SELECT version()")
+            finally:
+                await conn.close()
+
+        self.version = asyncio.run(setup())
+
+    def pgbench_init(self, scale: int, options: list[str]) -> None:
+        program = self.bin / "pgbench" if (self.bin / "pgbench").exists() else shutil.which("pgbench")
+        if program is None:
+            raise SutFailure("pgbench is not installed")
+        done = subprocess.run([str(program), "-i", "-q", "-s", str(scale), *options, "-h", self.host,
+                               "-p", str(self.port), "-U", self.SUPERUSER, self.database],
+                              capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            raise SutFailure(f"pgbench -i failed: {done.stderr.strip()[-800:]}")
+
+    def failure(self) -> str | None:
+        return self.process.failure()
+
+    def stop(self) -> str | None:
+        # SIGINT is PostgreSQL's fast shutdown: roll back, checkpoint, exit.
+        note = self.process.stop(signal.SIGINT, timeout=60.0)
+        if not self.spec.keep_data:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            if self.data_dir != self.run_dir / "pgdata":
+                (self.run_dir / "pgdata").unlink(missing_ok=True)
+        return note
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
