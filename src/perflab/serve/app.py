@@ -87,7 +87,7 @@ def _templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("perflab.serve", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
-    env.filters["number"] = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"
+    env.filters["number"] = lambda value, digits=2: "" if fmt.number(value) is None else f"{fmt.number(value):.{digits}f}"
     env.filters["metric"] = lambda value, key: fmt.value(value, key)
     env.filters["ratio"] = fmt.ratio
     env.filters["ci"] = lambda entry: fmt.ci_ratio(entry.get("ci_low"), entry.get("ci_high"))
@@ -152,7 +152,8 @@ async def runs_page(request: web.Request) -> web.Response:
     f = RunFilter.from_query(dict(request.query))
     entries = await asyncio.to_thread(store.runs, f)
     live = {e.row.run_id: store.live(e.row.run_id) for e in entries if e.running}
-    return _page(request, "runs.html.j2", title="Runs", f=f, entries=entries, live=live,
+    labels = sorted({r.label for r in await asyncio.to_thread(store.store.rows) if r.label})
+    return _page(request, "runs.html.j2", title="Runs", f=f, entries=entries, live=live, labels=labels,
                  version=store.runs_version(entries), query=f.query())
 
 

@@ -67,7 +67,9 @@ class RunFilter:
             return not wanted or wanted.casefold() in (value or "").casefold()
 
         created = (row.created or "")[:10]
-        return (contains(row.workload, self.workload) and contains(row.label, self.label)
+        # A label names a configuration (as compare's label:NAME does): matched whole; the
+        # other text filters match a part, ignoring case.
+        return (contains(row.workload, self.workload) and (not self.label or row.label == self.label)
                 and contains(row.study, self.study) and (not self.status or status == self.status)
                 and (not self.since or created >= self.since) and (not self.until or created <= self.until))
 
