@@ -83,6 +83,17 @@ def test_runs_list_filters_by_the_catalog_columns(stored):
     assert sorted(r["run_id"] for r in api) == sorted(stored.b_runs) and {r["status"] for r in api} == {"complete"}
 
 
+def test_studies_list_filters_by_workload_status_and_date(stored):
+    app = partial(create_app, stored.home)
+    (s1, _, by_workload), (s2, _, other), (s3, _, later), (s4, _, bad) = get_all(
+        app, "/studies?workload=PLAIN&status=complete", "/studies?workload=script", "/studies?since=2100-01-01",
+        "/studies?until=31.12.2026")
+    listed = lambda text: set(re.findall(r'<tr data-study="([^"]+)"', text))
+    assert (s1, s2, s3) == (200, 200, 200)
+    assert listed(by_workload) == {stored.study_id} and listed(other) == set() and listed(later) == set()
+    assert s4 == 400 and "until: expected a date YYYY-MM-DD" in bad
+
+
 def test_pages_escape_user_text(stored):
     app = partial(create_app, stored.home)
     pages = get_all(app, "/runs", f"/runs/{stored.xss_run}", f"/runs/{stored.xss_run}/report.html", "/studies",

@@ -223,13 +223,20 @@ async def run_file(request: web.Request) -> web.StreamResponse:
 
 # -- studies -------------------------------------------------------------------------------------
 
+STUDY_FILTERS = ("workload", "status", "since", "until")
+
+
+def _study_filters(request: web.Request) -> dict[str, str]:
+    return {k: request.query.get(k, "").strip() for k in STUDY_FILTERS}
+
+
 async def studies_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    workload, status = request.query.get("workload", "").strip(), request.query.get("status", "").strip()
-    studies = await asyncio.to_thread(store.studies, workload, status)
-    return _page(request, "studies.html.j2", title="Studies", studies=studies, workload=workload, status=status,
+    filters = _study_filters(request)
+    studies = await asyncio.to_thread(store.studies, **filters)
+    return _page(request, "studies.html.j2", title="Studies", studies=studies, filters=filters,
                  version=store.version((s["study_id"], s["status"], s["runs"]) for s in studies),
-                 query={k: v for k, v in (("workload", workload), ("status", status)) if v})
+                 query={k: v for k, v in filters.items() if v})
 
 
 def _study_texts(store: StoreView, study_dir: Path, cache: Cache) -> dict[str, str]:
@@ -394,10 +401,11 @@ async def events_runs(request: web.Request) -> web.StreamResponse:
 
 async def events_studies(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
-    workload, status = request.query.get("workload", "").strip(), request.query.get("status", "").strip()
+    filters = _study_filters(request)
+    store.studies(**filters)        # bad input is a 400 before the stream starts
 
     def step() -> list[tuple[str, Any]]:
-        studies = store.studies(workload, status)
+        studies = store.studies(**filters)
         return [("studies", {"version": store.version((s["study_id"], s["status"], s["runs"]) for s in studies)})]
 
     return await _pump(request, step)

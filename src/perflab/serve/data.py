@@ -176,7 +176,10 @@ class StoreView:
             self._studies[path] = (key, doc)
         return doc
 
-    def studies(self, workload: str = "", status: str = "") -> list[dict[str, Any]]:
+    def studies(self, workload: str = "", status: str = "", since: str = "", until: str = "") -> list[dict[str, Any]]:
+        for name, value in (("since", since), ("until", until)):
+            if value and not DATE.match(value):
+                raise InputError(f"expected a date YYYY-MM-DD, got {value!r}", field=name)
         out = []
         if not self.studies_dir.is_dir():
             return out
@@ -192,6 +195,9 @@ class StoreView:
             if workload and workload.casefold() not in (summary["workload"] or "").casefold():
                 continue
             if status and summary["status"] != status:
+                continue
+            created = (summary["created"] or "")[:10]
+            if (since and created < since) or (until and created > until):
                 continue
             out.append(summary)
         return sorted(out, key=lambda s: (s["created"] or "", s["study_id"]), reverse=True)

@@ -404,7 +404,7 @@ def _etr_chart(metrics: RunMetrics, t: np.ndarray) -> ch.Chart:
     ax.set_ylim(bottom=0)
     ax.set_ylabel("tx/s")
     ax.set_xlabel("seconds after t0")
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")
     return ch.Chart("chart-etr", title, ch.to_svg(fig, "chart-etr", title),
                     "Transactions completed per second in each interval of the measurement window; the dashed "
                     "line is the window's ETR (T).")
