@@ -15,7 +15,6 @@ import pytest
 from cli_helpers import perflab
 from perflab.reduce.reduce import reduce_run
 from perflab.report import numbers as fmt
-from perflab.serve import run_report
 from perflab.serve.run_report import build_report, render_html, render_json, render_markdown
 
 from .serve_data import (XSS_CLASS, XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_TX, XSS_WORKLOAD, fake_running_run)

@@ -32,7 +32,7 @@ from perflab.errors import InputError
 from perflab.report import numbers as fmt
 from perflab.serve import compare as cmp
 from perflab.serve import run_report
-from perflab.serve.data import RUN_FILES, Cache, RunFilter, StoreView, file_key, study_summary
+from perflab.serve.data import ID, RUN_FILES, Cache, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.live import LiveStatus
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
@@ -166,7 +166,8 @@ async def api_runs(request: web.Request) -> web.Response:
 def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, str]:
     """The run's three reports, rendered once per version of its files."""
     run = json.loads((run_dir / "run.json").read_text())
-    study_path = store.studies_dir / str(run.get("study")) / "study.json" if run.get("study") else None
+    study_id = str(run.get("study") or "")
+    study_path = store.studies_dir / study_id / "study.json" if ID.match(study_id) and ".." not in study_id else None
     key = (run_dir.name, file_key(run_dir / "run.json", run_dir / "transactions.parquet", run_dir / "samples.parquet",
                                   *([study_path] if study_path else [])))
 

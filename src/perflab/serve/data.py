@@ -7,7 +7,6 @@ name a path, so a request can only reach `<store>/runs/<id>/` and `<store>/studi
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import re
@@ -293,7 +292,3 @@ def file_key(*paths: Path) -> tuple:
         except OSError:
             out.append(None)
     return tuple(out)
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -37,7 +37,14 @@ function drawChart(svg, points, keys, scale) {
   const xs = points.map(p => p.elapsed_s);
   let top = 0;
   for (const p of points) for (const k of keys) if (p[k] !== null && p[k] !== undefined) top = Math.max(top, p[k] * scale);
-  if (points.length < 2 || top <= 0) return;
+  if (points.length < 2 || top <= 0) {
+    const wait = document.createElementNS(SVG, "text");
+    wait.setAttribute("x", "4");
+    wait.setAttribute("y", "10");
+    wait.textContent = "a line from the second second on";
+    svg.appendChild(wait);
+    return;
+  }
   const x0 = xs[0], x1 = xs[xs.length - 1] > x0 ? xs[xs.length - 1] : x0 + 1;
   keys.forEach((k, i) => {
     const coords = [];
