@@ -32,7 +32,7 @@ from perflab.errors import InputError
 from perflab.report import numbers as fmt
 from perflab.serve import compare as cmp
 from perflab.serve import run_report
-from perflab.serve.data import ID, RUN_FILES, Cache, RunFilter, StoreView, file_key, study_summary
+from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.live import LiveStatus
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
@@ -61,14 +61,14 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
     r.add_get("/favicon.ico", favicon)
     r.add_get("/runs", runs_page)
     r.add_get("/runs/{run_id}", run_page)
-    r.add_get("/runs/{run_id}/report.{fmt:html|md|json}", run_report_file)
+    r.add_get("/runs/{run_id}/report.{kind:html|md|json}", run_report_file)
     r.add_get("/runs/{run_id}/files/{name}", run_file)
     r.add_get("/studies", studies_page)
     r.add_get("/studies/{study_id}", study_page)
-    r.add_get("/studies/{study_id}/report.{fmt:html|md|json}", study_report_file)
+    r.add_get("/studies/{study_id}/report.{kind:html|md|json}", study_report_file)
     r.add_get("/studies/{study_id}/study.json", study_json)
     r.add_get("/compare", compare_page)
-    r.add_get("/compare/report.{fmt:html|md|json}", compare_report_file)
+    r.add_get("/compare/report.{kind:html|md|json}", compare_report_file)
     r.add_get("/api/runs", api_runs)
     r.add_get("/api/compare", api_compare)
     r.add_get("/events/runs", events_runs)
@@ -113,7 +113,7 @@ async def _errors(request: web.Request, handler: Callable) -> web.StreamResponse
         raise
     except InputError as exc:
         return _page(request, "error.html.j2", code=400, title="Bad request", message=str(exc))
-    except LookupError as exc:
+    except NotFound as exc:
         return _page(request, "error.html.j2", code=404, title="Not found",
                      message=f"nothing named {exc.args[0] if exc.args else '?'!r} in this store")
     except (ConnectionResetError, asyncio.CancelledError):
@@ -135,12 +135,12 @@ async def _render(request: web.Request, fn: Callable, *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(request.app[CONFIG]["render"], fn, *args)
 
 
-def _document(text: str, fmt: str, name: str, download: bool) -> web.Response:
+def _document(text: str, kind: str, name: str, download: bool) -> web.Response:
     """A report as a response: HTML under the report policy, Markdown and JSON as text."""
     types = {"html": "text/html", "md": "text/markdown", "json": "application/json"}
-    response = web.Response(text=text, content_type=types[fmt], charset="utf-8")
-    response.headers["Content-Security-Policy"] = REPORT_CSP if fmt == "html" else DOWNLOAD_CSP
-    if download or fmt != "html":
+    response = web.Response(text=text, content_type=types[kind], charset="utf-8")
+    response.headers["Content-Security-Policy"] = REPORT_CSP if kind == "html" else DOWNLOAD_CSP
+    if download or kind != "html":
         response.headers["Content-Disposition"] = f'{"attachment" if download else "inline"}; filename="{name}"'
     return response
 
@@ -165,7 +165,7 @@ async def api_runs(request: web.Request) -> web.Response:
 
 def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, str]:
     """The run's three reports, rendered once per version of its files."""
-    run = json.loads((run_dir / "run.json").read_text())
+    run = run_report.read_run_json(run_dir)
     study_id = str(run.get("study") or "")
     study_path = store.studies_dir / study_id / "study.json" if ID.match(study_id) and ".." not in study_id else None
     key = (run_dir.name, file_key(run_dir / "run.json", run_dir / "transactions.parquet", run_dir / "samples.parquet",
@@ -176,10 +176,10 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, str]:
         if study_path is not None:
             try:
                 study = store.study(study_path.parent.name)
-            except (LookupError, InputError, OSError):
+            except (NotFound, InputError, OSError):
                 study = None
         report = run_report.build_report(run_dir, study)
-        return {fmt: render(report) for fmt, (_, render) in run_report.RENDERERS.items()}
+        return {kind: render(report) for kind, (_, render) in run_report.RENDERERS.items()}
 
     return cache.get(key, make)
 
@@ -195,7 +195,7 @@ async def run_page(request: web.Request) -> web.Response:
     if run.get("study"):
         try:
             study = study_summary(store.study(str(run["study"])), str(run["study"]))
-        except (LookupError, InputError, OSError):
+        except (NotFound, InputError, OSError):
             study = None
     return _page(request, "run.html.j2", title=f"Run {run_id}", run=run, run_id=run_id, status=status,
                  live=store.live(run_id) if status == "running" else None, files=files, study=study,
@@ -204,20 +204,20 @@ async def run_page(request: web.Request) -> web.Response:
 
 async def run_report_file(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    run_id, fmt = request.match_info["run_id"], request.match_info["fmt"]
+    run_id, kind = request.match_info["run_id"], request.match_info["kind"]
     run_dir = store.run_dir(run_id)
     texts = await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"])
-    return _document(texts[fmt], fmt, f"{run_id}-report.{fmt}", "download" in request.query)
+    return _document(texts[kind], kind, f"{run_id}-report.{kind}", "download" in request.query)
 
 
 async def run_file(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
     run_id, name = request.match_info["run_id"], request.match_info["name"]
     if name not in RUN_FILES:
-        raise LookupError(name)
+        raise NotFound(name)
     path = store.run_dir(run_id) / name
     if not path.is_file():
-        raise LookupError(name)
+        raise NotFound(name)
     return web.FileResponse(path, headers={"Content-Type": RUN_FILES[name], "Content-Security-Policy": DOWNLOAD_CSP,
                                            "Content-Disposition": f'attachment; filename="{run_id}-{name}"'})
 
@@ -266,9 +266,9 @@ async def study_page(request: web.Request) -> web.Response:
 
 async def study_report_file(request: web.Request) -> web.Response:
     store = request.app[STORE]
-    study_id, fmt = request.match_info["study_id"], request.match_info["fmt"]
+    study_id, kind = request.match_info["study_id"], request.match_info["kind"]
     texts = await _render(request, _study_texts, store, store.study_dir(study_id), request.app[CONFIG]["studies"])
-    return _document(texts[fmt], fmt, f"{study_id}-report.{fmt}", "download" in request.query)
+    return _document(texts[kind], kind, f"{study_id}-report.{kind}", "download" in request.query)
 
 
 async def study_json(request: web.Request) -> web.StreamResponse:
@@ -307,9 +307,9 @@ async def compare_report_file(request: web.Request) -> web.Response:
     query = cmp.CompareQuery.from_query(request.query)
     if query is None:
         raise InputError("give both groups, A (base) and B (new)", field="A")
-    fmt = request.match_info["fmt"]
+    kind = request.match_info["kind"]
     result = await _compare(request, query)
-    return _document(result.texts[f"report.{fmt}"], fmt, f"compare-report.{fmt}", "download" in request.query)
+    return _document(result.texts[f"report.{kind}"], kind, f"compare-report.{kind}", "download" in request.query)
 
 
 async def api_compare(request: web.Request) -> web.Response:
@@ -327,7 +327,8 @@ async def api_compare(request: web.Request) -> web.Response:
 async def _pump(request: web.Request, step: Callable[[], list[tuple[str, Any]]]) -> web.StreamResponse:
     """Send what `step` (run on a thread: it reads files and the catalog) returns, once per
     POLL_S, until it returns an `end` event or the browser goes away (ConnectionResetError:
-    nothing to clean up, the loop just stops)."""
+    nothing to clean up, the loop just stops). Any other failure ends the stream (logged): the
+    browser's EventSource then reconnects by itself."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
                                            "X-Accel-Buffering": "no"})
     await response.prepare(request)
@@ -341,6 +342,9 @@ async def _pump(request: web.Request, step: Callable[[], list[tuple[str, Any]]])
                 return response
             await asyncio.sleep(POLL_S)
     except ConnectionResetError:
+        return response
+    except Exception:
+        log.exception("live stream %s", request.path)
         return response
 
 
@@ -357,7 +361,10 @@ async def events_run(request: web.Request) -> web.StreamResponse:
     store.run_dir(run_id)
 
     def step() -> list[tuple[str, Any]]:
-        status = store.run_status(store.run_json(run_id))
+        try:
+            status = store.run_status(store.run_json(run_id))
+        except NotFound:                        # the run directory was removed meanwhile
+            return [("end", {"status": "gone"})]
         if status != "running":
             return [("end", {"status": status})]
         return [("live", {"status": status, "run_id": run_id, "live": live_payload(store.live(run_id))})]
@@ -372,7 +379,10 @@ async def events_study(request: web.Request) -> web.StreamResponse:
     store.study_dir(study_id)
 
     def step() -> list[tuple[str, Any]]:
-        doc = store.study(study_id)
+        try:
+            doc = store.study(study_id)
+        except NotFound:                        # the study directory was removed meanwhile
+            return [("end", {"status": "gone"})]
         status = store.study_status(doc)
         current = store.current_run(doc) if status == "running" else None
         state = {"status": status, "done": len(doc.get("runs") or []),

@@ -30,6 +30,10 @@ RUN_FILES = {"run.json": "application/json", "transactions.parquet": "applicatio
              "samples.parquet": "application/vnd.apache.parquet", "live.json": "application/json"}
 
 
+class NotFound(Exception):
+    """An id in an address that names nothing in this store (a 404, not a bug)."""
+
+
 def check_id(value: str, what: str) -> str:
     if not ID.match(value or "") or ".." in value:
         raise InputError(f"not a {what} id: {value!r}", field=what)
@@ -117,7 +121,7 @@ class StoreView:
         check_id(run_id, "run")
         path = self.store.run_dir(run_id)
         if not (path / "run.json").is_file() or path.resolve().parent != self.store.runs_dir.resolve():
-            raise LookupError(run_id)
+            raise NotFound(run_id)
         return path
 
     def run_json(self, run_id: str) -> dict[str, Any]:
@@ -136,7 +140,7 @@ class StoreView:
     def live(self, run_id: str) -> LiveStatus | None:
         try:
             return read_live(self.run_dir(run_id))
-        except (LookupError, InputError):
+        except (NotFound, InputError):
             return None
 
     @staticmethod
@@ -153,7 +157,7 @@ class StoreView:
         check_id(study_id, "study")
         path = self.studies_dir / study_id
         if not (path / "study.json").is_file() or path.resolve().parent != self.studies_dir.resolve():
-            raise LookupError(study_id)
+            raise NotFound(study_id)
         return path
 
     def study(self, study_id: str) -> dict[str, Any]:
