@@ -18,6 +18,7 @@ from rich.console import Console
 
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
 from perflab.report.safe_text import terminal as escape
+from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
     name="perflab",
@@ -148,6 +149,7 @@ def runs(
 def show(
     run_ref: str = typer.Argument("last", metavar="RUN", help="run id, unique prefix, path, or 'last'"),
     as_json: bool = typer.Option(False, "--json", help="metrics as JSON, keyed as in the metric catalog"),
+    html: bool = typer.Option(False, "--html", help="write the run's self-contained report.html into its directory"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Show a run's metrics, grouped as the seed reports group them."""
@@ -155,7 +157,10 @@ def show(
     from perflab.report.terminal import render_metrics
     from perflab.store.catalog import Store
 
-    metrics = reduce_run(Store(store).resolve(run_ref))
+    run_dir = Store(store).resolve(run_ref)
+    if html:
+        return out.print(str(write_show_html(run_dir)), soft_wrap=True, highlight=False, markup=False)
+    metrics = reduce_run(run_dir)
     if as_json:
         out.print_json(json.dumps(metrics.to_json()))
     else:
@@ -298,6 +303,9 @@ def derive(
     from perflab.derive.command import run_derive
 
     raise typer.Exit(run_derive(table, check, out))
+
+
+app.command("serve")(serve_command)
 
 
 def main() -> None:

@@ -1,0 +1,298 @@
+"""What the server reads from the store: catalog rows with filters, studies, run directories,
+and the reports rendered from them (cached by the files' modification times).
+
+Nothing here writes to the store. Ids in URLs are checked against a strict pattern before they
+name a path, so a request can only reach `<store>/runs/<id>/` and `<store>/studies/<id>/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from perflab.errors import InputError
+from perflab.serve.live import LiveStatus, read_live
+from perflab.store.catalog import RunRow, Store, pid_alive
+
+#: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,
+#: no "..", nothing a shell or a glob would read specially.
+ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+RUN_FILES = {"run.json": "application/json", "transactions.parquet": "application/vnd.apache.parquet",
+             "samples.parquet": "application/vnd.apache.parquet", "live.json": "application/json"}
+
+
+class NotFound(Exception):
+    """An id in an address that names nothing in this store (a 404, not a bug)."""
+
+
+def check_id(value: str, what: str) -> str:
+    if not ID.match(value or "") or ".." in value:
+        raise InputError(f"not a {what} id: {value!r}", field=what)
+    return value
+
+
+@dataclass
+class RunFilter:
+    workload: str = ""
+    label: str = ""
+    status: str = ""
+    study: str = ""
+    since: str = ""
+    until: str = ""
+    limit: int = 500
+
+    @classmethod
+    def from_query(cls, query: dict[str, str]) -> "RunFilter":
+        f = cls(**{k: (query.get(k) or "").strip() for k in ("workload", "label", "status", "study", "since", "until")})
+        if f.status and f.status not in STATUSES:
+            raise InputError(f"expected one of {', '.join(STATUSES)}, got {f.status!r}", field="status")
+        for name in ("since", "until"):
+            if getattr(f, name) and not DATE.match(getattr(f, name)):
+                raise InputError(f"expected a date YYYY-MM-DD, got {getattr(f, name)!r}", field=name)
+        limit = (query.get("limit") or "").strip()
+        if limit:
+            if not limit.isdigit() or not 1 <= int(limit) <= 100_000:
+                raise InputError(f"expected a number from 1 to 100000, got {limit!r}", field="limit")
+            f.limit = int(limit)
+        return f
+
+    def matches(self, row: RunRow, status: str) -> bool:
+        def contains(value: str | None, wanted: str) -> bool:
+            return not wanted or wanted.casefold() in (value or "").casefold()
+
+        created = (row.created or "")[:10]
+        # A label names a configuration (as compare's label:NAME does): matched whole; the
+        # other text filters match a part, ignoring case.
+        return (contains(row.workload, self.workload) and (not self.label or row.label == self.label)
+                and contains(row.study, self.study) and (not self.status or status == self.status)
+                and (not self.since or created >= self.since) and (not self.until or created <= self.until))
+
+    def query(self) -> dict[str, str]:
+        """The filter as query parameters (the live stream of a list page asks with the same)."""
+        out = {k: getattr(self, k) for k in ("workload", "label", "status", "study", "since", "until") if getattr(self, k)}
+        if self.limit != RunFilter.limit:
+            out["limit"] = str(self.limit)
+        return out
+
+
+@dataclass
+class RunEntry:
+    row: RunRow
+    status: str                 # the catalog's shown status: running / abandoned / complete ...
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+
+class StoreView:
+    """The server's read-only window on a store."""
+
+    def __init__(self, home: Path):
+        self.store = Store(home)
+        self.home = self.store.home
+        self.studies_dir = self.home / "studies"
+        self._studies: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def runs(self, f: RunFilter | None = None) -> list[RunEntry]:
+        f = f or RunFilter()
+        out = []
+        for row in self.store.rows():
+            entry = RunEntry(row, row.shown_status)
+            if f.matches(row, entry.status):
+                out.append(entry)
+                if len(out) >= f.limit:
+                    break
+        return out
+
+    def run_dir(self, run_id: str) -> Path:
+        check_id(run_id, "run")
+        path = self.store.run_dir(run_id)
+        if not (path / "run.json").is_file() or path.resolve().parent != self.store.runs_dir.resolve():
+            raise NotFound(run_id)
+        return path
+
+    def run_json(self, run_id: str) -> dict[str, Any]:
+        try:
+            return json.loads((self.run_dir(run_id) / "run.json").read_text())
+        except ValueError:
+            return {"run_id": run_id, "status": "unreadable"}
+
+    def run_status(self, run: dict[str, Any]) -> str:
+        """As the catalog shows it: a `running` run whose driver is gone is `abandoned`."""
+        status = str(run.get("status") or "unknown")
+        if status == "running" and not pid_alive(run.get("pid")):
+            return "abandoned"
+        return status
+
+    def live(self, run_id: str) -> LiveStatus | None:
+        try:
+            return read_live(self.run_dir(run_id))
+        except (NotFound, InputError):
+            return None
+
+    @staticmethod
+    def version(items: Iterable[Any]) -> str:
+        """A short digest of what a list page shows, so its live stream can tell it changed."""
+        return hashlib.sha1(json.dumps(list(items), default=str).encode()).hexdigest()[:16]
+
+    def runs_version(self, entries: list[RunEntry]) -> str:
+        return self.version((e.row.run_id, e.status, e.row.valid, e.row.etr_t) for e in entries)
+
+    # -- studies -------------------------------------------------------------------------
+
+    def study_dir(self, study_id: str) -> Path:
+        check_id(study_id, "study")
+        path = self.studies_dir / study_id
+        if not (path / "study.json").is_file() or path.resolve().parent != self.studies_dir.resolve():
+            raise NotFound(study_id)
+        return path
+
+    def study(self, study_id: str) -> dict[str, Any]:
+        return self._read_study(self.study_dir(study_id) / "study.json")
+
+    def _read_study(self, path: Path) -> dict[str, Any]:
+        """study.json, parsed once per version of the file (it is rewritten after every run)."""
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            cached = self._studies.get(path)
+            if cached and cached[0] == key:
+                return cached[1]
+        try:
+            doc = json.loads(path.read_text())
+        except ValueError:
+            doc = {"study_id": path.parent.name, "status": "unreadable", "runs": []}
+        with self._lock:
+            self._studies[path] = (key, doc)
+        return doc
+
+    def studies(self, workload: str = "", status: str = "", since: str = "", until: str = "") -> list[dict[str, Any]]:
+        for name, value in (("since", since), ("until", until)):
+            if value and not DATE.match(value):
+                raise InputError(f"expected a date YYYY-MM-DD, got {value!r}", field=name)
+        out = []
+        if not self.studies_dir.is_dir():
+            return out
+        for path in self.studies_dir.glob("*/study.json"):
+            if not ID.match(path.parent.name):
+                continue
+            try:
+                doc = self._read_study(path)
+            except OSError:
+                continue
+            summary = study_summary(doc, path.parent.name)
+            summary["status"] = self.study_status(doc)
+            if workload and workload.casefold() not in (summary["workload"] or "").casefold():
+                continue
+            if status and summary["status"] != status:
+                continue
+            created = (summary["created"] or "")[:10]
+            if (since and created < since) or (until and created > until):
+                continue
+            out.append(summary)
+        return sorted(out, key=lambda s: (s["created"] or "", s["study_id"]), reverse=True)
+
+    def study_status(self, doc: dict[str, Any]) -> str:
+        """A study's status; `running` only while one of its runs is (a killed study stays
+        `running` in study.json forever, as a killed run does in run.json)."""
+        status = str(doc.get("status") or "unknown")
+        if status != "running":
+            return status
+        if self.current_run(doc) is not None:
+            return "running"
+        # Between two runs (reduction, calibration steps) no run is running for a moment: a
+        # study.json rewritten in the last minute still counts as alive.
+        path = self.studies_dir / str(doc.get("study_id")) / "study.json"
+        try:
+            if time.time() - path.stat().st_mtime < 60:
+                return "running"
+        except OSError:
+            pass
+        return "abandoned"
+
+    def current_run(self, doc: dict[str, Any]) -> RunEntry | None:
+        """The study's run in progress, from the catalog (runs record their study id)."""
+        study_id = doc.get("study_id")
+        if not study_id:
+            return None
+        for row in self.store.rows():
+            if row.study == study_id and row.status == "running":
+                entry = RunEntry(row, row.shown_status)
+                if entry.running:
+                    return entry
+        return None
+
+    def refs(self) -> list[str]:
+        """Suggestions for the compare form: run ids, label:NAME, study:ID:CONFIG."""
+        rows = self.store.rows(limit=300)
+        labels = sorted({r.label for r in rows if r.label})
+        out = [f"label:{label}" for label in labels]
+        for s in self.studies()[:50]:
+            out += [f"study:{s['study_id']}:{c}" for c in s["configs"]]
+        return out + [r.run_id for r in rows if r.status == "complete"]
+
+
+def study_summary(doc: dict[str, Any], study_id: str) -> dict[str, Any]:
+    runs = doc.get("runs") or []
+    verdict = None
+    for comparison in doc.get("comparisons") or []:
+        for m in comparison.get("metrics") or []:
+            if m.get("key") == "itr_s":
+                verdict = f"{comparison.get('new')} vs {comparison.get('base')}: ITR (S) {m.get('verdict') or 'no verdict'}"
+                break
+        if verdict:
+            break
+    return {
+        "study_id": str(doc.get("study_id") or study_id), "name": doc.get("name"), "title": doc.get("title"),
+        "status": doc.get("status"), "created": doc.get("created"), "finished": doc.get("finished"),
+        "workload": (doc.get("workload") or {}).get("name"),
+        "configs": [str(c.get("name")) for c in doc.get("configurations") or []],
+        "runs": len(runs), "valid": sum(1 for r in runs if not r.get("excluded")),
+        "planned": len((doc.get("design") or {}).get("schedule") or []), "verdict": verdict,
+    }
+
+
+class Cache:
+    """A small least-recently-used map of rendered reports, keyed by what they depend on."""
+
+    def __init__(self, size: int = 24):
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = make()
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+def file_key(*paths: Path) -> tuple:
+    """Modification time and size of each file (None when absent): a report's cache key."""
+    out = []
+    for path in paths:
+        try:
+            stat = path.stat()
+            out.append((stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)

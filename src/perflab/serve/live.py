@@ -1,0 +1,270 @@
+"""live.json: a run in progress, about once a second, for `perflab serve` (docs/serve.md).
+
+While a run is in progress its run.json says `running`; the driver process also keeps
+`<run_dir>/live.json` up to date: the phase, time left, counts, and the last second's ETR (T),
+response time, UTIL/PROC (S) and driver CPU, plus a short history for the live charts. It is a
+display, not a measurement: the stored run (transactions.parquet, samples.parquet) is what
+reports are made of. Readers use live.json only while run.json says `running`; it may remain
+in the run directory afterwards.
+
+`LiveWriter.tick(engine, elapsed)` has the signature of the driver's progress callback
+(perflab.drive.run.set_progress; the engine calls it from its event loop about twice a
+second), so it can be chained with the terminal progress display. It keeps its cost small:
+the recent figures come from the transactions the recorder appended since the previous write
+(one numpy pass over them), the SUT's CPU from one cgroup file (or one /proc/<pid>/stat per
+SUT process), the driver's from os.times().
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from perflab.monitor.sources.procfs import CLK_TCK, parse_key_values, read_bytes, read_pid_stat
+from perflab.reduce.transactions import nearest_rank
+from perflab.store.atomic import write_json_atomic
+
+LIVE_FILE = "live.json"
+LIVE_VERSION = 1
+#: Points kept for the live charts: five minutes at one write a second (~35 KB of JSON).
+HISTORY_POINTS = 300
+#: The longest error message kept: an error can hold a whole server response.
+ERROR_CHARS = 300
+
+
+class LivePoint(BaseModel):
+    """One write's recent figures (one point of each live chart)."""
+
+    elapsed_s: float
+    etr_t: float | None = None
+    avg_last_t: float | None = None
+    resp_p90_t: float | None = None
+    util_proc_s: float | None = None
+    driver_cpu_pct: float | None = None
+    errors: int = 0
+
+
+class LiveStatus(BaseModel):
+    """The content of live.json. Times are seconds since the run's t0 (as in the data files)
+    except `updated`, the wall clock of the write (seconds since the epoch), by which a reader
+    tells a fresh file from one its writer stopped updating."""
+
+    # A reader ignores fields a newer writer adds.
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = LIVE_VERSION
+    run_id: str
+    pid: int = Field(description="the driver's pid")
+    phase: str = Field(description="stagger | stabilization | measurement | stopping")
+    elapsed_s: float
+    window_start_s: float
+    window_end_s: float
+    time_left_s: float = Field(description="until the end of the measurement window")
+    users: int | None = None
+    rate: float | None = None
+    tx_completed: int = Field(description="transactions completed ok since the start")
+    errors: int = Field(description="transactions that failed since the start")
+    recent_s: float | None = Field(None, description="the span the recent figures cover")
+    etr_t: float | None = Field(None, description="recent ETR (T), tx/s")
+    avg_last_t: float | None = Field(None, description="recent AVG LAST (T), s")
+    resp_p90_t: float | None = Field(None, description="recent RESP P90 (T), s (nearest rank)")
+    util_proc_s: float | None = Field(None, description="recent UTIL/PROC (S), % of the SUT's processors")
+    driver_cpu_pct: float | None = Field(None, description="recent driver CPU, % of one core")
+    last_error: str | None = Field(None, description="the latest error message (truncated)")
+    updated: float
+    updated_iso: str
+    history: list[LivePoint] = Field(default_factory=list)
+
+
+def read_live(run_dir: Path) -> LiveStatus | None:
+    """live.json of a run, or None when there is none (or it cannot be read: the writer may
+    be older or newer than this reader; a live display then shows less, it never fails)."""
+    try:
+        return LiveStatus.model_validate(json.loads((Path(run_dir) / LIVE_FILE).read_text()))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+# -- CPU counters --------------------------------------------------------------------------------
+
+class SutCpu:
+    """The SUT's cumulative CPU seconds: from its cgroup (exact, includes processes that came and
+    went) when there is one, else the sum over its processes of their own and reaped children's
+    times. A process that exits keeps its last reading, so the sum never goes backwards."""
+
+    def __init__(self, cgroup: str | os.PathLike | dict[str, str] | None, pids: Iterable[int]):
+        self.v2_dir, self.v1_dir = _cgroup_dirs(cgroup)
+        self.pids = list(pids)
+        self._last: dict[int, float] = {}
+
+    @property
+    def available(self) -> bool:
+        return bool(self.v2_dir or self.v1_dir or self.pids)
+
+    def seconds(self) -> float | None:
+        if self.v2_dir:
+            stat = parse_key_values(read_bytes(os.path.join(self.v2_dir, "cpu.stat")) or b"")
+            if b"usage_usec" in stat:
+                return stat[b"usage_usec"] / 1e6
+        if self.v1_dir:
+            raw = read_bytes(os.path.join(self.v1_dir, "cpuacct.usage"))
+            if raw and raw.strip().isdigit():
+                return int(raw) / 1e9
+        if not self.pids:
+            return None
+        for pid in self.pids:
+            stat = read_pid_stat(pid)
+            if stat is not None:
+                self._last[pid] = (stat.utime + stat.stime + stat.cutime + stat.cstime) / CLK_TCK
+        return sum(self._last.values()) if self._last else None
+
+
+def _cgroup_dirs(cgroup: str | os.PathLike | dict[str, str] | None) -> tuple[str | None, str | None]:
+    """(v2 directory, v1 cpuacct directory) of what SutCgroup.path_for_monitor gives: a v2
+    directory, or controller -> v1 directory."""
+    if not cgroup:
+        return None, None
+    if isinstance(cgroup, dict):
+        return cgroup.get("unified"), cgroup.get("cpuacct")
+    path = os.fspath(cgroup)
+    if os.path.exists(os.path.join(path, "cpu.stat")) and os.path.exists(os.path.join(path, "cgroup.controllers")):
+        return path, None
+    return None, path
+
+
+def _driver_cpu_seconds() -> float:
+    # The driver's own threads only: its children are SUT workers, whose time is the SUT's.
+    times = os.times()
+    return times.user + times.system
+
+
+# -- the writer --------------------------------------------------------------------------------
+
+@dataclass
+class _Mark:
+    """What the previous write saw: the recent figures are differences from it."""
+
+    elapsed: float
+    index: int          # transactions in the recorder
+    completed: int
+    errors: int
+    sut_cpu: float | None
+    driver_cpu: float
+
+
+class LiveWriter:
+    """Writes live.json at most once per `min_interval_s` from the driver's progress ticks.
+
+    run_dir, run_id: the run's directory and id; sut_cgroup: the SUT's cgroup as
+    SutCgroup.path_for_monitor gives it, or None; sut_pids: the SUT's processes (used when
+    there is no cgroup); processors: how many processors the SUT has (UTIL/PROC (S) is a
+    percentage of them).
+
+    A failure here must never end a measurement: the first exception stops the writer (kept
+    in `self.error`) and the run goes on without a live view.
+    """
+
+    def __init__(self, run_dir: Path, run_id: str, sut_cgroup: Any = None, sut_pids: Iterable[int] = (),
+                 processors: int = 1, *, min_interval_s: float = 1.0, history: int = HISTORY_POINTS):
+        self.path = Path(run_dir) / LIVE_FILE
+        self.run_id = run_id
+        self.sut_cpu = SutCpu(sut_cgroup, sut_pids)
+        self.processors = max(1, int(processors))
+        self.min_interval_s = min_interval_s
+        self.history: deque[LivePoint] = deque(maxlen=history)
+        self.last_error: str | None = None
+        self.error: str | None = None
+        self.writes = 0
+        self._mark: _Mark | None = None
+
+    def tick(self, engine: Any, elapsed: float) -> None:
+        """The progress callback: engine.phases, engine.recorder (and engine.users/rate)."""
+        if self.error is not None:
+            return
+        if self._mark is not None and elapsed - self._mark.elapsed < self.min_interval_s:
+            return
+        self._safely(engine, elapsed)
+
+    def flush(self, engine: Any, elapsed: float) -> None:
+        """Write now, whatever the interval (the last state of a run, for instance)."""
+        if self.error is None:
+            self._safely(engine, elapsed)
+
+    def _safely(self, engine: Any, elapsed: float) -> None:
+        try:
+            write_json_atomic(self.path, self.status(engine, elapsed).model_dump(mode="json"))
+            self.writes += 1
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def status(self, engine: Any, elapsed: float) -> LiveStatus:
+        """The figures for this tick, and the mark the next tick's differences start from."""
+        recorder, phases = engine.recorder, engine.phases
+        n = len(recorder)
+        mark = _Mark(elapsed, n, int(recorder.completed), int(recorder.errors),
+                     self.sut_cpu.seconds(), _driver_cpu_seconds())
+        previous, self._mark = self._mark, mark
+        recent = _Recent()
+        if previous is not None and elapsed > previous.elapsed and n >= previous.index:
+            recent = _recent(recorder, previous, mark, self.processors)
+        if recent.last_error is not None:
+            self.last_error = recent.last_error
+        point = LivePoint(elapsed_s=elapsed, etr_t=recent.etr_t, avg_last_t=recent.avg_last_t,
+                          resp_p90_t=recent.resp_p90_t, util_proc_s=recent.util_proc_s,
+                          driver_cpu_pct=recent.driver_cpu_pct, errors=recent.errors)
+        if previous is not None:
+            self.history.append(point)
+        now = time.time()
+        return LiveStatus(
+            run_id=self.run_id, pid=os.getpid(), phase=phases.name_at(elapsed), elapsed_s=elapsed,
+            window_start_s=phases.window_start, window_end_s=phases.window_end,
+            time_left_s=max(0.0, phases.window_end - elapsed),
+            users=getattr(engine, "users", None), rate=getattr(engine, "rate", None),
+            tx_completed=mark.completed, errors=mark.errors,
+            recent_s=None if previous is None else elapsed - previous.elapsed,
+            etr_t=recent.etr_t, avg_last_t=recent.avg_last_t, resp_p90_t=recent.resp_p90_t,
+            util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, last_error=self.last_error,
+            updated=now, updated_iso=dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(timespec="seconds"),
+            history=list(self.history),
+        )
+
+
+@dataclass
+class _Recent:
+    etr_t: float | None = None
+    avg_last_t: float | None = None
+    resp_p90_t: float | None = None
+    util_proc_s: float | None = None
+    driver_cpu_pct: float | None = None
+    errors: int = 0
+    last_error: str | None = None
+
+
+def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int) -> _Recent:
+    """The figures of the transactions recorded between two marks (recorded = completed, so
+    this is the same "completed in the interval" rule as the reduction's per-interval rows)."""
+    span = b.elapsed - a.elapsed
+    ok = np.asarray(recorder.ok[a.index:b.index], dtype=bool)
+    response = (np.asarray(recorder.end[a.index:b.index], dtype=np.float64)
+                - np.asarray(recorder.intended[a.index:b.index], dtype=np.float64))[ok]
+    out = _Recent(etr_t=(b.completed - a.completed) / span, errors=b.errors - a.errors,
+                  driver_cpu_pct=100.0 * (b.driver_cpu - a.driver_cpu) / span)
+    if len(response):
+        out.avg_last_t = float(response.mean())
+        out.resp_p90_t = nearest_rank(response, (90,))[0]
+    if a.sut_cpu is not None and b.sut_cpu is not None:
+        out.util_proc_s = 100.0 * (b.sut_cpu - a.sut_cpu) / span / processors
+    failed = np.flatnonzero(~ok)
+    if len(failed):
+        message = recorder.error[a.index + int(failed[-1])]
+        out.last_error = None if message is None else str(message)[:ERROR_CHARS]
+    return out

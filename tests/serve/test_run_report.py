@@ -1,0 +1,127 @@
+"""The single-run report (`perflab show RUN --html`): what it shows is what the run stored,
+it escapes every user string, and it opens from disk with nothing fetched."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from cli_helpers import perflab
+from perflab.reduce.reduce import reduce_run
+from perflab.report import numbers as fmt
+from perflab.serve.run_report import build_report, render_html, render_json, render_markdown
+
+from .serve_data import (XSS_CLASS, XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_TX, XSS_WORKLOAD, fake_running_run)
+
+
+@pytest.fixture(scope="module")
+def xss_report(stored):
+    run_dir = stored.home / "runs" / stored.xss_run
+    return run_dir, build_report(run_dir)
+
+
+def test_the_numbers_are_the_reductions(xss_report):
+    run_dir, report = xss_report
+    metrics = reduce_run(run_dir)
+    summary = dict(report.summary)
+    assert summary["ETR (T)"] == fmt.quantity(metrics.values["etr_t"], "etr_t")
+    rows = {label: value for _, group in report.data.groups for label, value, _, _ in group}
+    assert rows["ITR (S)"] == fmt.value(metrics.values["itr_s"], "itr_s")
+    assert rows["AVG LAST (T)"] == fmt.value(metrics.values["avg_last_t"], "avg_last_t")
+    assert [g for g, _ in report.data.groups][:2] == ["Environment", "Response Time"]
+    classes = {row[0]: row for row in report.classes.rows}
+    assert set(classes) == set(metrics.per_class)
+    column = report.classes.columns.index("RESP P90 (T) (s)")
+    assert classes["default"][column] == fmt.value(metrics.per_class["default"]["resp_p90_t"], "resp_p90_t")
+    assert json.loads(render_json(report))["metrics"] == json.loads(json.dumps(metrics.to_json()))
+
+
+def test_interval_percentiles_are_nearest_rank_per_interval(xss_report):
+    """Recomputed here from the parquet file with a sort (not the partition the module uses)."""
+    run_dir, report = xss_report
+    metrics = reduce_run(run_dir)
+    tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
+    tx = tx[tx.ok & (tx.end >= metrics.window.start) & (tx.end < metrics.window.end)]
+    assert len(report.interval_percentiles) == len(metrics.per_interval) > 0
+    for row, got in zip(metrics.per_interval, report.interval_percentiles):
+        inside = tx[(tx.end >= row["t_start"]) & (tx.end < row["t_end"])]
+        response = np.sort((inside.end - inside.intended_start).to_numpy())
+        for q in (50, 90, 99):
+            expected = response[max(0, math.ceil(q / 100 * len(response)) - 1)] if len(response) else None
+            assert got[f"resp_p{q}_t"] == expected
+        # the reduction's own P90 per interval is the same number
+        assert got["resp_p90_t"] == row["resp_p90_t"]
+
+
+def test_errors_are_counted_from_the_stored_transactions(xss_report):
+    run_dir, report = xss_report
+    tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
+    failed = tx[~tx.ok]
+    # One script in ten fails; of the ~400 transactions none failing has probability 0.9^400 < 1e-18.
+    assert len(failed) > 0
+    messages = set(failed.error)
+    assert len(messages) == 1 and XSS_ERROR in messages.pop()   # "RuntimeError: <img ...>"
+    assert report.errors.rows == [[str(failed.error.iloc[0]), XSS_TX, str(len(failed)),
+                                   str(int(((failed.end >= report.metrics["window"]["start"])
+                                            & (failed.end < report.metrics["window"]["end"])).sum()))]]
+
+
+def test_gates_show_each_limit_and_the_verdict(xss_report):
+    _, report = xss_report
+    gates = {g.name: g for g in report.gates}
+    assert gates["run completed"].result == "pass"
+    errors = gates["error rate"]
+    # One script in ten fails, against the 1% default limit: at ~400 transactions a measured
+    # rate at or below 1% is a binomial tail far below 1e-18.
+    assert errors.result == "FAIL" and errors.limit == "at most 1%"
+    assert not report.counted and report.gate_verdict.startswith("a study would exclude it: error rate")
+
+
+def test_html_is_self_contained_and_escapes_user_text(xss_report):
+    _, report = xss_report
+    text = render_html(report)
+    assert "<script" not in text.lower().replace(html.escape("<script>").lower(), "")
+    for raw in (XSS_WORKLOAD, XSS_DESCRIPTION, XSS_ERROR, XSS_TX, XSS_CLASS, XSS_LABEL):
+        assert raw not in text, raw
+        assert html.escape(raw, quote=False) in text or html.escape(raw) in text, raw
+    assert re.search(r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'', text)
+    assert not re.search(r'(src|href)="(https?:)?//', text), "the report must fetch nothing"
+    for chart in ("chart-etr", "chart-response", "chart-util"):
+        assert re.search(rf'<figure id="{chart}">\s*<figcaption>[^<]*</figcaption>\s*<svg', text), chart
+    for section in ("summary", "gates", "charts", "data", "classes", "errors", "workload", "configuration",
+                    "fingerprint"):
+        assert f'<section id="{section}">' in text
+
+
+def test_markdown_escapes_table_separators(xss_report):
+    _, report = xss_report
+    text = render_markdown(report)
+    assert f"| {XSS_WORKLOAD} |" in text
+    assert "## Gates" in text and "## Measurement data" in text
+
+
+def test_a_run_in_progress_reports_what_run_json_says(tmp_path):
+    run_dir = fake_running_run(tmp_path / "store", "20260101-000000-live-0001")
+    report = build_report(run_dir)
+    assert report.problem is not None and "no measurement window" in report.problem
+    assert report.data is None and report.charts == []
+    assert "running" in dict(report.header)["status"]
+    assert "<section id=\"gates\">" in render_html(report)
+
+
+def test_show_html_writes_the_report_into_the_run_directory(stored, tmp_path):
+    result = perflab("show", stored.a_runs[0], "--html", store=stored.home)
+    assert result.returncode == 0, result.stderr
+    path = stored.home / "runs" / stored.a_runs[0] / "report.html"
+    assert result.stdout.strip() == str(path)
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>") and f"Run {stored.a_runs[0]}: plain" in text
+    path.unlink()  # the shared store stays as built
+    bad = perflab("show", "no-such-run", "--html", store=stored.home)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no run 'no-such-run'" in bad.stderr
