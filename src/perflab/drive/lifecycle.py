@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from perflab import __version__
 from perflab import caveats
 from perflab.drive.engine import Engine
+from perflab.drive.live import LiveWriter
 from perflab.drive.plan import RunPlan
 from perflab.errors import SutFailure
 from perflab.monitor.sampler import MonitorSpec, Sampler
@@ -207,6 +208,12 @@ class RunLifecycle:
             self.cgroup = None
         os.sched_setaffinity(0, self._affinity)
 
+    def live_writer(self) -> LiveWriter:
+        """live.json for `perflab serve`: every run shows while it runs, however it was started."""
+        sut = self.record.sut
+        return LiveWriter(self.run_dir, self.record.run_id, sut.cgroup if sut is not None else None,
+                          sut.pids if sut is not None else (), len(self.plan.placement.sut_cpus))
+
     # -- the event loop -----------------------------------------------------------------------
 
     def drive(self, engine: Engine, before: Callable[[], Awaitable[None]] | None = None,
@@ -217,7 +224,12 @@ class RunLifecycle:
         exited), even while every user thinks."""
         import uvloop
 
-        tick = self.observer.tick if self.observer is not None else None
+        live = self.live_writer()
+        ticks = [t for t in (self.observer.tick if self.observer is not None else None, live.tick) if t is not None]
+
+        def tick(engine_: Engine, elapsed: float) -> None:
+            for each in ticks:
+                each(engine_, elapsed)
 
         async def watch() -> None:
             while True:

@@ -16,7 +16,6 @@ Conventions (the registry's descriptions repeat them):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +25,8 @@ import pyarrow.parquet as pq
 
 from perflab.errors import InputError
 from perflab.reduce.window import Window
+from perflab.stats.quantiles import PERCENTILES, nearest_rank
 
-PERCENTILES = (50, 90, 95, 99)
 _REQUIRED = ("end", "ok", "intended_start")
 _OPTIONAL = ("actual_start", "first_response", "think", "class", "instructions")
 
@@ -100,16 +99,6 @@ def _classes(table: pa.Table, inside: np.ndarray) -> tuple[np.ndarray, list[str]
     remap = np.empty(len(names), dtype=np.int32)
     remap[order] = np.arange(len(names), dtype=np.int32)
     return remap[codes], [names[i] for i in order]
-
-
-def nearest_rank(values: np.ndarray, percentiles: tuple[int, ...] = PERCENTILES) -> list[float | None]:
-    """Nearest-rank percentiles of unsorted values, by partial sorting (O(n))."""
-    n = len(values)
-    if n == 0:
-        return [None] * len(percentiles)
-    ranks = [max(0, math.ceil(q / 100 * n) - 1) for q in percentiles]
-    parted = np.partition(values, sorted(set(ranks)))
-    return [float(parted[k]) for k in ranks]
 
 
 def _mean(values: np.ndarray) -> float | None:

@@ -33,7 +33,7 @@ from perflab.report import numbers as fmt
 from perflab.serve import compare as cmp
 from perflab.serve import run_report
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
-from perflab.serve.live import LiveStatus
+from perflab.records.live import LiveStatus
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
 log = logging.getLogger("perflab.serve")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from perflab.errors import InputError
-from perflab.serve.live import LiveStatus, read_live
+from perflab.records.live import LiveStatus, read_live
 from perflab.store.catalog import RunRow, Store, pid_alive
 
 #: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,

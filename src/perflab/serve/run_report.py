@@ -32,7 +32,8 @@ from perflab.errors import InputError
 from perflab.reduce.metric import Origin
 from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.registry import GROUPS, REGISTRY
-from perflab.reduce.transactions import nearest_rank, read_window_transactions
+from perflab.reduce.transactions import read_window_transactions
+from perflab.stats.quantiles import nearest_rank
 from perflab.reduce.window import Window
 from perflab.report import charts as ch
 from perflab.report import numbers as fmt
