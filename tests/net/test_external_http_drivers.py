@@ -19,7 +19,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from perflab.drive.external.k6 import find_k6
+from perflab.tools import find_k6
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
 

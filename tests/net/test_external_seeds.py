@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perflab.drive.external import MEASURED, WARM_UP, tool_seed
-from perflab.drive.external.k6 import find_k6
+from perflab.tools import find_k6
 from perflab.drive.external.k6_script import RUNTIME
 from perflab.sut.service import free_port
 

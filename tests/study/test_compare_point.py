@@ -49,3 +49,16 @@ def test_a_primary_metric_with_every_run_excluded_has_no_valid_comparison():
     entry = comparison.entry("itr_s")
     assert entry.verdict is None and entry.no_comparison.startswith("no valid comparison")
     assert "0 valid of 4 run(s) of B (not steady (4x))" in entry.no_comparison
+
+
+def test_runs_of_two_studies_with_the_same_block_numbers_pair_within_their_study():
+    from perflab.study.groups import pair_by_block
+
+    # label:A and label:B gather runs of two studies, each with blocks 0..2: six pairs, not three.
+    runs = [StudyRun(run_id=f"{c}-{s}-{b}", config=c, block=b, metrics={"itr_s": 1.0})
+            for s in ("s1", "s2") for b in range(3) for c in "AB"]
+    studies = {r.run_id: r.run_id.split("-")[1] for r in runs}
+    assert pair_by_block(runs, studies, ("A", "B")) is None
+    blocks = {(r.config, r.run_id.split("-", 1)[1]): r.block for r in runs}
+    assert len({r.block for r in runs}) == 6
+    assert all(blocks[("A", key)] == blocks[("B", key)] for (_, key) in blocks)

@@ -699,7 +699,8 @@ PHRASES = {
 #:     capacity key at the same position (ITR = 1000 · PROCESSORS / PBT/CMD); response,
 #:     throughput, utilization -- the other rows General Observations speak of; compared -- what a
 #:     release report compares by default (capacity first, then cost, throughput, response);
-#:     sweep -- the columns of a sweep table and its curves; run_columns -- the per-run table.
+#:     sweep -- the columns of a sweep table and its curves; run_columns -- the per-run table;
+#:     summary -- the headline rows printed after `perflab run`.
 ROLES: dict[str, tuple[str, ...]] = {
     "capacity": ("itr_s", "itr_h"),
     "cost": ("pbt_cmd_s", "pbt_cmd_h"),
@@ -711,6 +712,8 @@ ROLES: dict[str, tuple[str, ...]] = {
                  "minflt_cmd_s", "io_bytes_cmd_s", "instr_cmd_i"),
     "sweep": ("etr_t", "itr_s", "itr_h", "util_proc_s", "util_proc_h", "avg_last_t", "resp_p90_t", "pbt_cmd_s"),
     "run_columns": ("etr_t", "itr_s", "itr_h", "util_proc_s", "avg_last_t"),
+    "summary": ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
+                "driver_cpu", "monitor_cpu", "errors_t"),
 }
 #: Per-component (V) rows, compared per component: the seeds' VTAM and SFS server rows.
 COMPONENT_COMPARED = ("srv_tot_cpu_cmd_v", "srv_wkset_v")

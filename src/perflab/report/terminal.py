@@ -20,8 +20,6 @@ from perflab.report.safe_text import terminal as escape
 SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
 CLASS_COLUMNS = ("tx_ok", "etr_t", "avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t",
                  "resp_p99_t", "errors_t")
-SUMMARY_KEYS = ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
-                "driver_cpu", "monitor_cpu", "errors_t")
 
 
 def format_value(metric: Metric, value: Any) -> str:
@@ -131,7 +129,7 @@ def _render_warnings(metrics: Any, console: Console) -> None:
 def render_summary(metrics: Any, console: Console) -> None:
     """A few headline rows after `perflab run` (the full catalog is `perflab show`)."""
     parts = []
-    for key in SUMMARY_KEYS:
+    for key in REGISTRY.role("summary"):
         value = metrics.values.get(key)
         if value is None:
             continue

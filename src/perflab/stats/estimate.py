@@ -159,7 +159,7 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """JSON-ready: enums as strings, NaN as None."""
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
     def __str__(self) -> str:
         ci = f"[{self.ci_low:.3f}, {self.ci_high:.3f}]" if math.isfinite(self.ci_low) else "[n/a]"
@@ -385,15 +385,16 @@ def _list(items: list[int]) -> str:
     return ", ".join(str(i) for i in items)
 
 
-def _jsonable(obj):
+def jsonable(obj):
+    """A JSON-ready copy: enums as their values, NaN and infinities as None, numpy scalars as Python ones."""
     if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
+        return {k: jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, Enum):
         return obj.value
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
+        return jsonable(obj.item())
     return obj

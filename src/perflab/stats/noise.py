@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from perflab.errors import InputError
-from perflab.stats.estimate import NOISY_CV, Comparison, _jsonable, compare
+from perflab.stats.estimate import NOISY_CV, Comparison, jsonable, compare
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,
@@ -71,7 +71,7 @@ class NoiseEstimate:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["aa"] = self.aa.to_dict() if self.aa is not None else None
-        return _jsonable(out)
+        return jsonable(out)
 
 
 def dimension(
@@ -175,7 +175,7 @@ class Power:
     ci_above_one: float
 
     def to_dict(self) -> dict:
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
 def power(

@@ -92,7 +92,7 @@ def _stored(run: StudyRun, config: str) -> StudyRun:
     return run.model_copy(update={"config": config}, deep=True)
 
 
-def _pair_by_block(runs: list[StudyRun], studies: dict[str, str | None], names: tuple[str, str]) -> str | None:
+def pair_by_block(runs: list[StudyRun], studies: dict[str, str | None], names: tuple[str, str]) -> str | None:
     """Give each run a block number both groups agree on; returns a note when pairing by order."""
     keys = {}
     for run in runs:
@@ -166,7 +166,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
                     conf.changes = dict(source_conf.changes)
             else:
                 _judged(run_dir, name, index, builder, is_base=False)
-    note = _pair_by_block(doc.runs, studies, (name_a, name_b))
+    note = pair_by_block(doc.runs, studies, (name_a, name_b))
     if note:
         builder.warn(cav.note(note))
     first = read_run_record(group_a.dirs[0])

@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from perflab import caveats as cav
-from perflab.stats.criteria import Criteria, DEFAULT_FAMILY_ALPHA
+from perflab.reduce.registry import REGISTRY
+from perflab.stats.criteria import DEFAULT_FAMILY_ALPHA, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload.model import Strict, Timing, parse_duration
 
@@ -114,7 +115,7 @@ class Study(Strict):
     gates: Gates = Field(default_factory=Gates)
     sweep: Sweep | None = None
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
-    gate_metrics: list[str] = Field(default_factory=lambda: ["itr_s"], min_length=1,
+    gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "
                                                 "its exit code")
 
@@ -137,7 +138,7 @@ def check_study(study: Study) -> None:
                                         f"got {study.blocks}")
     if study.sweep is not None and len(study.configurations) > 1:
         raise LocatedError(("sweep",), "a sweep varies one factor of one configuration; give at most one configuration")
-    from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+    from perflab.reduce.registry import COMPONENT_COMPARED
 
     for field in ("metrics", "gate_metrics"):
         keys = getattr(study, field) or []

@@ -200,7 +200,7 @@ class StudyRunner:
                                       "status": result.status, "excluded": run.excluded,
                                       "reasons": [c.text for c in run.exclusions],
                                       "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
-                                      "itr_s": run.metric("itr_s")})
+                                      "itr_s": run.metric(primary[0])})
             self._save()
         if study.sweep is not None:
             doc.sweep = self._sweep_summary(doc, configs)

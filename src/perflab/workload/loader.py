@@ -21,6 +21,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from perflab.errors import InputError
+from perflab.tools import find_tool
 from perflab.workload.model import (
     CommandTarget,
     LocatedError,
@@ -248,16 +249,8 @@ def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
              "wrk": "wrk (apt-get install wrk)",
              "k6": "k6 (go install go.k6.io/k6@latest; perflab looks on PATH and in $(go env GOPATH)/bin)"}
     kind = workload.driver.kind
-    if kind in tools and _find_tool(kind) is None:
+    if kind in tools and find_tool(kind) is None:
         fail(f"{tools[kind]} is not installed", ("driver", "kind"))
-
-
-def _find_tool(name: str) -> str | None:
-    if name == "k6":
-        from perflab.drive.external.k6 import find_k6
-
-        return find_k6()
-    return shutil.which(name)
 
 
 def _module_exists(module: str, extra_paths: list[str]) -> bool:

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import calendar
 import json
-import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -48,6 +46,7 @@ from perflab.drive.external import k6_script
 from perflab.drive.external.process import run_tool, tool_outcome
 from perflab.errors import SutFailure
 from perflab.drive.plan import RunPlan
+from perflab.tools import find_k6
 from perflab.workload.model import Workload
 
 NAN = float("nan")
@@ -55,27 +54,6 @@ _TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\
 # The points the importer reads (k6 writes about ten per request; http_reqs is only counted)
 _WANTED = frozenset({"http_req_duration", "http_req_blocked", "http_req_receiving", "perflab_tx",
                      "perflab_iteration", "dropped_iterations"})
-
-
-def find_k6() -> str | None:
-    """k6 on PATH, else where `go install go.k6.io/k6` puts it: $(go env GOPATH)/bin."""
-    found = shutil.which("k6")
-    if found:
-        return found
-    gopaths = [os.environ.get("GOPATH"), str(Path.home() / "go")]
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
-    if go is not None:
-        try:
-            gopaths.insert(0, subprocess.run([go, "env", "GOPATH"], capture_output=True, text=True,
-                                             timeout=10).stdout.strip())
-        except (OSError, subprocess.SubprocessError):
-            pass
-    for gopath in filter(None, gopaths):
-        for entry in gopath.split(os.pathsep):
-            candidate = Path(entry) / "bin" / "k6"
-            if os.access(candidate, os.X_OK):
-                return str(candidate)
-    return None
 
 
 def run_k6(plan: RunPlan, run_dir: Path, t0_epoch: float, failure) -> ExternalResult:
