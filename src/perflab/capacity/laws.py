@@ -44,7 +44,7 @@ def asymptotic_bounds(demands: Sequence[float], n: float, think_time: float = 0.
     Upper X: each user cycles at best in D + Z (no queueing), and no centre exceeds 100 %
     (X ≤ 1/D_max). Lower X: at worst a user waits behind all N − 1 others at every centre.
     """
-    d = _demands(demands)
+    d = as_demands(demands)
     if n <= 0 or think_time < 0:
         raise InputError("need n > 0 users and think time >= 0")
     total, dmax = float(d.sum()), float(d.max())
@@ -105,7 +105,7 @@ def users_supported(
     )
 
 
-def _demands(demands: Sequence[float]) -> np.ndarray:
+def as_demands(demands: Sequence[float]) -> np.ndarray:
     d = np.asarray(demands, dtype=float)
     if d.ndim != 1 or len(d) == 0 or not np.all(np.isfinite(d)) or np.any(d < 0):
         raise InputError("service demands must be a non-empty list of finite values >= 0")

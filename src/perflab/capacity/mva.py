@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.capacity.laws import _demands
+from perflab.capacity.laws import as_demands
 from perflab.errors import InputError
 
 
@@ -89,7 +89,7 @@ class MVAResult:
 
 def mva(demands: Sequence[float], n_users: int, think_time: float = 0.0) -> MVAResult:
     """Exact MVA for populations 1..n_users."""
-    d = _demands(demands)
+    d = as_demands(demands)
     n_users = _population(n_users, think_time)
     k = len(d)
     residence = np.empty((n_users, k))
@@ -127,7 +127,7 @@ def schweitzer(
     Fixed point of R_k = D_k·(1 + (n−1)/n·Q_k), X = n/(Z + ΣR_k), Q_k = X·R_k, started from the
     queue spread evenly over the centres.
     """
-    d = _demands(demands)
+    d = as_demands(demands)
     n = _population(n_users, think_time)
     q = np.full(len(d), n / len(d))
     for _ in range(max_iter):
