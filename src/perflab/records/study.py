@@ -105,6 +105,8 @@ class Design(Record):
     load: LoadRecord = Field(default_factory=LoadRecord, description='the load and how it was chosen')
     placement: str | None = Field(default=None, description='driver and SUT CPUs')
     aa: bool = Field(default=False, description="an A/A study: the base against itself")
+    loads: dict[str, LoadRecord] = Field(default_factory=dict, description="each configuration's own calibrated "
+                                         "load (equal utilization)")
 
 
 class ConfigurationRecord(Record):
@@ -226,6 +228,7 @@ class ComparisonRecord(Record):
 
 class SweepPoint(Record):
     config: str = Field(description="the point's configuration")
+    series: str | None = Field(default=None, description="the study configuration this point belongs to (its curve)")
     value: Any = Field(default=None, description="the factor's value")
     runs: int | None = Field(default=None, description='valid runs')
     metrics: dict[str, float | None] = Field(default_factory=dict, description='geometric means')

@@ -308,21 +308,25 @@ def sweep_chart(study: StudyDocument) -> Chart | None:
     if not keys:
         return Chart("chart-sweep", title, None, "Not drawn: no sweep point has a measured metric.")
     numeric = all(fmt.number(p.value) is not None for p in points)
-    # Several points of one configuration make a curve per configuration; one each, one curve.
-    configs = [p.config for p in points]
-    curves = sorted(set(configs), key=configs.index) if len(set(configs)) < len(configs) else ["sweep"]
+    # One curve per study configuration (a two-factor design); a one-configuration sweep, one curve.
+    series = [p.series or "sweep" for p in points]
+    curves = sorted(set(series), key=series.index)
+    if len(curves) == 1:
+        curves = ["sweep"]
     cols = 2 if len(keys) > 1 else 1
     fig, axes = _figure((len(keys) + cols - 1) // cols, cols)
     flat = axes.ravel()
     for ax, key in zip(flat, keys):
         for n, curve in enumerate(curves):
-            chosen = [p for p in points if curve == "sweep" or p.config == curve]
-            xs = [fmt.number(p.value) if numeric else i for i, p in enumerate(chosen)]
+            chosen = [p for p in points if curve == "sweep" or (p.series or "sweep") == curve]
+            order = list(dict.fromkeys(repr(p.value) for p in points))
+            xs = [fmt.number(p.value) if numeric else order.index(repr(p.value)) for p in chosen]
             ys = [fmt.number(p.metrics.get(key)) for p in chosen]
             ys = [np.nan if y is None else y for y in ys]
             ax.plot(xs, ys, "o-", color=PALETTE[n % len(PALETTE)], label=None if curve == "sweep" else plain(curve))
         if not numeric:
-            ax.set_xticks(range(len(points)), [plain(p.value) for p in points])
+            levels = list(dict.fromkeys(repr(p.value) for p in points))
+            ax.set_xticks(range(len(levels)), [plain(p.value) for p in {repr(p.value): p for p in points}.values()])
         unit = fmt.unit_of(key)
         ax.set_ylabel(f"{fmt.label_of(key)} ({unit})" if unit else fmt.label_of(key))
         ax.set_xlabel(plain(factor))

@@ -390,7 +390,7 @@ def sweep_table(study: StudyDocument) -> Table | None:
     columns = ["config", str(sweep.factor), "valid runs"]
     columns += [f"{fmt.label_of(k)} ({fmt.unit_of(k)})" if fmt.unit_of(k) else fmt.label_of(k) for k in keys]
     rows = [[text(p.config), text(p.value), text(p.runs)] + [fmt.value(p.metrics.get(k), k) for k in keys]
-            for p in sweep.points]
+            for p in sorted(sweep.points, key=lambda p: p.series or "")]
     return Table(columns, rows)
 
 

@@ -94,14 +94,16 @@ class StudyDocumentBuilder:
         if caveat not in self.doc.warnings:
             self.doc.warnings.append(caveat)
 
-    def judge(self) -> None:
-        """The comparisons of every configuration with the base, error-controlled, and the answer."""
+    def judge(self, pairs: Sequence[tuple[str, str]] | None = None) -> None:
+        """The comparisons (default: every configuration with the base), error-controlled, and the
+        answer. A one-configuration sweep has none: it is a curve, not a comparison."""
         doc = self.doc
-        if doc.sweep is not None or len(doc.configurations) < 2:
+        if pairs is None:
+            base = doc.configurations[0].name if doc.configurations else None
+            pairs = [(base, c.name) for c in doc.configurations[1:]]
+        if not pairs:
             doc.comparisons, doc.verdict = [], None
             return
-        base = doc.configurations[0].name
-        pairs = [(base, c.name) for c in doc.configurations[1:]]
         doc.comparisons, doc.verdict = judge_all(doc.runs, pairs, self.keys, self.primary, self.criteria)
 
 

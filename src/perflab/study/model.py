@@ -8,7 +8,8 @@ as randomized interleaved blocks; a verdict against a stated margin.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -59,6 +60,8 @@ class Configuration(Strict):
 
 class Calibration(Strict):
     target_util: float = Field(default=90.0, gt=0, le=100, description="UTIL/PROC (S) of the base, percent")
+    equal_utilization: bool = Field(default=False, description="calibrate every configuration to the target (the "
+                                    "seeds' equal-utilization tables) instead of running all at the base's load")
     tolerance: float = Field(default=4.0, gt=0, description="accept within this many points of the target")
     start_users: int | None = Field(default=None, ge=1, description="default: the workload's users")
     start_rate: float | None = Field(default=None, gt=0)
@@ -92,9 +95,51 @@ class Gates(Strict):
                                  "loop, the relative change of ETR (T); open loop, completions short of arrivals")
 
 
+#: Sweep factors that are not workload fields: the load, and what a configuration sets besides `set`.
+SPECIAL_FACTORS = ("users", "rate", "sut_cpus", "memory_limit", "workers")
+
+
 class Sweep(Strict):
-    factor: Literal["users", "rate", "sut_cpus", "memory_limit", "workers"]
-    values: list[Any] = Field(min_length=2)
+    """One factor over a list of values. With one configuration: a curve. With several: every
+    configuration at every value (a two-factor design, the seeds' release x storage size or
+    release x processors), each compared with the base at the same value."""
+
+    factor: str = Field(description="users, rate, sut_cpus, memory_limit, workers, or any workload field by dotted "
+                                    "path (e.g. transactions.work.kwargs.cpu_ms)")
+    values: list[Any] = Field(min_length=2, max_length=100)
+
+    @field_validator("factor")
+    @classmethod
+    def _factor(cls, v: str) -> str:
+        import re
+
+        if v not in SPECIAL_FACTORS and not re.fullmatch(r"[A-Za-z_][\w-]*(\.[\w-]+)*", v):
+            raise ValueError(f"expected one of {', '.join(SPECIAL_FACTORS)} or a dotted workload path, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _values(self) -> "Sweep":
+        """A special factor's values must be what that factor takes (checked here, so a bad value
+        is a file:line error before the study directory exists)."""
+        for i, value in enumerate(self.values):
+            ok = True
+            if self.factor in ("users", "workers"):
+                ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1_000_000
+            elif self.factor == "rate":
+                ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                      and 0 < value <= 1_000_000)
+            elif self.factor == "sut_cpus":
+                ok = isinstance(value, list) and bool(value) and all(isinstance(c, int) and c >= 0 for c in value)
+            elif self.factor == "memory_limit":
+                try:
+                    ok = parse_bytes(value) > 0
+                except ValueError:
+                    ok = False
+            if not ok:
+                raise ValueError(f"values[{i}]: {value!r} is not a valid {self.factor}")
+        if len({repr(v) for v in self.values}) != len(self.values):
+            raise ValueError("sweep values must differ")
+        return self
 
 
 class Study(Strict):
@@ -136,8 +181,8 @@ def check_study(study: Study) -> None:
     if study.sweep is None and study.blocks < MIN_BLOCKS:
         raise LocatedError(("blocks",), f"a comparison needs at least {MIN_BLOCKS} blocks (fewer give no interval); "
                                         f"got {study.blocks}")
-    if study.sweep is not None and len(study.configurations) > 1:
-        raise LocatedError(("sweep",), "a sweep varies one factor of one configuration; give at most one configuration")
+    if study.sweep is not None and study.load.calibrate is not None and study.sweep.factor in ("users", "rate"):
+        raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")
     from perflab.reduce.registry import COMPONENT_COMPARED
 
     for field in ("metrics", "gate_metrics"):

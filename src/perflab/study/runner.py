@@ -31,7 +31,7 @@ from perflab.study.calibrate import calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
-from perflab.study.model import Configuration, Study, check_study
+from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
@@ -71,7 +71,38 @@ def load_study(path: Path) -> tuple[Study, Workload, Path]:
         except ChangeError as exc:
             raise InputError(str(exc), file=path, line=line_of(data, ("configurations", i, "set", exc.path)),
                              field=f"configurations[{i}].set.{exc.path}") from None
+    if study.sweep is not None and study.sweep.factor not in SPECIAL_FACTORS:
+        # Every point must make a valid workload: a bad value is a file:line error now, not a
+        # traceback after the study directory exists.
+        for i, value in enumerate(study.sweep.values):
+            for config in study.configurations or [Configuration(name="base")]:
+                try:
+                    configured_workload(workload, sweep_point(config, study.sweep.factor, value, config.name))
+                except ChangeError as exc:
+                    raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
+                                     field=f"sweep.values[{i}]") from None
     return study, workload, workload_path
+
+
+@dataclass
+class Point:
+    """One configuration as a study runs it: a study configuration (`series`) at a sweep value
+    (`level`, None without a sweep)."""
+
+    config: Configuration
+    series: str
+    level: Any = None
+
+
+def sweep_point(config: Configuration, factor: str, value: Any, name: str) -> Configuration:
+    """`config` with the swept factor set to `value`, named `name`."""
+    point = config.model_copy(deep=True)
+    point.name = name
+    if factor in ("sut_cpus", "memory_limit", "workers"):
+        setattr(point, factor, getattr(Configuration.model_validate({"name": "x", factor: value}), factor))
+    elif factor not in ("users", "rate"):
+        point.set = {**point.set, factor: value}
+    return point
 
 
 class StudyRunner:
@@ -97,27 +128,31 @@ class StudyRunner:
 
     # --- configurations --------------------------------------------------------------------
 
-    def _configurations(self) -> list[Configuration]:
+    def _points(self) -> list[Point]:
+        """Every configuration the study runs, base first. A sweep crosses the study's
+        configurations with its values (level by level, base first at each level)."""
         study = self.study
+        configs = list(study.configurations) or [Configuration(name="base")]
         if self.options.aa:
-            base = study.configurations[0]
-            twin = base.model_copy(deep=True)
-            twin.name = f"{base.name} (A/A)"
-            return [base, twin]
+            twin = configs[0].model_copy(deep=True)
+            twin.name = f"{configs[0].name} (A/A)"
+            return [Point(configs[0], configs[0].name), Point(twin, twin.name)]
         if study.sweep is None:
-            return list(study.configurations)
-        base = study.configurations[0] if study.configurations else Configuration(name="base")
+            return [Point(c, c.name) for c in configs]
+        factor, many = study.sweep.factor, len(study.configurations) > 1
         points = []
         for value in study.sweep.values:
-            point = base.model_copy(deep=True)
-            point.name = f"{study.sweep.factor}={value}"
-            if study.sweep.factor in ("sut_cpus", "memory_limit", "workers"):
-                setattr(point, study.sweep.factor,
-                        getattr(Configuration.model_validate({"name": "x", study.sweep.factor: value}),
-                                study.sweep.factor))
-            points.append((point, value))
-        self._sweep_values = {p.name: v for p, v in points}
-        return [p for p, _ in points]
+            for c in configs:
+                name = f"{c.name} @ {factor}={value}" if many else f"{factor}={value}"
+                points.append(Point(sweep_point(c, factor, value, name), c.name, value))
+        self._sweep_values = {p.config.name: p.level for p in points}
+        return points
+
+    def _pairs(self, points: list[Point]) -> list[tuple[str, str]]:
+        """The comparisons: each configuration with the base, at the same sweep value."""
+        base_series = points[0].series
+        bases = {p.level if p.level is not None else None: p.config.name for p in points if p.series == base_series}
+        return [(bases[p.level], p.config.name) for p in points if p.series != base_series]
 
     def _timing(self) -> dict[str, float]:
         timing = self.study.timing or self.workload.timing
@@ -159,7 +194,8 @@ class StudyRunner:
     def run(self) -> StudyDocument:
         study = self.study
         self.dir.mkdir(parents=True, exist_ok=False)
-        configs = self._configurations()
+        points = self._points()
+        configs = [p.config for p in points]
         base = configs[0]
         blocks = self.options.blocks or study.blocks
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
@@ -182,7 +218,7 @@ class StudyRunner:
             self.builder.warn(cav.note(text))
         self.doc = doc
         self._save()
-        users, rate = self._decide_load(base, doc)
+        loads = self._decide_loads(configs, doc)
         if gates.util_band is None and study.load.calibrate is not None:
             target = study.load.calibrate.target_util
             self.builder.set_util_band((target - cav.UTIL_BAND_HALF_WIDTH,
@@ -194,8 +230,11 @@ class StudyRunner:
                 break
             self.on_event("progress", {"index": order, "total": len(schedule), "elapsed": time.monotonic() - started})
             config = by_name[name]
+            users, rate = loads[name]
             result, metrics = self._run(config, users, rate, timing["measurement"], block, order, "measure")
-            run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=config is base)
+            # The utilization band is the calibration's: it applies to the runs calibrated to it.
+            banded = config is base or bool(study.load.calibrate and study.load.calibrate.equal_utilization)
+            run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=banded)
             self.on_event("run-end", {"config": config.name, "block": block, "run_id": result.run_id,
                                       "status": result.status, "excluded": run.excluded,
                                       "reasons": [c.text for c in run.exclusions],
@@ -203,8 +242,8 @@ class StudyRunner:
                                       "itr_s": run.metric(primary[0])})
             self._save()
         if study.sweep is not None:
-            doc.sweep = self._sweep_summary(doc, configs)
-        self.builder.judge()
+            doc.sweep = self._sweep_summary(doc, points)
+        self.builder.judge(self._pairs(points))
         doc.noise = noise_rows(doc)
         for caveat in scatter_flags(doc):
             self.builder.warn(caveat)
@@ -219,25 +258,41 @@ class StudyRunner:
     def _save(self) -> None:
         write_json_atomic(self.dir / "study.json", self.doc.dump())
 
-    def _decide_load(self, base: Configuration, doc: StudyDocument) -> tuple[int | None, float | None]:
+    def _decide_loads(self, configs: list[Configuration], doc: StudyDocument) -> dict[str, tuple[int | None,
+                                                                                                    float | None]]:
+        """The load of every configuration: the same for all (the seeds' "same users": the base
+        calibrated, or a fixed load), or each calibrated to the target (`equal_utilization`)."""
         rule = self.study.load
         w = self.workload
-        closed = w.closed if rule.rate is None else False
         if rule.users is not None:
             doc.design.load = LoadRecord(mode="fixed", users=rule.users)
-            return rule.users, None
+            return {c.name: (rule.users, None) for c in configs}
         if rule.rate is not None:
             doc.design.load = LoadRecord(mode="fixed", rate=rule.rate)
-            return None, rule.rate
+            return {c.name: (None, rule.rate) for c in configs}
         if rule.calibrate is None:
-            users = getattr(w.load, "users", None)
-            rate = getattr(w.load, "rate", None)
+            users, rate = getattr(w.load, "users", None), getattr(w.load, "rate", None)
             doc.design.load = LoadRecord(mode="workload", users=users, rate=rate)
-            return users, rate
-        cal = rule.calibrate
+            return {c.name: (users, rate) for c in configs}
+        if not rule.calibrate.equal_utilization:
+            doc.design.load = self._calibrate(configs[0], "calibrated")
+            return {c.name: (doc.design.load.users, doc.design.load.rate) for c in configs}
+        loads = {}
+        for i, config in enumerate(configs):
+            record = self._calibrate(config, "calibrated, equal utilization")
+            if i == 0:
+                doc.design.load = record
+            doc.design.loads[config.name] = record
+            loads[config.name] = (record.users, record.rate)
+        return loads
+
+    def _calibrate(self, config: Configuration, mode: str) -> LoadRecord:
+        cal = self.study.load.calibrate
+        w = self.workload
+        closed = w.closed
 
         def measure(users: int | None, rate: float | None) -> dict:
-            result, metrics = self._run(base, users, rate, cal.measurement, None, None, "calibrate")
+            result, metrics = self._run(config, users, rate, cal.measurement, None, None, "calibrate")
             values = metrics.values
             util = values.get("util_proc_s")
             if util is None:
@@ -247,23 +302,22 @@ class StudyRunner:
 
         outcome = calibrate(cal, measure, closed, getattr(w.load, "users", None), getattr(w.load, "rate", None),
                             on_step=lambda step: self.on_event("calibration-step", step))
-        doc.design.load = LoadRecord(mode="calibrated", users=outcome.users, rate=outcome.rate,
-                                     target_util=cal.target_util, tolerance=cal.tolerance,
-                                     calibration=[CalibrationStep.model_validate(s) for s in outcome.steps],
-                                     bottleneck=outcome.bottleneck)
         for text in outcome.warnings:
-            self.builder.warn(cav.note(text))
+            self.builder.warn(cav.note(f"{config.name}: {text}" if "equal" in mode else text))
         self._save()
-        return outcome.users, outcome.rate
+        return LoadRecord(mode=mode, users=outcome.users, rate=outcome.rate, target_util=cal.target_util,
+                          tolerance=cal.tolerance,
+                          calibration=[CalibrationStep.model_validate(s) for s in outcome.steps],
+                          bottleneck=outcome.bottleneck)
 
-    def _sweep_summary(self, doc: StudyDocument, configs: list[Configuration]) -> SweepRecord:
+    def _sweep_summary(self, doc: StudyDocument, points: list[Point]) -> SweepRecord:
         keys = self.study.metrics or list(REGISTRY.role("sweep"))
-        points = []
-        for c in configs:
-            runs = [r for r in doc.runs_of(c.name) if not r.excluded]
-            points.append(SweepPoint(config=c.name, value=self._sweep_values[c.name], runs=len(runs),
-                                     metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
-        return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=points)
+        out = []
+        for p in points:
+            runs = [r for r in doc.runs_of(p.config.name) if not r.excluded]
+            out.append(SweepPoint(config=p.config.name, series=p.series, value=p.level, runs=len(runs),
+                                  metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
+        return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=out)
 
 
 def aa_result(doc: StudyDocument) -> AAResult | None:
