@@ -117,6 +117,7 @@ class RunLifecycle:
                 users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
                 processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
                 driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
+                jobs=plan.jobs, initiators=plan.initiators,
                 real_storage_bytes=plan.memory_limit, stagger_s=plan.phases.stagger,
                 stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
                 block=position.block, order=position.order, purpose=position.purpose,
@@ -224,6 +225,8 @@ class RunLifecycle:
         exited), even while every user thinks."""
         import uvloop
 
+        if hasattr(engine, "on_mark") and self.sampler is not None:
+            engine.on_mark = self.sampler.sample_now  # a job stream: samples at its start and end
         live = self.live_writer()
         ticks = [t for t in (self.observer.tick if self.observer is not None else None, live.tick) if t is not None]
 
@@ -267,6 +270,8 @@ class RunLifecycle:
         (the recorder's, or imported from an external driver's log); `window`: the measured span
         when an external driver decides it (pgbench's measured run)."""
         record, phases, ending = self.record, self.plan.phases, self.ending
+        if window is None and getattr(engine, "window", None) is not None:
+            window = engine.window  # a job stream's window is the stream itself
         if table is not None:
             write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
         end = phases.window_end
@@ -275,7 +280,8 @@ class RunLifecycle:
             end = min(end, max(phases.window_start, _last_end(table)))
         record.window = WindowRecord(start=phases.window_start, end=end, planned_end=phases.window_end)
         if window is not None:
-            record.window = WindowRecord(start=window[0], end=window[1], planned_end=window[0] + phases.measurement)
+            record.window = WindowRecord(start=window[0], end=window[1],
+                                         planned_end=None if self.plan.batch else window[0] + phases.measurement)
         invalid: list[caveats.Caveat] = []
         if engine is not None and engine.outcome.window_wall_s == engine.outcome.window_wall_s:
             wall = engine.outcome.window_wall_s

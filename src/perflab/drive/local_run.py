@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from perflab.drive.adapters.base import adapter_class
-from perflab.drive.engine import Engine
+from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.recorder import Recorder
 from perflab.drive.workers import WorkerPool, WorkerSpec
@@ -38,8 +38,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             life.start_clock(t0, time.time())
             life.start_monitor(pool.pids, counters.handle if counters is not None else None)
             recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0)
-            engine = Engine(workload, pool, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
-                            seed=plan.seed)
+            engine = engine_for(plan, pool, recorder, t0)
             recorder.class_names = engine.class_names
 
             async def attach() -> None:

@@ -4,7 +4,9 @@ line (or a study) asked for, then handed whole to the engine, the SUT and the ex
 Resolution rules (each decided here and nowhere else):
 
 * load: `--users` makes a closed loop and `--rate` an open one, whatever the workload says;
-  otherwise the workload's own load block decides. Both at once is bad input.
+  otherwise the workload's own load block decides. Both at once is bad input. A job stream
+  (`load: {jobs, initiators}`) has neither: its window is the stream itself, and its timeout
+  stands in for the measurement period.
 * seed: the request's, else the workload's. Every driver uses it: perflab's engine, pgbench
   (`--random-seed`), the generated k6 script and wrk's Lua.
 * phases: the request's stagger / stabilization / measurement, else the workload's timing.
@@ -20,7 +22,7 @@ from pathlib import Path
 from perflab.drive.engine import Phases
 from perflab.errors import InputError
 from perflab.sut.placement import Placement, resolve_placement
-from perflab.workload.model import ClosedLoad, OpenLoad, Workload
+from perflab.workload.model import BatchLoad, ClosedLoad, OpenLoad, Workload
 
 MAX_DEFAULT_WORKERS = 8
 
@@ -76,10 +78,16 @@ class RunPlan:
     label: str | None
     monitor: bool
     position: StudyPosition = field(default_factory=StudyPosition)
+    jobs: int | None = None          # a job stream: how many jobs ...
+    initiators: int | None = None    # ... run by how many initiators at once
 
     @property
     def closed(self) -> bool:
         return self.users is not None
+
+    @property
+    def batch(self) -> bool:
+        return self.jobs is not None
 
 
 def resolve_plan(request: RunRequest) -> RunPlan:
@@ -88,19 +96,25 @@ def resolve_plan(request: RunRequest) -> RunPlan:
     if request.users is not None and request.rate is not None:
         raise InputError("give --users (closed loop) or --rate (open loop), not both", field="--users/--rate")
     users, rate = request.users, request.rate
+    load = workload.load
+    jobs = initiators = None
     if users is None and rate is None:
-        load = workload.load
         users = load.users if isinstance(load, ClosedLoad) else None
         rate = load.rate if isinstance(load, OpenLoad) else None
+        if isinstance(load, BatchLoad):
+            jobs, initiators = load.jobs, load.initiators
     timing = workload.timing
     phases = Phases(
         stagger=timing.stagger if request.stagger is None else request.stagger,
         stabilization=timing.stabilization if request.stabilization is None else request.stabilization,
         measurement=timing.measurement if request.duration is None else request.duration,
     )
+    if jobs is not None:
+        phases = Phases(0.0, 0.0, load.timeout if request.duration is None else request.duration)
     placement = resolve_placement(request.driver_cpus or workload.placement.driver_cpus,
                                   request.sut_cpus or workload.placement.sut_cpus)
-    workers = request.workers or workload.placement.workers or min(users or MAX_DEFAULT_WORKERS, MAX_DEFAULT_WORKERS)
+    workers = request.workers or workload.placement.workers or min(users or initiators or MAX_DEFAULT_WORKERS,
+                                                                   MAX_DEFAULT_WORKERS)
     return RunPlan(
         workload=workload, workload_path=Path(request.workload_path),
         workload_dir=Path(request.workload_path).resolve().parent,
@@ -108,4 +122,5 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         phases=phases, placement=placement, workers=workers, memory_limit=request.memory_limit,
         label=request.label, monitor=request.monitor,
         position=StudyPosition(request.study, request.block, request.order, request.purpose, request.configuration),
+        jobs=jobs, initiators=initiators,
     )

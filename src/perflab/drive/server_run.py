@@ -18,7 +18,7 @@ import time
 import urllib.parse
 from typing import Any
 
-from perflab.drive.engine import Engine
+from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.plan import RunPlan
 from perflab.drive.recorder import Recorder
@@ -128,8 +128,7 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
                 recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
                                     t0)
                 executor = make_executor(workload, dsn, failure, plan.workers)
-                engine = Engine(workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
-                                seed=plan.seed)
+                engine = engine_for(plan, executor, recorder, t0)
                 recorder.class_names = engine.class_names
                 outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
                                      failure=failure)

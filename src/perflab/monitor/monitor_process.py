@@ -346,6 +346,10 @@ def main() -> None:
                             end_reason = "stopped"
                         elif cmd == "add":
                             monitor.tree.add_roots([int(a) for a in args])
+                        elif cmd == "sample":
+                            # Off the grid, at the driver's request: a job stream's window starts and
+                            # ends when its jobs do, and counters read there need no interpolation.
+                            monitor.sample()
                 if wake_r in ready:
                     os.read(wake_r, 4096)
             if end_reason is None:

@@ -139,6 +139,14 @@ class Sampler:
         self.summary = msg["summary"]
         return self.summary
 
+    def sample_now(self) -> None:
+        """Ask the monitor for a sample now, off its grid (a job stream's start and end)."""
+        if self._proc is not None and self.summary is None:
+            try:
+                self._send(b"sample\n")
+            except MonitorError:
+                pass  # a monitor that is gone is reported when it is stopped
+
     def __enter__(self) -> Sampler:
         self.start()
         return self

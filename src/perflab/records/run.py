@@ -38,6 +38,8 @@ class RunConfig(Record):
     users: int | None = Field(default=None, description='simulated users (closed loop); null in open loop')
     rate: float | None = Field(default=None, description='arrivals per second (open loop); null in closed loop')
     seed: int = Field(default=1, description="the seed every driver used (perflab's engine, pgbench, k6, wrk)")
+    jobs: int | None = Field(default=None, description="a job stream's jobs (null for interactive loads)")
+    initiators: int | None = Field(default=None, description="a job stream's concurrent initiators")
     workers: int | None = Field(default=None, description='SUT worker processes (in-process targets) or the client '
                                                           'pool size')
     processors: int | None = Field(default=None, description='CPUs given to the SUT: PROCESSORS')

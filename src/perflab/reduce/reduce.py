@@ -235,6 +235,8 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
     measured["disk_ios"] = samples.device_sum("h.disk.", ("reads", "writes"), window, "DISK IOS")
     measured["disk_bytes"] = samples.device_sum("h.disk.", ("read_bytes", "write_bytes"), window, "DISK BYTES")
     measured["net_bytes"] = samples.device_sum("h.net.", ("rx_bytes", "tx_bytes"), window, "NET BYTES")
+    busy_ms = samples.device_max("h.disk.", "busy_ms", window, "DISK BUSY")
+    measured["disk_busy_s"] = None if busy_ms is None else busy_ms / 1000.0
     if samples.has("s.read_bytes") and samples.has("s.write_bytes"):
         measured["io_bytes_s"] = samples.delta(["s.read_bytes", "s.write_bytes"], window, "IO BYTES (S)")
     if samples.has("s.syscr") and samples.has("s.syscw"):

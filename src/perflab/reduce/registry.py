@@ -38,9 +38,9 @@ SEED = Origin.SEED
 # The row groups, in the order the seed tables print them (plus perflab's own "Measurement"
 # block of raw window totals, which every other row is traced back to).
 GROUPS = ("Environment", "Measurement", "Response Time", "Throughput", "Proc. Usage", "Processor Util.",
-          "Storage", "Paging", "I/O", "Servers")
+          "Storage", "Paging", "I/O", "Batch", "Servers")
 # Groups that only seed tables have.
-SEED_GROUPS = ("PRIVOPs", "Batch", "SFS Counters", "Server Capacity", "Communications", "Capacity")
+SEED_GROUPS = ("PRIVOPs", "SFS Counters", "Server Capacity", "Communications", "Capacity")
 
 
 def _perflab(key: str, label: str, unit: str, source: str, group: str, description: str, *formulas: Formula,
@@ -140,6 +140,9 @@ _METRICS: list[Metric] = [
              "Transactions whose intended start falls in the window: the arrivals offered (open loop), "
              "whether they completed, failed, were dropped or were still running at its end.",
              decimals=0, measurement="transactions.parquet rows with intended_start within the window"),
+    _perflab("disk_busy_s", "DISK BUSY SEC", "s", "H", "Measurement",
+             "Seconds of the window in which the busiest block device had I/O in flight.", decimals=3,
+             measurement="samples h.disk.<dev>.busy_ms (/proc/diskstats io_ticks), the largest over devices"),
     _perflab("sut_tx", "SUT TRANSACTIONS", "tx", "", "Measurement",
              "Transactions the SUT counted itself during the window.", decimals=0,
              measurement="difference of the SUT's transaction counter (samples column sut.<name>, named by "
@@ -389,6 +392,15 @@ _METRICS: list[Metric] = [
           F("page_cmd + xstor_cmd"), decimals=3, direction=LOWER,
           aliases=(Alias("Base Pg/cmd", SUMMARY), Alias("base_pg_per_cmd", SUMMARY))),
 
+    # -- Batch: a job stream (load: {jobs, initiators}); a job is one command ----------------
+    _perflab("elapsed_t", "ELAPSED (T)", "s", "T", "Batch",
+             "Elapsed time of the job stream: from the first job's start to the last job's end (the window).",
+             F("window_s"), decimals=3, direction=LOWER),
+    _perflab("jobs_hour_t", "JOBS/HOUR (T)", "jobs/h", "T", "Batch", "Jobs completed per hour of elapsed time.",
+             F("3600 * tx_ok / window_s"), decimals=1, direction=HIGHER),
+    _perflab("cpu_job_s", "CPU/JOB (S)", "s", "S", "Batch", "SUT CPU seconds per job (user + system).",
+             F("busy_sec_s / tx_ok"), decimals=4, direction=LOWER),
+
     # -- I/O --------------------------------------------------------------------------------
     _perflab("vio_rate", "VIO RATE", "ops/s", "", "I/O", "Block-device I/O operations per second.",
              F("disk_ios / window_s"), decimals=1),
@@ -396,6 +408,14 @@ _METRICS: list[Metric] = [
              decimals=3, direction=LOWER),
     _perflab("io_bytes_cmd", "IO BYTES/CMD", "bytes", "", "I/O", "Device bytes read and written per command.",
              F("disk_bytes / tx_ok"), decimals=0, direction=LOWER),
+    _perflab("disk_mb_sec", "MB/SEC", "MB/s", "", "I/O", "Block-device megabytes (10^6 bytes) read and written per "
+             "second.", F("disk_bytes / window_s / 1000000"), decimals=2),
+    _perflab("disk_busy_pct", "DISK BUSY %", "%", "", "I/O",
+             "Share of the window the busiest block device had I/O in flight (/proc/diskstats io_ticks): the "
+             "seeds' channel and DASD utilization analog.", F("100 * disk_busy_s / window_s"), decimals=1),
+    _perflab("cpu_ms_mb_s", "CPU MS/MB (S)", "ms", "S", "I/O",
+             "SUT CPU milliseconds per megabyte read and written by block devices (the seeds' CPU per DASD I/O, "
+             "by bytes).", F("1000 * busy_sec_s / (disk_bytes / 1000000)"), decimals=3, direction=LOWER),
     _perflab("io_bytes_cmd_s", "IO BYTES/CMD (S)", "bytes", "S", "I/O",
              "Bytes the SUT read and wrote through storage per command.", F("io_bytes_s / tx_ok"), decimals=0,
              direction=LOWER),
@@ -700,7 +720,8 @@ PHRASES = {
 #:     throughput, utilization -- the other rows General Observations speak of; compared -- what a
 #:     release report compares by default (capacity first, then cost, throughput, response);
 #:     sweep -- the columns of a sweep table and its curves; run_columns -- the per-run table;
-#:     summary -- the headline rows printed after `perflab run`.
+#:     summary -- the headline rows printed after `perflab run`; batch -- what a job stream's
+#:     study compares by default (elapsed time and CPU per job first).
 ROLES: dict[str, tuple[str, ...]] = {
     "capacity": ("itr_s", "itr_h"),
     "cost": ("pbt_cmd_s", "pbt_cmd_h"),
@@ -712,6 +733,8 @@ ROLES: dict[str, tuple[str, ...]] = {
                  "minflt_cmd_s", "io_bytes_cmd_s", "instr_cmd_i"),
     "sweep": ("etr_t", "itr_s", "itr_h", "util_proc_s", "util_proc_h", "avg_last_t", "resp_p90_t", "pbt_cmd_s"),
     "run_columns": ("etr_t", "itr_s", "itr_h", "util_proc_s", "avg_last_t"),
+    "batch": ("elapsed_t", "cpu_job_s", "jobs_hour_t", "emul_cmd_s", "cp_cmd_s", "vio_rate", "disk_mb_sec",
+              "cpu_ms_mb_s", "disk_busy_pct"),
     "summary": ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
                 "driver_cpu", "monitor_cpu", "errors_t"),
 }

@@ -114,6 +114,12 @@ class Samples:
             return None
         return self.delta(names, window, what)
 
+    def device_max(self, prefix: str, field: str, window: Window, what: str) -> float | None:
+        """The largest window difference of `<prefix><dev>.<field>` over devices (the busiest one)."""
+        values = [self.delta([n], window, f"{what} {n}") for n in self.prefixed(prefix) if n.rsplit(".", 1)[-1] == field]
+        values = [v for v in values if v is not None]
+        return max(values) if values else None
+
     def tx_counter(self, preferred: str | None) -> str | None:
         for name in ([preferred] if preferred else []) + list(TX_COUNTER_NAMES):
             if f"sut.{name}" in self.columns:

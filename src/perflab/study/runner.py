@@ -200,8 +200,12 @@ class StudyRunner:
         blocks = self.options.blocks or study.blocks
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
         timing = self._timing()
-        primary = study.gate_metrics or default_primary()
-        keys = study.metrics or list(REGISTRY.role("compared"))
+        batch = self.workload.batch
+        # A job stream is judged on its elapsed time and CPU per job (the seeds' batch tables),
+        # unless the study names its primary metrics itself.
+        primary = (study.gate_metrics if "gate_metrics" in study.model_fields_set or not batch
+                   else ["elapsed_t", "cpu_job_s"]) or default_primary()
+        keys = study.metrics or list(REGISTRY.role("batch" if batch else "compared"))
         doc = StudyDocument(
             study_id=self.study_id, name=study.name + (" (A/A)" if self.options.aa else ""),
             title=study.title or " -> ".join(c.name for c in configs), status="running", created=now_iso(),

@@ -211,16 +211,34 @@ class OpenLoad(Strict):
     max_in_flight: int = Field(default=1000, ge=1, description="arrivals beyond this are dropped and counted as errors")
 
 
+class BatchLoad(Strict):
+    """A job stream (the seeds' CB84 and JES3 benchmarks): `jobs` jobs -- each one run of a script
+    chosen by the mix -- run by `initiators` concurrent initiators, as fast as they go. Measured by
+    the stream's elapsed time, from the first job's start to the last one's end."""
+
+    jobs: int = Field(ge=1, le=10_000_000, description="jobs in the stream")
+    initiators: int = Field(default=1, ge=1, le=10_000, description="jobs run at once (the seeds' initiators)")
+    timeout: Duration = Field(default=3600.0, description="give up on the stream after this long (the run fails)")
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
 def _load_kind(value: Any) -> str | None:
     # Which loop a load block describes is decided by the key the user wrote, so an error
-    # names that model's field instead of listing both models' complaints.
+    # names that model's field instead of listing every model's complaints.
     if isinstance(value, dict):
-        return "open" if "rate" in value else "closed"
-    return "open" if isinstance(value, OpenLoad) else "closed" if isinstance(value, ClosedLoad) else None
+        return "batch" if "jobs" in value else "open" if "rate" in value else "closed"
+    for model, tag in ((OpenLoad, "open"), (ClosedLoad, "closed"), (BatchLoad, "batch")):
+        if isinstance(value, model):
+            return tag
+    return None
 
 
 Load = Annotated[
-    Union[Annotated[ClosedLoad, Tag("closed")], Annotated[OpenLoad, Tag("open")]],
+    Union[Annotated[ClosedLoad, Tag("closed")], Annotated[OpenLoad, Tag("open")], Annotated[BatchLoad, Tag("batch")]],
     Discriminator(_load_kind),
 ]
 
@@ -449,6 +467,10 @@ class Workload(Strict):
     def closed(self) -> bool:
         return isinstance(self.load, ClosedLoad)
 
+    @property
+    def batch(self) -> bool:
+        return isinstance(self.load, BatchLoad)
+
 
 class LocatedError(ValueError):
     """A cross-reference error that knows which field it is about (for file:line messages)."""
@@ -483,6 +505,9 @@ def check_references(workload: Workload) -> None:
     if workload.service is not None and workload.target.kind not in NETWORK_KINDS:
         raise LocatedError(("service",), f"a service is the SUT of a network target (postgres, http, tcp), "
                                          f"not of a {workload.target.kind} target")
+    if isinstance(workload.load, BatchLoad) and workload.driver.kind != "native":
+        raise LocatedError(("driver", "kind"), "a job stream (load: {jobs, initiators}) is run by perflab's own "
+                                               "driver: remove driver.kind or use a closed or open load")
     wanted = _DRIVER_TARGETS.get(workload.driver.kind)
     if wanted is not None and workload.target.kind != wanted:
         raise LocatedError(("driver", "kind"), f"{workload.driver.kind} drives a {wanted} target, "
