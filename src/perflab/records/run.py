@@ -13,14 +13,13 @@ A newer format than this perflab knows is refused with a message naming both ver
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from perflab.caveats import Caveat, as_caveat
-from perflab.errors import InputError
+from perflab.records.documents import read_json, validate
 
 RUN_FORMAT = 2
 RunStatus = Literal["running", "complete", "failed", "interrupted"]
@@ -167,31 +166,10 @@ def upgrade_run_document(data: dict[str, Any]) -> dict[str, Any]:
 
 def parse_run_record(data: Any, source: Path | str | None = None) -> RunRecord:
     """A RunRecord from a loaded run.json document; InputError (file, field) when it is not one."""
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", file=source, line=1)
-    try:
-        return RunRecord.model_validate(upgrade_run_document(data))
-    except ValueError as exc:
-        if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise InputError(f"not a perflab run record: {first['msg']}", file=source, field=where) from None
-        raise InputError(str(exc), file=source) from None
+    return validate(RunRecord, upgrade_run_document, data, source, "run record")
 
 
 def read_run_record(path: Path) -> RunRecord:
     """Load run.json (a path to the file or to its run directory)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "run.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("not a run directory: run.json is missing", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=path) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    data, path = read_json(path, "run.json", "run")
     return parse_run_record(data, path)

@@ -13,14 +13,13 @@ capacity commands read its attributes. Format versions:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from perflab.caveats import Caveat, as_caveat
-from perflab.errors import InputError
+from perflab.records.documents import read_json, validate
 from perflab.records.run import Record
 
 STUDY_FORMAT = 2
@@ -359,31 +358,13 @@ def upgrade_study_document(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_study_document(data: Any, source: Path | str | None = None) -> StudyDocument:
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", file=source, line=1)
-    try:
-        return StudyDocument.model_validate(upgrade_study_document(data))
-    except ValueError as exc:
-        if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise InputError(f"not a perflab study document: {first['msg']}", file=source, field=where) from None
-        raise InputError(str(exc), file=source) from None
+    """A StudyDocument from a loaded study.json document; InputError (file, field) when it is not one."""
+    return validate(StudyDocument, upgrade_study_document, data, source, "study document")
 
 
 def read_study_document(path: Path) -> StudyDocument:
     """Load study.json (a path to the file or to its study directory)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "study.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("not a study directory: study.json is missing", file=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=path) from None
+    data, path = read_json(path, "study.json", "study")
     return parse_study_document(data, path)
 
 
