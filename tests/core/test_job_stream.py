@@ -31,17 +31,18 @@ def test_a_stream_of_known_cost_jobs(tmp_path):
     tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
     assert len(tx) == JOBS and tx.ok.all()                      # every job once
     assert set(tx.user) == {0, 1}                               # the two initiators ran them
-    # the window is the stream: first start to last end
-    assert run["window"]["start"] == pytest.approx(tx.intended_start.min(), abs=1e-9)
-    assert run["window"]["end"] == pytest.approx(tx.end.max(), abs=1e-5)
+    # the window is the stream, bracketed by the monitor's two samples (a millisecond or so each side;
+    # the bound is a sanity check, not a timing)
+    assert tx.intended_start.min() - 1.0 < run["window"]["start"] <= tx.intended_start.min()
+    assert tx.end.max() < run["window"]["end"] < tx.end.max() + 1.0
     shown = perflab("show", str(run_dir), "--json")
     v = json.loads(shown.stdout)["values"]
     assert v["tx_ok"] == JOBS and v["elapsed_t"] == pytest.approx(run["window"]["end"] - run["window"]["start"])
     assert v["jobs_hour_t"] == pytest.approx(3600 * JOBS / v["elapsed_t"])
     # CPU per job: the designed 8 ms plus the worker's own share (a few hundred microseconds at
-    # most); the monitor's sample at the stream's start lands a millisecond or two after the first
-    # job began, and the counter is interpolated over that sliver (5% = ~10 ms of delay allowed)
-    assert CPU_MS / 1000 * 0.95 <= v["cpu_job_s"] <= CPU_MS / 1000 * 1.10, v["cpu_job_s"]
+    # most). The monitor samples right before the first job and right after the last, so the
+    # stream's CPU is counted whole; the 1% below covers the cgroup counter's rounding.
+    assert CPU_MS / 1000 * 0.99 <= v["cpu_job_s"] <= CPU_MS / 1000 * 1.10, v["cpu_job_s"]
     # two 4 KiB synchronous writes per job: the SUT's own I/O counters see exactly those bytes
     if v["io_bytes_cmd_s"] is not None:
         assert v["io_bytes_cmd_s"] == pytest.approx(8192, rel=0.02)

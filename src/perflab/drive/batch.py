@@ -34,13 +34,16 @@ class BatchEngine(Engine):
         self.next_job = 0
         self.first_start: float | None = None
         self.last_end: float | None = None
-        #: Called at the stream's start and end (the lifecycle asks the monitor for a sample there).
-        self.on_mark: Callable[[], None] | None = None
+        #: Called at the stream's start and end: the lifecycle has the monitor take a sample there
+        #: and returns its time (seconds since t0); the window then runs from one sample to the
+        #: other, so no counter is interpolated (the marks add a millisecond or so to ELAPSED).
+        self.on_mark: Callable[[], float | None] | None = None
+        self.marks: list[float | None] = []
 
     async def run(self, on_tick: Callable[["Engine", float], None] | None = None, tick_s: float = 0.5) -> Outcome:
         self.outcome.started_at = time.monotonic()
         if self.on_mark is not None:
-            self.on_mark()  # the monitor samples within a millisecond or two of the first job's start
+            self.marks.append(self.on_mark())  # a sample right before the first job (nothing runs yet)
         u0 = resource.getrusage(resource.RUSAGE_SELF)
         tasks = [asyncio.ensure_future(self._initiator(i)) for i in range(self.initiators)]
         self._tasks = tasks
@@ -55,7 +58,7 @@ class BatchEngine(Engine):
         self._stop()
         await self._drain(tasks)
         if self.on_mark is not None:
-            self.on_mark()  # ... and right after the last job's end
+            self.marks.append(self.on_mark())  # ... and one right after the last job's end
         u1 = resource.getrusage(resource.RUSAGE_SELF)
         if self.first_start is not None and self.last_end is not None:
             # The driver's CPU over the stream, as the window is the stream.
@@ -67,10 +70,14 @@ class BatchEngine(Engine):
 
     @property
     def window(self) -> tuple[float, float] | None:
-        """The stream's span in seconds since t0 (half-open: the last job's end is inside)."""
+        """The stream's span in seconds since t0: between the monitor's two marks when it took
+        them, else from the first job's start to the last one's end (half-open: the last end is in)."""
         if self.first_start is None or self.last_end is None:
             return None
-        return self.first_start - self.t0, self.last_end - self.t0 + 1e-6
+        start, end = self.first_start - self.t0, self.last_end - self.t0 + 1e-6
+        if len(self.marks) == 2 and None not in self.marks:
+            start, end = min(start, self.marks[0]), max(end, self.marks[1])
+        return start, end
 
     async def _initiator(self, initiator: int) -> None:
         while not self.cut_short and self.next_job < self.jobs:

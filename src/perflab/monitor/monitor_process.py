@@ -179,7 +179,8 @@ class _Monitor:
         self.columns: dict[str, None] = {"t": None}  # insertion-ordered set
         self.errors: dict[str, str] = {}
 
-    def sample(self) -> None:
+    def sample(self) -> float:
+        """Read every source once; the sample's time (seconds since t0) is returned."""
         begin = time.monotonic()
         row: dict[str, float] = {}
         for src in self.sources:
@@ -193,6 +194,7 @@ class _Monitor:
             if k not in self.columns:
                 self.columns[k] = None
         self.rows.append(row)
+        return row["t"]
 
     def write(self, end_reason: str) -> dict:
         cpu_at_write = _own_cpu_s()
@@ -349,7 +351,8 @@ def main() -> None:
                         elif cmd == "sample":
                             # Off the grid, at the driver's request: a job stream's window starts and
                             # ends when its jobs do, and counters read there need no interpolation.
-                            monitor.sample()
+                            # The driver waits for the answer before its first job starts.
+                            report({"event": "sampled", "t": monitor.sample()})
                 if wake_r in ready:
                     os.read(wake_r, 4096)
             if end_reason is None:

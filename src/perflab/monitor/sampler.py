@@ -74,6 +74,7 @@ class Sampler:
         self._ctl: int | None = None
         self._rep: int | None = None
         self._buf = b""
+        self._pending: list[dict] = []  # reports read while waiting for something else
         self.sources: dict[str, dict] = {}
         self.summary: dict | None = None
 
@@ -124,7 +125,9 @@ class Sampler:
             self._send(b"stop\n")
         except MonitorError:
             pass  # it already exited; its last report (if any) is still in the pipe
-        msg = self._receive(timeout_s)
+        msg = self._pending.pop(0) if self._pending else self._receive(timeout_s)
+        while msg is not None and msg.get("event") == "sampled":  # a late answer to sample_now
+            msg = self._receive(timeout_s)
         try:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -139,13 +142,22 @@ class Sampler:
         self.summary = msg["summary"]
         return self.summary
 
-    def sample_now(self) -> None:
-        """Ask the monitor for a sample now, off its grid (a job stream's start and end)."""
-        if self._proc is not None and self.summary is None:
-            try:
-                self._send(b"sample\n")
-            except MonitorError:
-                pass  # a monitor that is gone is reported when it is stopped
+    def sample_now(self, timeout_s: float = 5.0) -> float | None:
+        """Have the monitor take a sample now, off its grid, and wait until it has; its time in
+        seconds since t0, or None (no monitor, or no answer). A job stream's window runs from one
+        such sample to another, so no counter in it is interpolated."""
+        if self._proc is None or self.summary is not None:
+            return None
+        try:
+            self._send(b"sample\n")
+        except MonitorError:
+            return None  # a monitor that is gone is reported when it is stopped
+        msg = self._receive(timeout_s)
+        if msg is not None and msg.get("event") == "sampled":
+            return float(msg["t"])
+        if msg is not None:
+            self._pending.append(msg)  # an error or an early stop: stop() reports it
+        return None
 
     def __enter__(self) -> Sampler:
         self.start()
