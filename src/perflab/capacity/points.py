@@ -30,6 +30,8 @@ class Level:
     label: str
     runs: tuple[dict, ...]
     excluded: int = 0
+    #: the study block of each run in `runs` (None outside a blocked design), for pairing
+    blocks: tuple[int | None, ...] = ()
 
     def values(self, key: str) -> list[float]:
         """The finite values of metric *key* over this level's valid runs."""
@@ -99,11 +101,12 @@ def sweep_data(doc: dict) -> SweepData:
     for point in sweep.get("points") or []:
         n = _numeric(factor, point.get("value"), path)
         mine = [r for r in runs if r.get("config") == point.get("config")]
-        valid = tuple(r.get("metrics") or {} for r in mine if not r.get("excluded"))
-        if not valid:
+        kept = [r for r in mine if not r.get("excluded")]
+        if not kept:
             notes.append(f"{point.get('config')}: no valid run ({len(mine)} excluded or missing); level left out")
             continue
-        levels.append(Level(n, str(point.get("config")), valid, len(mine) - len(valid)))
+        levels.append(Level(n, str(point.get("config")), tuple(r.get("metrics") or {} for r in kept),
+                            len(mine) - len(kept), tuple(r.get("block") for r in kept)))
     levels.sort(key=lambda level: level.n)
     for a, b in zip(levels, levels[1:]):
         if a.n == b.n:
@@ -117,7 +120,7 @@ def sweep_data(doc: dict) -> SweepData:
     processors = _processors(levels, factor, hardware)
     return SweepData(
         study_id=doc.get("study_id"),
-        title=str(doc.get("title") or doc.get("name") or ""),
+        title=str(doc.get("name") or doc.get("title") or ""),
         factor=factor,
         levels=tuple(levels),
         processors=processors,
