@@ -20,6 +20,8 @@ from perflab.errors import InputError
 NUMERIC_FACTORS = ("users", "workers", "sut_cpus")
 #: relative change treated as noise by the monotonicity checks when runs do not tell us more
 DEFAULT_NOISE = 0.05
+#: CPUs' worth of other processes' work during a window above which a level is called disturbed
+DISTURBED_CPU = 0.10
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,20 @@ class Level:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
                 out.append(float(v))
         return out
+
+    def other_load(self) -> float | None:
+        """CPUs' worth of work by processes other than the SUT, the driver and the monitor
+        during the window (busy (H) − SUT − driver − monitor, in CPU-seconds per second), the
+        largest over runs; None when a run lacks one of the four. Models assume the SUT had its
+        CPUs to itself; a machine shared with other work breaks that."""
+        worst = None
+        for r in self.runs:
+            parts = [r.get(k) for k in ("busy_sec_h", "busy_sec_s", "driver_sec", "monitor_sec", "window_s")]
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in parts) or parts[4] <= 0:
+                continue
+            other = (parts[0] - parts[1] - parts[2] - parts[3]) / parts[4]
+            worst = other if worst is None else max(worst, other)
+        return worst
 
     def mean(self, key: str) -> float | None:
         """Geometric mean over runs for positive metrics (as the study's sweep summary does),
@@ -108,6 +124,12 @@ def sweep_data(doc: dict) -> SweepData:
         levels.append(Level(n, str(point.get("config")), tuple(r.get("metrics") or {} for r in kept),
                             len(mine) - len(kept), tuple(r.get("block") for r in kept)))
     levels.sort(key=lambda level: level.n)
+    for level in levels:
+        other = level.other_load()
+        if other is not None and other > DISTURBED_CPU:
+            notes.append(f"{level.label}: other processes used {other:.2f} CPU during the window (busy (H) − SUT − "
+                         "driver − monitor): the measurement may be disturbed, and the models assume the SUT had "
+                         "its CPUs to itself")
     for a, b in zip(levels, levels[1:]):
         if a.n == b.n:
             raise InputError(f"two sweep points have the same {factor} ({a.n:g}): {a.label!r} and {b.label!r}",
