@@ -39,7 +39,7 @@ def test_release_matrix_reproduced_from_the_seed_csvs():
     assert r["ci_low"] < r["from_pairs"] < r["ci_high"]
     # a product using a one-pair transition gets no interval, and says why
     r20 = rows[("VM/XA 2.0", "VM/ESA 1.1", "")]
-    assert r20["ci_low"] is None and "R20 measured by one pair" in r20["note"]
+    assert r20["ci_low"] is None and "R20 is one pair" in r20["note"]
     # R13A is not in the pairs table: the printed value is used, and nothing is made up from pairs
     r13a = rows[("VM/SP 5", "VM/ESA 1.0 (ESA)", "4381")]
     assert r13a["perflab"] == pytest.approx(0.82 * 1.07 * 0.87) and r13a["from_pairs"] is None

@@ -67,7 +67,8 @@ def test_users_supported_intervals_come_from_the_demands_spread():
     data = sweep_data(closed_sweep(USERS, think=0.05, blocks=4, cv=0.03, seed=7))
     m = fit_closed_model(data)
     assert m.demand_ci[0] < m.demand < m.demand_ci[1]
-    assert m.demand_df == len(USERS) * 4 - 1
+    w = np.array([lv.values("tx_ok")[i] for lv in data.levels for i in range(4)])
+    assert m.demand_df == int(w.sum() ** 2 / (w**2).sum()) - 1  # Kish's effective number of runs − 1
     s = supported_at_utilization(m, 0.90)
     assert s.low <= s.users <= s.high and s.low < s.high  # more CPU per command supports fewer users
     # the interval is what the model gives at the demand's interval ends
@@ -80,6 +81,16 @@ def test_users_supported_intervals_come_from_the_demands_spread():
     assert single.demand_ci != single.demand_ci or math.isnan(single.demand_ci[0])
     assert supported_at_utilization(single, 0.9).low is None
     assert any("no interval" in n for n in single.notes)
+
+
+def test_demand_is_weighted_by_transactions():
+    def costly_low_level(n, m):
+        if n == 1:
+            m["pbt_cmd_s"], m["tx_ok"] = 4.0, 10.0  # 10 commands at twice the cost
+    m = fit_closed_model(sweep_data(closed_sweep(USERS, tamper=costly_low_level)))
+    tx = [x * 60.0 for x in (m.predict(n).x for n in USERS[1:])]
+    expected = math.exp((10 * math.log(0.004) + sum(tx) * math.log(0.002)) / (10 + sum(tx)))
+    assert m.demand == pytest.approx(expected, rel=1e-3) and m.demand < 0.00201
 
 
 def test_extrapolation_beyond_twice_the_largest_level_is_labelled():

@@ -9,9 +9,9 @@ C = 1, within a few % elsewhere -- stated with every result for C > 1).
 
 Parameters come from measurements, never from a curve fit to throughput:
 
-* D -- geometric mean of the per-run PBT/CMD (S) over the fitting levels' runs; its interval
-  is the t-interval of those logs (the run-to-run spread), and it is what the users-supported
-  intervals propagate.
+* D -- geometric mean of the per-run PBT/CMD (S) over the fitting levels' runs, weighted by
+  their transaction counts; its interval is the t-interval of those logs (the run-to-run
+  spread), and it is what the users-supported intervals propagate.
 * Z -- mean AVG THINK (T) over the fitting runs (projections); beside a measured level, that
   level's own AVG THINK (T), because think time is the workload's input, not an output.
 * d -- the one fitted number: least squares on ln AVG LAST (T) over the fitting runs, each run
@@ -151,23 +151,42 @@ def fit_closed_model(
             if all(_finite(r.get(k)) for k in ("pbt_cmd_s", "avg_think_t", "avg_last_t"))]
     if not runs:
         raise InputError("no curve: no fitting run has PBT/CMD (S), AVG THINK (T) and AVG LAST (T)")
-    logs = np.log([r["pbt_cmd_s"] / 1000.0 for _, r in runs])
-    demand = float(np.exp(logs.mean()))
+    demand, demand_ci, df = _pooled_demand(runs, data.confidence)
     conf = data.confidence
-    if len(logs) >= 2:
-        se = float(logs.std(ddof=1) / math.sqrt(len(logs)))
-        t = float(stats.t.ppf(0.5 + conf / 2.0, len(logs) - 1))
-        demand_ci = (demand * math.exp(-t * se), demand * math.exp(t * se))
-    else:
-        demand_ci = (math.nan, math.nan)
+    if df < 1:
         notes.append("one fitting run: the demand has no run-to-run spread, so no interval")
     z = think if think is not None else float(np.mean([r["avg_think_t"] for _, r in runs]))
     delay = _fit_delay(runs, c)
     if delay <= 0.0:
         notes.append("the measured response times are at or below the model's CPU residence alone "
                      "(delay 0): service times less variable than exponential, or demand overstated")
-    return ClosedModel(demand, demand_ci, len(logs) - 1, float(c), delay, z,
+    return ClosedModel(demand, demand_ci, df, float(c), delay, z,
                        tuple(level.n for level in levels), len(runs), conf, data.max_n, tuple(notes))
+
+
+def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[float, tuple[float, float], int]:
+    """D as the transaction-weighted geometric mean of the runs' PBT/CMD (S), with a t-interval.
+
+    Weighted by each run's transaction count (TX OK) when every run has one: a run's mean cost
+    per command is an average over its transactions, so a 4 s run at 1 user (170 commands)
+    says far less about D than one at 18 users (2,000). The interval uses the weighted spread of
+    the logs with Kish's effective number of runs, n_eff = (Σw)²/Σw², and n_eff − 1 df; with
+    equal weights this is the ordinary t-interval of the logs.
+    """
+    logs = np.log([r["pbt_cmd_s"] / 1000.0 for _, r in runs])
+    w = np.array([r.get("tx_ok") for _, r in runs], dtype=float)
+    if not (np.all(np.isfinite(w)) and np.all(w > 0)):
+        w = np.ones(len(logs))
+    m = float(np.sum(w * logs) / w.sum())
+    n_eff = float(w.sum() ** 2 / np.sum(w**2))
+    df = int(math.floor(n_eff + 1e-9)) - 1
+    demand = math.exp(m)
+    if len(logs) < 2 or df < 1:
+        return demand, (math.nan, math.nan), max(df, 0)
+    var = float(np.sum(w * (logs - m) ** 2) / w.sum()) * n_eff / (n_eff - 1.0)
+    t = float(stats.t.ppf(0.5 + confidence / 2.0, df))
+    half = t * math.sqrt(var / n_eff)
+    return demand, (demand * math.exp(-half), demand * math.exp(half)), df
 
 
 def _fit_delay(runs: list[tuple[float, dict]], processors: float) -> float:

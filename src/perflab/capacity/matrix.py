@@ -188,13 +188,13 @@ def _matrix_row(row: dict, symbols: dict[str, Symbol], confidence: float) -> Mat
         from_pairs = total.ratio
         single = [n for (n, _), m in zip(names, measured) if m.se == 0.0]
         if single:
-            note = f"no interval: {', '.join(single)} measured by one pair"
+            note = f"no CI: {', '.join(single)} is one pair"
         else:
             lo, hi = total.ci(confidence)
     else:
-        note = "from pairs: " + ", ".join(n for (n, _), m in zip(names, measured) if m is None) + " has no pairs"
+        note = ", ".join(n for (n, _), m in zip(names, measured) if m is None) + ": no pairs"
     if doubtful:
-        note = "; ".join(x for x in (note, "uses OCR-doubtful cells (?)") if x)
+        note = "; ".join(x for x in (note, "OCR-doubtful (?) input") if x)
     return MatrixRow(**base, perflab=product, tolerance=tol, printed_ok=printed_ok, recomputed_ok=recomputed_ok,
                      from_pairs=from_pairs, ci_low=lo, ci_high=hi, doubtful=doubtful, note=note)
 

@@ -164,16 +164,15 @@ def matrix(console: Console, m) -> None:
                   num(d["perflab"], ".4f"), interval(d["ci_low"], d["ci_high"], ".3f"))
     console.print(t)
     r = _table("release ITRR matrix (Table 2): from the printed symbols, and from the pairs",
-               ["from", "to", "case", "derivation", "printed", "seeds' recomputed", "perflab", "reproduced",
+               ["from", "to", "case", "derivation", "printed", "seeds' recomp.", "perflab", "ok (printed/recomp.)",
                 "from pairs", conf, "note"])
+
+    def ok(v) -> str:
+        return "-" if v is None else ("yes" if v else "NO")
+
     for row in m.rows:
-        ok = []
-        if row.printed_ok is not None:
-            ok.append("printed " + ("yes" if row.printed_ok else "NO"))
-        if row.recomputed_ok is not None:
-            ok.append("recomp. " + ("yes" if row.recomputed_ok else "NO"))
         r.add_row(row.source, row.target, row.case, row.derivation, row.printed_text, row.recomputed_text,
-                  num(row.perflab, ".4f"), ", ".join(ok) or "na", num(row.from_pairs, ".4f"),
+                  num(row.perflab, ".4f"), f"{ok(row.printed_ok)}/{ok(row.recomputed_ok)}", num(row.from_pairs, ".4f"),
                   interval(row.ci_low, row.ci_high, ".3f"), row.note)
     console.print(r)
     c = m.counts()

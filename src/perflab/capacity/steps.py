@@ -8,8 +8,10 @@ A STEP is one of
 * `runs:A..B` -- two run groups in `perflab compare`'s forms (run ids, `label:NAME`,
   `study:ID:CONFIG`), compared here the way `perflab compare` compares them;
 * a number, `1.30`, optionally named and with an interval: `R21=1.04:1.02:1.06` (ratio, low,
-  high at the command's --confidence) -- a printed table value, or a processor ITRR from a
-  vendor's table. A bare number is taken as exact: it carries no uncertainty.
+  high at the command's --confidence), and optionally the interval's degrees of freedom
+  (`:1.06:3` for a t-interval with 3 df; without it the interval is read as normal, which
+  overstates the SE of a small-df interval -- conservative) -- a printed table value, or a
+  processor ITRR from a vendor's table. A bare number is taken as exact: no uncertainty.
 
 Called by `perflab capacity compose|whatif`.
 """
@@ -26,7 +28,8 @@ from perflab.capacity.source import read_study
 from perflab.errors import InputError
 
 METRIC = "itr_s"
-_NUMBER = re.compile(r"^(?:(?P<label>[^=]+)=)?(?P<ratio>[0-9.]+)(?::(?P<low>[0-9.]+):(?P<high>[0-9.]+))?$")
+_NUMBER = re.compile(r"^(?:(?P<label>[^=]+)=)?(?P<ratio>[0-9.]+)"
+                     r"(?::(?P<low>[0-9.]+):(?P<high>[0-9.]+)(?::(?P<df>[0-9.]+))?)?$")
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,12 @@ def _literal(text: str, m: re.Match, confidence: float) -> Step:
             itrr = ITRR(ratio, label=label)
         else:
             low, high = float(m["low"]), float(m["high"])
+            df = float(m["df"]) if m["df"] else math.inf
             if not 0 < low <= ratio <= high:
                 raise InputError(f"expected low ≤ ratio ≤ high, got {text!r}", field="STEP")
-            itrr = ITRR.from_interval(ratio, low, high, confidence=confidence, label=label)
+            if not df >= 1:
+                raise InputError(f"degrees of freedom must be ≥ 1, got {text!r}", field="STEP")
+            itrr = ITRR.from_interval(ratio, low, high, confidence=confidence, df=df, label=label)
     except ValueError:
         raise InputError(f"expected a ratio such as 1.04 or R21=1.04:1.02:1.06, got {text!r}", field="STEP") from None
     return Step(itrr, "given", "", label)
