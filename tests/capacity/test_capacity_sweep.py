@@ -80,7 +80,7 @@ def test_users_supported_intervals_come_from_the_demands_spread():
     single = fit_closed_model(sweep_data(closed_sweep([4])))
     assert single.demand_ci != single.demand_ci or math.isnan(single.demand_ci[0])
     assert supported_at_utilization(single, 0.9).low is None
-    assert any("no interval" in n for n in single.notes)
+    assert any("no run-to-run spread" in n for n in single.notes)
 
 
 def test_demand_is_weighted_by_transactions():

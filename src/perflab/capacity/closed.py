@@ -154,7 +154,8 @@ def fit_closed_model(
     demand, demand_ci, df = _pooled_demand(runs, data.confidence)
     conf = data.confidence
     if df < 1:
-        notes.append("one fitting run: the demand has no run-to-run spread, so no interval")
+        notes.append("fewer than 2 effective fitting runs (runs weighted by their transactions): the demand "
+                     "has no run-to-run spread to give it an interval")
     z = think if think is not None else float(np.mean([r["avg_think_t"] for _, r in runs]))
     delay = _fit_delay(runs, c)
     if delay <= 0.0:
