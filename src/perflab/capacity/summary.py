@@ -3,7 +3,9 @@
 `capacity_summary(study)` is pure: it takes the study document (the dict of study.json, e.g.
 from `source.read_study`) and returns a `CapacitySummary`; it never prints, never reads files and
 never raises for a model that cannot be built -- that section is empty and `notes` says
-"no curve: <why>". It raises InputError only when the document is not a sweep at all.
+"no curve: <why>". It raises InputError only when the document is not a sweep over a numeric
+factor, or its levels are not one system (two points at one value, runs that disagree on
+PROCESSORS although the sweep does not vary it).
 
 Called by `perflab capacity summary` and, later, by the study reports' Capacity section.
 """
