@@ -229,3 +229,14 @@ def test_disturbed_levels_are_noted():
         m.update({"busy_sec_h": 3.0, "busy_sec_s": 1.0, "driver_sec": 0.2, "monitor_sec": 0.0, "window_s": 2.0})
     data = sweep_data(closed_sweep([1, 2], tamper=busy))
     assert any("other processes used 0.90 CPU" in n for n in data.notes)
+
+
+def test_summary_of_a_cpus_sweep_has_the_scaling_table():
+    from capacity_studies import concurrency_sweep
+
+    doc = concurrency_sweep("sut_cpus", [[1], [0, 1]], lambda k: 500.0 * (1.0 if k == 1 else 1.8), blocks=3,
+                            cv=0.01, key="itr_s")
+    s = capacity_summary(doc)
+    assert s.scaling is not None and s.scaling.levels[1].itrr == pytest.approx(1.8, rel=0.03)
+    assert s.model is None and s.usl is None  # scaling only: no users to model, 2 levels
+    json.dumps(s.to_dict(), allow_nan=False)

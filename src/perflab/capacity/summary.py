@@ -138,7 +138,7 @@ def capacity_summary(
     summary = CapacitySummary(data.study_id, data.title, data.factor, data.confidence, target_util,
                               response_limit, [_measured(level) for level in data.levels], notes=list(data.notes))
     if data.factor == "sut_cpus":
-        _try(summary, "scaling", lambda: sweep_scaling(data))
+        summary.scaling = _try(summary, "scaling", lambda: sweep_scaling(data))
     else:
         fitted = _try(summary, "USL", lambda: fit_sweep_usl(data))
         if fitted:
