@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from perflab.capacity.command import capacity_app
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
 from perflab.report.safe_text import terminal as escape
 from perflab.serve.command import serve_command, write_show_html
@@ -28,6 +29,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(capacity_app, name="capacity")
 # Piped or captured output is not squeezed to 80 columns: run ids and paths must stay whole.
 out = Console() if sys.stdout.isatty() else Console(width=200)
 err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)

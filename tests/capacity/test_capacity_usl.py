@@ -70,3 +70,22 @@ def test_needs_six_levels():
         fit_usl([1, 2, 4, 8, 16], [10, 19, 35, 60, 90])
     with pytest.raises(InputError):
         fit_usl([1, 2, 4, 8, 16, 32], [10, 19, 35, 60, 0, 95])
+
+
+def test_peak_intervals_cover_the_true_peak():
+    """The simulated intervals of N* and X(N*) cover the truth at about their nominal 90 %."""
+    rng = np.random.default_rng(55)
+    true_n = np.sqrt((1 - ALPHA) / BETA)
+    true_x = float(usl(true_n, ALPHA, BETA, GAMMA))
+    fits = [fit_usl(LEVELS, noisy(rng, LEVELS)) for _ in range(200)]
+    cover_n = np.mean([f.peak_ci[0] <= true_n <= f.peak_ci[1] for f in fits])
+    cover_x = np.mean([f.peak_throughput_ci[0] <= true_x <= f.peak_throughput_ci[1] for f in fits])
+    assert 0.84 <= cover_n <= 0.96 and 0.84 <= cover_x <= 0.96, (cover_n, cover_x)
+    assert all(f.peak_ci[0] <= f.peak_n <= f.peak_ci[1] for f in fits)
+
+
+def test_a_peak_the_data_cannot_place_has_an_infinite_upper_bound():
+    n = np.array([1, 2, 4, 6, 8, 12, 16], dtype=float)
+    f = fit_usl(n, usl(n, 0.05, 0.0, 80.0) * np.exp(np.random.default_rng(56).normal(0, 0.01, len(n))))
+    assert f.ci["beta"][0] == 0.0 and np.isinf(f.peak_ci[1])
+    json.dumps(f.to_dict(), allow_nan=False)  # inf is written as null, not Infinity

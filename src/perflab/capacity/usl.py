@@ -19,12 +19,19 @@ Choices, and why:
   covariance of the fit with m − 3 degrees of freedom.
 * A peak far beyond the largest measured N is reported with a warning, not hidden: it is an
   extrapolation of a quadratic term the data barely constrain.
+* A fit that does not converge, or whose parameters the data cannot separate (an infinite
+  covariance), is an `InputError` starting "no curve:": a curve with made-up intervals would be
+  worse than none.
+* The peak's interval propagates the parameters' joint uncertainty (their covariance, Student t
+  with m − 3 df) through N* = √((1 − α)/β) by simulation, because N* is far from linear in β:
+  when β may be 0 the peak may be at infinity, and the interval says so (high = inf).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+import warnings as _warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +67,14 @@ class USLFit:
     max_n: float
     rmse_log: float
     warnings: list[str] = field(default_factory=list)
+    #: covariance of (α, β, γ) from the fit, and its degrees of freedom (observations − 3)
+    cov: tuple[tuple[float, ...], ...] = ()
+    dof: int = 0
+    #: per observation (n, measured, fitted, ln(measured / fitted)), in input order
+    residuals: tuple[tuple[float, float, float, float], ...] = ()
+    #: intervals of the peak (N*, X(N*)) at `confidence`; high may be inf (β may be 0)
+    peak_ci: tuple[float, float] = (math.nan, math.nan)
+    peak_throughput_ci: tuple[float, float] = (math.nan, math.nan)
 
     def predict(self, n: np.ndarray | float) -> np.ndarray:
         """Throughput at concurrency n. Beyond `EXTRAPOLATION_FACTOR`·max_n it is a guess."""
@@ -81,6 +96,12 @@ class USLFit:
             "max_n": self.max_n,
             "rmse_log": self.rmse_log,
             "warnings": list(self.warnings),
+            "peak_ci": [num(v) for v in self.peak_ci],
+            "peak_throughput_ci": [num(v) for v in self.peak_throughput_ci],
+            "dof": self.dof,
+            "residuals": [
+                {"n": n, "measured": m, "fitted": f, "log_residual": r} for n, m, f, r in self.residuals
+            ],
         }
 
 
@@ -96,21 +117,35 @@ def fit_usl(
         raise InputError("concurrency must be >= 1 and throughput positive, all finite")
     levels = len(np.unique(n))
     if levels < MIN_LEVELS:
-        raise InputError(f"a USL fit needs ≥ {MIN_LEVELS} distinct load levels, got {levels}")
+        raise InputError(
+            f"no curve: a USL fit needs ≥ {MIN_LEVELS} distinct load levels, got {levels}"
+        )
 
     def model(nn, alpha, beta, gamma):
         return np.log(usl(nn, alpha, beta, gamma))
 
     p0 = _initial_guess(n, x)
-    popt, pcov = optimize.curve_fit(
-        model,
-        n,
-        np.log(x),
-        p0=p0,
-        bounds=([0.0, 0.0, 0.0], [1.0, np.inf, np.inf]),
-        method="trf",
-        x_scale="jac",
-    )
+    try:
+        with _warnings.catch_warnings():
+            # an unestimable covariance is checked below, as a message of our own
+            _warnings.simplefilter("ignore", optimize.OptimizeWarning)
+            popt, pcov = optimize.curve_fit(
+                model,
+                n,
+                np.log(x),
+                p0=p0,
+                bounds=([0.0, 0.0, 0.0], [1.0, np.inf, np.inf]),
+                method="trf",
+                x_scale="jac",
+                max_nfev=2000,
+            )
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"no curve: the USL fit did not converge ({exc})") from None
+    if not np.all(np.isfinite(pcov)):
+        raise InputError(
+            "no curve: the USL parameters cannot be separated by these points (infinite "
+            "covariance); measure more load levels, up to saturation"
+        )
     alpha, beta, gamma = (float(v) for v in popt)
     resid = np.log(x) - model(n, alpha, beta, gamma)
     dof = len(x) - 3
@@ -141,6 +176,8 @@ def fit_usl(
             f"peak at {where} the largest measured N={max_n:g}: an extrapolation far beyond "
             f"the data; measure closer to saturation before relying on it"
         )
+    fitted = usl(n, alpha, beta, gamma)
+    peak_ci, peak_x_ci = _peak_intervals(popt, pcov, dof, confidence)
     return USLFit(
         alpha=alpha,
         beta=beta,
@@ -153,7 +190,52 @@ def fit_usl(
         max_n=max_n,
         rmse_log=float(np.sqrt(np.mean(resid**2))),
         warnings=warnings,
+        cov=tuple(tuple(float(v) for v in row) for row in pcov),
+        dof=dof,
+        residuals=tuple(
+            (float(a), float(b), float(c), float(d)) for a, b, c, d in zip(n, x, fitted, resid, strict=True)
+        ),
+        peak_ci=peak_ci,
+        peak_throughput_ci=peak_x_ci,
     )
+
+
+#: draws for the peak's interval; fixed seed so a report is reproducible
+PEAK_DRAWS = 20_000
+
+
+def _peak_intervals(
+    popt: np.ndarray, pcov: np.ndarray, dof: int, confidence: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Intervals of N* and X(N*) from the fit's sampling distribution.
+
+    Draws (α, β, γ) from the multivariate t the covariance intervals assume (normal / √(χ²/df)),
+    clipped to the physical bounds, and takes the central `confidence` quantiles of the peak each
+    draw implies. A draw with β = 0 has its peak at infinity, so a β the data cannot tell from 0
+    gives an upper bound of inf rather than a finite number the data do not support.
+    Called by `fit_usl`.
+    """
+    rng = np.random.default_rng(12345)
+    try:
+        z = rng.multivariate_normal(np.zeros(3), pcov, size=PEAK_DRAWS, method="eigh")
+    except np.linalg.LinAlgError:
+        return (math.nan, math.nan), (math.nan, math.nan)
+    scale = np.sqrt(rng.chisquare(dof, size=PEAK_DRAWS) / dof)[:, None]
+    draws = popt[None, :] + z / scale
+    a = np.clip(draws[:, 0], 0.0, 1.0)
+    b = np.clip(draws[:, 1], 0.0, None)
+    g = np.clip(draws[:, 2], 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = np.where(b > 0, np.sqrt((1.0 - a) / np.where(b > 0, b, 1.0)), np.inf)
+        peak_x = np.where(
+            np.isfinite(peak), usl(np.where(np.isfinite(peak), peak, 1.0), a, b, g),
+            np.where(a > 0, g / np.where(a > 0, a, 1.0), np.inf),
+        )
+    tail = (1.0 - confidence) / 2.0
+    # np.quantile handles inf: a quantile that falls among infinite draws is inf
+    lo, hi = np.quantile(peak, [tail, 1.0 - tail], method="inverted_cdf")
+    xlo, xhi = np.quantile(peak_x, [tail, 1.0 - tail], method="inverted_cdf")
+    return (float(lo), float(hi)), (float(xlo), float(xhi))
 
 
 def _initial_guess(n: np.ndarray, x: np.ndarray) -> list[float]:

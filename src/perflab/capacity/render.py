@@ -1,0 +1,181 @@
+"""Terminal tables for `perflab capacity`: one function per section, each taking the model's
+objects and a rich Console. Numbers are printed as measured or computed; "na" where a value
+does not exist (never a made-up one). Called by `perflab.capacity.command`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+
+def num(v, fmt: str = ".4g") -> str:
+    """A number as text, "na" for None/NaN, "inf" for infinity."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "na"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return format(v, fmt)
+
+
+def _zero(v: float) -> float:
+    """A bound parameter the optimizer left at round-off (1e-17) is 0."""
+    return 0.0 if abs(v) < 1e-12 else v
+
+
+def pct(v, digits: int = 1) -> str:
+    return "na" if v is None or not math.isfinite(v) else f"{100 * v:+.{digits}f}%"
+
+
+def interval(lo, hi, fmt: str = ".4g") -> str:
+    if lo is None or hi is None:
+        return "na"
+    return f"{num(lo, fmt)} - {num(hi, fmt)}"
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, justify="left" if c in ("", "rule", "note", "from", "to", "case", "derivation", "source",
+                                                "symbol", "transition", "pairs", "step", "label") else "right")
+    return t
+
+
+def notes(console: Console, items) -> None:
+    for n in items:
+        console.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+
+
+def measured(console: Console, s) -> None:
+    t = _table(f"{s.title or s.study_id}: measured ({s.factor})",
+               [s.factor, "runs", "ETR (T)", "AVG LAST (T)", "AVG THINK (T)", "PBT/CMD (S)", "UTIL/PROC (S)",
+                "ITR (S)"])
+    for p in s.measured:
+        t.add_row(num(p.n, "g"), f"{p.runs}" + (f" (+{p.excluded} excl.)" if p.excluded else ""),
+                  num(p.etr_t, ".2f"), num(p.avg_last_t, ".4f"), num(p.avg_think_t, ".4f"), num(p.pbt_cmd_s, ".3f"),
+                  num(p.util_proc_s, ".1f"), num(p.itr_s, ".2f"))
+    console.print(t)
+
+
+def usl(console: Console, fit, residuals, factor: str) -> None:
+    conf = f"{100 * fit.confidence:.0f}% CI"
+    t = _table(f"USL fit of ETR (T) over {factor}: X(N) = γN / (1 + α(N−1) + βN(N−1))", ["", "value", conf])
+    t.add_row("α (contention)", num(_zero(fit.alpha), ".4g"), interval(*fit.ci["alpha"]))
+    t.add_row("β (coherency)", num(_zero(fit.beta), ".4g"), interval(*fit.ci["beta"]))
+    t.add_row("γ (ETR at N=1)", num(fit.gamma, ".4g"), interval(*fit.ci["gamma"]))
+    t.add_row("peak N", num(fit.peak_n, ".1f"), interval(*fit.peak_ci, ".1f"))
+    t.add_row("peak ETR (T)", num(fit.peak_throughput, ".1f"), interval(*fit.peak_throughput_ci, ".1f"))
+    t.add_row("RMSE of ln X", num(fit.rmse_log, ".4f"), f"{fit.dof} df")
+    console.print(t)
+    r = _table("USL residuals", [factor, "runs", "measured", "fitted", "residual"])
+    for x in residuals:
+        r.add_row(num(x.n, "g"), str(x.runs), num(x.measured, ".2f"), num(x.fitted, ".2f"), pct(x.residual))
+    console.print(r)
+    notes(console, fit.warnings)
+
+
+def model(console: Console, m) -> None:
+    conf = f"{100 * m.confidence:.0f}% CI"
+    t = _table("closed-loop model (MVA): parameters", ["", "value", conf, "from"])
+    t.add_row("D = PBT/CMD (S)", f"{1000 * m.demand:.4f} ms", interval(*(1000 * v if v is not None and math.isfinite(v)
+                                                                        else None for v in m.demand_ci), ".4f"),
+              f"{m.n_runs} runs at {', '.join(num(v, 'g') for v in m.fit_levels)} users")
+    t.add_row("Z = AVG THINK (T)", f"{m.think:.4f} s", "", "mean of the fitting runs")
+    t.add_row("d (delay)", f"{1000 * m.delay:.4f} ms", "", "fitted to AVG LAST (T)")
+    t.add_row("PROCESSORS", num(m.processors, "g"), "", "")
+    console.print(t)
+
+
+def predictions(console: Console, preds, demand: str) -> None:
+    t = _table(f"MVA beside the measurements (demand: {demand}; think: each level's AVG THINK (T))",
+               ["users", "", "ETR (T) meas.", "MVA", "error", "AVG LAST (T) meas.", "MVA", "error",
+                "UTIL/PROC meas.", "MVA"])
+    for p in preds:
+        t.add_row(num(p.n, "g"), "fit" if p.fit else "held out", num(p.etr_t_measured, ".2f"), num(p.etr_t, ".2f"),
+                  pct(p.etr_error), num(p.avg_last_t_measured, ".4f"), num(p.avg_last_t, ".4f"), pct(p.avg_last_error),
+                  num(p.util_proc_s_measured, ".1f"), num(p.util_proc_s, ".1f"))
+    console.print(t)
+
+
+def bounds(console: Console, rows, knee_n: float | None) -> None:
+    t = _table(f"operational-law bounds (knee N* = {num(knee_n, '.1f')} users)",
+               ["users", "ETR low", "ETR meas.", "ETR high", "R low", "R meas.", "R high", "inside", "note"])
+    for b in rows:
+        t.add_row(num(b.n, "g"), num(b.x_low, ".2f"), num(b.etr_t_measured, ".2f"), num(b.x_high, ".2f"),
+                  num(b.r_low, ".4f"), num(b.avg_last_t_measured, ".4f"), num(b.r_high, ".4f"),
+                  "yes" if b.inside else "NO", b.note)
+    console.print(t)
+
+
+def supported(console: Console, items, confidence: float) -> None:
+    t = _table("users supported (MVA)", ["rule", "users", f"{100 * confidence:.0f}% CI", "ETR (T)", "AVG LAST (T)",
+                                         "UTIL/PROC", "note"])
+    for s in items:
+        rule = (f"UTIL/PROC ≤ {100 * s.limit:g}%" if s.rule == "utilization" else f"AVG LAST (T) ≤ {s.limit:g} s")
+        users = num(s.users, "d") + (" (extrapolated)" if s.extrapolated and s.users is not None else "")
+        t.add_row(rule, users, interval(s.low, s.high, "d"), num(s.x, ".2f"), num(s.r, ".4f"),
+                  num(None if s.u is None else 100 * s.u, ".1f"), s.note)
+    console.print(t)
+
+
+def scaling(console: Console, sc) -> None:
+    has_ci = any(lv.ci_low is not None for lv in sc.levels)
+    has_printed = any(lv.printed_itrr is not None for lv in sc.levels)
+    cols = ["processors", "label", "runs", "ITR", "ITRR"]
+    cols += [f"{100 * sc.confidence:.0f}% CI"] if has_ci else []
+    cols += ["ITRR printed", "reproduced"] if has_printed else []
+    cols += ["ITRR / processors", "ITRR per added processor"]
+    t = _table(f"scaling per processor ({sc.metric})", cols)
+    for lv in sc.levels:
+        row = [num(lv.processors, "g"), lv.label, str(lv.runs), num(lv.itr, ".2f"), num(lv.itrr, ".3f")]
+        row += [interval(lv.ci_low, lv.ci_high, ".3f")] if has_ci else []
+        if has_printed:
+            row += [num(lv.printed_itrr, ".3f"), "na" if lv.printed_ok is None else ("yes" if lv.printed_ok else "NO")]
+        row += [num(lv.efficiency, ".3f"), num(lv.per_added, ".3f")]
+        t.add_row(*row)
+    console.print(t)
+    notes(console, sc.notes)
+
+
+def steps(console: Console, items, total, confidence: float, title: str = "ITRR composition") -> None:
+    t = _table(title, ["step", "source", "ITRR", f"{100 * confidence:.0f}% CI", "SE of ln", "df"])
+    for st in items:
+        lo, hi = st.itrr.ci(confidence)
+        ci = interval(lo, hi, ".4f") if st.itrr.se > 0 else "exact (given)"
+        t.add_row(st.itrr.label, st.source, num(st.itrr.ratio, ".4f"), ci, num(st.itrr.se, ".4f"),
+                  "inf" if math.isinf(st.itrr.df) else num(st.itrr.df, ".1f"))
+    lo, hi = total.ci(confidence)
+    t.add_row("[bold]product[/bold]", "", f"[bold]{total.ratio:.4f}[/bold]",
+              interval(lo, hi, ".4f") if total.se > 0 else "exact", num(total.se, ".4f"),
+              "inf" if math.isinf(total.df) else num(total.df, ".1f"))
+    console.print(t)
+
+
+def matrix(console: Console, m) -> None:
+    conf = f"{100 * m.confidence:.0f}% CI"
+    t = _table("transition symbols (Table 3 pairs)", ["symbol", "transition", "printed", "pairs", "perflab (geo. mean)",
+                                                      conf])
+    for s in m.symbols.values():
+        d = s.to_dict(m.confidence)
+        t.add_row(s.name + ("?" if s.doubtful else ""), s.transition, num(s.printed, ".2f"),
+                  ", ".join(f"{p}:{v:g}" for p, v in zip(s.pair_ids, s.pairs)) or s.source,
+                  num(d["perflab"], ".4f"), interval(d["ci_low"], d["ci_high"], ".3f"))
+    console.print(t)
+    r = _table("release ITRR matrix (Table 2): from the printed symbols, and from the pairs",
+               ["from", "to", "case", "derivation", "printed", "seeds' recomp.", "perflab", "ok (printed/recomp.)",
+                "from pairs", conf, "note"])
+
+    def ok(v) -> str:
+        return "-" if v is None else ("yes" if v else "NO")
+
+    for row in m.rows:
+        r.add_row(row.source, row.target, row.case, row.derivation, row.printed_text, row.recomputed_text,
+                  num(row.perflab, ".4f"), f"{ok(row.printed_ok)}/{ok(row.recomputed_ok)}", num(row.from_pairs, ".4f"),
+                  interval(row.ci_low, row.ci_high, ".3f"), row.note)
+    console.print(r)
+    c = m.counts()
+    console.print(f"printed cells reproduced within rounding: {c['printed_reproduced']} of {c['printed_cells']} "
+                  f"({c['printed_doubtful']} OCR-doubtful); seeds' recomputed cells: {c['recomputed_reproduced']} of "
+                  f"{c['recomputed_cells']}; rows not derivable: {c['not_derivable']}", highlight=False)

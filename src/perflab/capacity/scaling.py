@@ -1,0 +1,188 @@
+"""Capacity per added processor: ITR against processors online (the LSPR's shape).
+
+The seeds built smaller models by varying processors offline (Table 31: 9021-340/500/580/720 =
+the 720 with 1, 2, 3, 6 CPUs) and published ITRR (H) = ITR (H) relative to the 1-way. Here, for
+each level: ITRR against the smallest level, the efficiency ITRR ÷ (n / n₀) (1.0 = linear), and
+the ITRR each added processor brought, (ITRR_k − ITRR_{k−1}) / (n_k − n_{k−1}) -- the number an
+LSPR table implies and a planner multiplies by.
+
+Inputs: a perflab sweep over `sut_cpus` (ITR (S), intervals from the study's blocks through
+`perflab.stats.compare`), or a seed-table CSV with PROCESSORS and ITR (H) rows (one run per
+column, so no intervals; a printed ITRR (H) row is checked against the recomputed one).
+Called by `summary.capacity_summary` and `perflab capacity cpus`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from perflab.capacity.points import SweepData
+from perflab.errors import InputError
+from perflab.stats import compare
+
+
+@dataclass(frozen=True)
+class ScalingLevel:
+    """One processor count: ITR, ITRR vs the smallest level (with interval when runs allow),
+    efficiency, and the ITRR per processor added since the previous level."""
+
+    processors: float
+    label: str
+    runs: int
+    itr: float
+    itrr: float
+    ci_low: float | None
+    ci_high: float | None
+    efficiency: float
+    per_added: float | None
+    printed_itrr: float | None = None
+    printed_ok: bool | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """The scaling table, the metric it is based on, and the caveats to print with it."""
+
+    metric: str
+    levels: list[ScalingLevel]
+    confidence: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "confidence": self.confidence, "notes": list(self.notes),
+                "levels": [lv.to_dict() for lv in self.levels]}
+
+
+def sweep_scaling(data: SweepData, key: str = "itr_s") -> Scaling:
+    """Scaling from a perflab sweep over sut_cpus (ITR (S) by default)."""
+    if data.factor != "sut_cpus":
+        raise InputError(f"no curve: scaling per processor needs a sweep over sut_cpus, this one varies "
+                         f"{data.factor}", field="sweep.factor")
+    if len(data.levels) < 2:
+        raise InputError("no curve: scaling per processor needs ≥ 2 processor counts")
+    base = data.levels[0]
+    if base.mean(key) is None:
+        raise InputError(f"no curve: {key} not measured at {base.label}")
+    out = []
+    prev = None
+    for level in data.levels:
+        itr = level.mean(key)
+        if itr is None:
+            raise InputError(f"no curve: {key} not measured at {level.label}")
+        itrr = itr / base.mean(key)
+        lo = hi = None
+        if level is not base:
+            lo, hi = _interval(base, level, key, data.confidence)
+        per_added = None if prev is None else (itrr - prev[1]) / (level.n - prev[0])
+        out.append(ScalingLevel(level.n, level.label, len(level.runs), itr, itrr, lo, hi,
+                                itrr / (level.n / base.n), per_added))
+        prev = (level.n, itrr)
+    return Scaling(key, out, data.confidence, machine_caveats(data))
+
+
+def _interval(base, level, key: str, confidence: float) -> tuple[float | None, float | None]:
+    """The ratio's interval by the study's own comparison (paired by block when it can be)."""
+    a, b = _by_block(base, key), _by_block(level, key)
+    if sum(v is not None for v in a.values()) < 2 or sum(v is not None for v in b.values()) < 2:
+        return None, None
+    c = compare(a, b, metric=key, confidence=confidence)
+    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+        return None, None
+    return c.ci_low, c.ci_high
+
+
+def _by_block(level, key: str) -> dict[int, float | None]:
+    """Block → value (None when not measured); position stands in for a missing block."""
+    blocks = level.blocks or (None,) * len(level.runs)
+    return {(blk if blk is not None else i): (r.get(key) if _ok(r.get(key)) else None)
+            for i, (blk, r) in enumerate(zip(blocks, level.runs))}
+
+
+def _ok(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def machine_caveats(data: SweepData) -> list[str]:
+    """What this machine can and cannot show about processor scaling."""
+    notes = ["scaling measured by varying the SUT's CPUs on one machine (the seeds' 'processors varied "
+             "offline'): the memory, caches and I/O stay those of the whole machine"]
+    cores = data.hardware.get("cores") or len(data.hardware.get("online_cpus") or [])
+    placement = data.placement or ""
+    if cores:
+        notes.append(f"this machine has {cores} CPUs and the driver uses one ({placement or 'placement not recorded'}): "
+                     f"a SUT given more than {max(1, int(cores) - 1)} CPU(s) shares the driver's, so its "
+                     "scaling is understated; the LSPR's shape at 4, 8, 16 ways needs a bigger machine")
+    if any(level.runs and len(level.runs) < 2 for level in data.levels):
+        notes.append("levels with one run have no interval: repeat blocks for one")
+    return notes
+
+
+def table_scaling(path: Path) -> Scaling:
+    """Scaling from a seed-table CSV (metric column, one column per run) with PROCESSORS and
+    ITR (H) rows; a printed ITRR (H) row is compared with the recomputed ITRR within rounding
+    (half a unit of its last printed digit plus the propagated rounding of the two ITRs)."""
+    rows = _read_table(path)
+    for needed in ("PROCESSORS", "ITR (H)"):
+        if needed not in rows:
+            raise InputError(f"the table has no {needed} row", file=path, field=needed)
+    runs = list(rows["PROCESSORS"].keys())
+    procs = [_number(rows["PROCESSORS"][r], path, "PROCESSORS") for r in runs]
+    itr_text = [rows["ITR (H)"][r] for r in runs]
+    itr = [_number(t, path, "ITR (H)") for t in itr_text]
+    printed = rows.get("ITRR (H)")
+    order = sorted(range(len(runs)), key=lambda i: procs[i])
+    if len({procs[i] for i in order}) != len(order):
+        raise InputError("two columns have the same PROCESSORS: not one scaling series", file=path,
+                         field="PROCESSORS")
+    first = order[0]
+    out = []
+    prev = None
+    for i in order:
+        itrr = itr[i] / itr[first]
+        p_val = p_ok = None
+        if printed is not None and printed.get(runs[i], "").rstrip("?") not in ("", "na"):
+            text = printed[runs[i]]
+            p_val = float(text.rstrip("?"))
+            tol = _half_unit(text) + itrr * (_half_unit(itr_text[i]) / itr[i] + _half_unit(itr_text[first]) / itr[first])
+            p_ok = abs(round(itrr, _decimals(text)) - p_val) <= tol + 1e-12
+        per_added = None if prev is None else (itrr - prev[1]) / (procs[i] - prev[0])
+        out.append(ScalingLevel(procs[i], runs[i], 1, itr[i], itrr, None, None, itrr / (procs[i] / procs[first]),
+                                per_added, p_val, p_ok))
+        prev = (procs[i], itrr)
+    return Scaling("itr_h", out, math.nan, ["one run per processor count in the table: no intervals"])
+
+
+def _read_table(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader)
+            rows = {}
+            for line in reader:
+                if line:
+                    rows[line[0]] = dict(zip(header[1:], line[1:]))
+    except (OSError, StopIteration) as exc:
+        raise InputError(f"cannot read the table: {exc}", file=path) from None
+    return rows
+
+
+def _number(text: str, path: Path, row: str) -> float:
+    try:
+        return float(text.rstrip("?"))
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", file=path, field=row) from None
+
+
+def _decimals(text: str) -> int:
+    t = text.rstrip("?")
+    return len(t.split(".")[1]) if "." in t else 0
+
+
+def _half_unit(text: str) -> float:
+    return 0.5 * 10.0 ** (-_decimals(text))

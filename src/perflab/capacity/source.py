@@ -1,0 +1,54 @@
+"""Where capacity planning reads its inputs: a stored study's study.json.
+
+`read_study` is the one place that opens a study document. The document is about to become a
+pydantic model elsewhere in perflab; when it does, only this function changes -- everything
+downstream reads the plain dict it returns (the format of docs/architecture.md, "Studies").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from perflab.errors import InputError
+from perflab.store.catalog import store_home
+
+
+def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:
+    """The study.json that *ref* names: a study.json file, a study directory, or a study id (or
+    unique prefix) under `<store>/studies`. Called by `read_study`."""
+    candidate = Path(ref)
+    if candidate.is_file():
+        return candidate
+    if (candidate / "study.json").is_file():
+        return candidate / "study.json"
+    studies = store_home(store) / "studies"
+    exact = studies / str(ref) / "study.json"
+    if exact.is_file():
+        return exact
+    matches = sorted(studies.glob(f"{ref}*/study.json")) if studies.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise InputError(f"{str(ref)!r} matches {len(matches)} studies; give more of the id", field="STUDY")
+    raise InputError(f"no study {str(ref)!r}: not a study.json, a study directory, or an id in {studies}",
+                     field="STUDY")
+
+
+def read_study(ref: str | Path, store: str | Path | None = None) -> dict:
+    """The study document (study.json as a dict) with `_path` set to the file it came from.
+
+    Called by the `perflab capacity` subcommands and by `capacity_summary`'s callers; a report
+    that already holds the document passes it to `capacity_summary` directly.
+    """
+    path = study_json_path(ref, store)
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=path) from None
+    if not isinstance(doc, dict) or "runs" not in doc:
+        raise InputError("not a study document (no 'runs')", file=path)
+    doc["_path"] = str(path)
+    return doc
