@@ -136,7 +136,7 @@ def test_mva_predicts_held_out_levels_of_a_real_sweep(tmp_path):
         pytest.skip(f"other processes used CPU during the sweep ({disturbed}): measurements disturbed")
 
     # on a quiet machine the gates (drift, driver saturation) have no reason to exclude a run
-    assert not any(r["excluded"] for r in doc["runs"]), [r["exclusion_reasons"] for r in doc["runs"]]
+    assert not any(r["exclusions"] for r in doc["runs"]), [r["exclusions"] for r in doc["runs"]]
 
     res = perflab("capacity", "mva", study_dir, "--fit", ",".join(map(str, FIT)), "--demand", "point", "--json")
     assert res.returncode == 0, res.stderr[-2000:]

@@ -38,9 +38,9 @@ LimitOpt = typer.Option(1.0, "--response-limit", help="AVG LAST (T) limit, secon
 
 
 def _json(obj) -> None:
-    from perflab.capacity.summary import _clean
+    from perflab.capacity.summary import json_clean
 
-    print(json.dumps(_clean(obj), indent=2, allow_nan=False))
+    print(json.dumps(json_clean(obj), indent=2, allow_nan=False))
 
 
 def _fit_levels(text: str | None) -> list[float] | None:

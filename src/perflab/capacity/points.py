@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflab.errors import InputError
+from perflab.records.study import STUDY_FORMAT, as_study_document
 
 #: factors whose value is a concurrency a capacity model can use
 NUMERIC_FACTORS = ("users", "workers", "sut_cpus")
@@ -100,8 +101,11 @@ class SweepData:
 
 def sweep_data(doc: dict) -> SweepData:
     """The levels of the sweep study *doc* (a study.json document). Raises InputError when it is
-    not a sweep over a numeric factor or has no valid run. Called by every sweep-based model."""
+    not a sweep over a numeric factor or has no valid run. Called by every sweep-based model.
+    The document is read in its current format (older ones upgraded through the model)."""
     path = doc.get("_path")
+    if doc.get("format") != STUDY_FORMAT:
+        doc = {**as_study_document(doc).dump(), "_path": path}
     sweep = doc.get("sweep")
     if not sweep:
         raise InputError("not a sweep study (its 'sweep' is empty): capacity curves need a sweep over "
@@ -117,7 +121,7 @@ def sweep_data(doc: dict) -> SweepData:
     for point in sweep.get("points") or []:
         n = _numeric(factor, point.get("value"), path)
         mine = [r for r in runs if r.get("config") == point.get("config")]
-        kept = [r for r in mine if not r.get("excluded")]
+        kept = [r for r in mine if not r.get("exclusions")]
         if not kept:
             notes.append(f"{point.get('config')}: no valid run ({len(mine)} excluded or missing); level left out")
             continue

@@ -1,16 +1,16 @@
 """Where capacity planning reads its inputs: a stored study's study.json.
 
-`read_study` is the one place that opens a study document. The document is about to become a
-pydantic model elsewhere in perflab; when it does, only this function changes -- everything
-downstream reads the plain dict it returns (the format of docs/architecture.md, "Studies").
+`read_study` is the one place that opens a study document: through the StudyDocument model
+(perflab.records.study), so older formats are upgraded and a malformed file is one clear error;
+capacity's code then reads the document's current JSON form (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from perflab.errors import InputError
+from perflab.records.study import read_study_document
 from perflab.store.catalog import store_home
 
 
@@ -42,13 +42,6 @@ def read_study(ref: str | Path, store: str | Path | None = None) -> dict:
     that already holds the document passes it to `capacity_summary` directly.
     """
     path = study_json_path(ref, store)
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=path) from None
-    if not isinstance(doc, dict) or "runs" not in doc:
-        raise InputError("not a study document (no 'runs')", file=path)
+    doc = read_study_document(path).dump()
     doc["_path"] = str(path)
     return doc

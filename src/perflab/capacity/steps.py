@@ -118,8 +118,10 @@ def _runs(text: str, store, confidence: float) -> Step:
     from perflab.store.catalog import Store
     from perflab.study.groups import comparison_document
 
-    doc = comparison_document(Store(store), a, b, 0.03, confidence, metrics=[METRIC])
-    return from_study(doc, None, source=text)
+    from perflab.stats.criteria import Criteria
+
+    doc = comparison_document(Store(store), a, b, Criteria(0.03, confidence), metrics=[METRIC], primary=[METRIC])
+    return from_study(doc.dump(), None, source=text)
 
 
 def chain_warnings(steps: list[Step]) -> list[str]:

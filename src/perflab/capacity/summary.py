@@ -102,7 +102,7 @@ class CapacitySummary:
 
     def to_dict(self) -> dict:
         """JSON-ready (no NaN or inf: those become None)."""
-        return _clean({
+        return json_clean({
             "study_id": self.study_id, "title": self.title, "factor": self.factor,
             "confidence": self.confidence, "target_util": self.target_util,
             "response_limit": self.response_limit,
@@ -202,11 +202,11 @@ def _curve(data: SweepData, s: CapacitySummary) -> list[CurvePoint]:
     return out
 
 
-def _clean(obj):
+def json_clean(obj):
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
+        return {k: json_clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [json_clean(v) for v in obj]
     return obj
