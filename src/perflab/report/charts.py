@@ -338,6 +338,42 @@ def sweep_chart(study: StudyDocument) -> Chart | None:
                  "Each point is the geometric mean of the valid runs at that value.")
 
 
+def capacity_chart(summary: Any) -> Chart | None:
+    """The sweep's measured ETR (T) and AVG LAST (T) beside the fitted USL, the MVA model and the
+    throughput bound (perflab.capacity.capacity_summary); the dotted part is extrapolated."""
+    if summary is None or not summary.curve or not summary.measured:
+        return None
+    title = f"Capacity: measured points and the fitted models against {summary.factor}"
+    fig, axes = _figure(1, 2)
+    n = np.array([c.n for c in summary.curve])
+    beyond = np.array([c.beyond_data for c in summary.curve])
+
+    def line(ax, values, style, colour, label):
+        y = np.array([np.nan if v is None else v for v in values], dtype=float)
+        if np.isfinite(y).any():
+            ax.plot(np.where(beyond, np.nan, n), np.where(beyond, np.nan, y), style, color=colour, label=label)
+            ax.plot(np.where(beyond, n, np.nan), np.where(beyond, y, np.nan), ":", color=colour)
+
+    ax = axes[0][0]
+    line(ax, [c.usl_etr_t for c in summary.curve], "-", PALETTE[0], "USL fit")
+    line(ax, [c.mva_etr_t for c in summary.curve], "-", PALETTE[1], "MVA")
+    line(ax, [c.bound_x_high for c in summary.curve], "--", "#888888", "bound")
+    ax.plot([m.n for m in summary.measured], [np.nan if m.etr_t is None else m.etr_t for m in summary.measured],
+            "o", color="#000000", label="measured")
+    ax.set_xlabel(plain(summary.factor))
+    ax.set_ylabel("ETR (T) (tx/s)")
+    ax.legend()
+    ax = axes[0][1]
+    line(ax, [c.mva_avg_last_t for c in summary.curve], "-", PALETTE[1], "MVA")
+    ax.plot([m.n for m in summary.measured], [np.nan if m.avg_last_t is None else m.avg_last_t
+                                              for m in summary.measured], "o", color="#000000", label="measured")
+    ax.set_xlabel(plain(summary.factor))
+    ax.set_ylabel("AVG LAST (T) (s)")
+    return Chart("chart-capacity", title, to_svg(fig, "chart-capacity", title),
+                 "Dots: measured (geometric means of the valid runs). Lines: the models fitted to them; dotted beyond "
+                 "the largest measured level (extrapolated, up to 2x it).")
+
+
 def _legend(ax, names: Iterable[str], palette: Mapping[str, str]) -> None:
     handles = [ax.scatter([], [], s=16, color=palette[n], label=plain(n)) for n in names]
     if handles:
@@ -350,4 +386,10 @@ def build(study: StudyDocument) -> list[Chart]:
     sweep = sweep_chart(study)
     if sweep is not None:
         charts.append(sweep)
+    from perflab.report.capacity_view import sweep_capacity
+
+    capacity = sweep_capacity(study)
+    chart = capacity_chart(capacity.summary) if capacity is not None else None
+    if chart is not None:
+        charts.append(chart)
     return charts

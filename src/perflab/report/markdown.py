@@ -102,6 +102,11 @@ def render(sv: v.StudyView) -> str:
         out += ["## Sweep", "", *table(sv.sweep.columns, sv.sweep.rows), ""]
     if sv.runs is not None:
         out += ["## Runs", "", *table(sv.runs.columns, sv.runs.rows), ""]
+    if sv.capacity is not None:
+        out += ["## Capacity", ""]
+        for t in sv.capacity.tables:
+            out += [f"{escape(t.title)}:", "", *table(t.columns, t.rows), ""]
+        out += [f"- {escape(note)}" for note in sv.capacity.notes] + [""]
     if sv.noise is not None:
         out += ["## Noise", "", "Where the primary metrics' run-to-run noise comes from (docs/noise.md).", "",
                 *table(sv.noise.columns, sv.noise.rows), ""]

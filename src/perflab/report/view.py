@@ -15,6 +15,7 @@ from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocum
 from perflab.reduce.registry import GROUPS, REGISTRY
 from perflab.report import discussion
 from perflab.report import numbers as fmt
+from perflab.report.capacity_view import CapacityView, capacity_view
 
 #: The legacy continuity column of statistics-and-capacity.md §5.5 (same text as
 #: perflab.stats.verdict.LEGACY_LABEL; repeated so rendering does not import scipy).
@@ -96,6 +97,7 @@ class StudyView:
     workload: list[tuple[str, str]] = field(default_factory=list)
     runs: Table | None = None
     noise: Table | None = None
+    capacity: CapacityView | None = None
 
 
 # -- small formatting helpers ------------------------------------------------------------------
@@ -436,6 +438,7 @@ def study_view(study: StudyDocument | Mapping[str, Any]) -> StudyView:
         workload=workload_fields(study) if not comparisons else [],
         runs=all_runs_table(study) if not comparisons and study.runs else None,
         noise=noise_table(study),
+        capacity=capacity_view(study),
     )
 
 
