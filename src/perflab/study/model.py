@@ -169,14 +169,15 @@ class Study(Strict):
         return Criteria(self.margin, self.confidence, self.family_alpha)
 
 
-def check_study(study: Study) -> None:
-    """Cross-field checks, located for file:line messages (LocatedError)."""
+def check_study(study: Study, aa: bool = False) -> None:
+    """Cross-field checks, located for file:line messages (LocatedError). `aa`: the study will run
+    its base against itself (`--aa`), so one configuration is enough."""
     from perflab.workload.model import LocatedError
 
     names = [c.name for c in study.configurations]
     if len(set(names)) != len(names):
         raise LocatedError(("configurations",), f"configuration names must be unique: {names}")
-    if study.sweep is None and len(study.configurations) < 2:
+    if study.sweep is None and len(study.configurations) < (1 if aa else 2):
         raise LocatedError(("configurations",), "a comparison needs at least two configurations (the first is the base)")
     if study.sweep is None and study.blocks < MIN_BLOCKS:
         raise LocatedError(("blocks",), f"a comparison needs at least {MIN_BLOCKS} blocks (fewer give no interval); "

@@ -51,13 +51,13 @@ class StudyOptions:
     aa: bool = False
 
 
-def load_study(path: Path) -> tuple[Study, Workload, Path]:
+def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
     """Validate a study file and the workload it names; errors point at file:line."""
     path = Path(path)
     data = read_yaml(path)
     study = validate_model(Study, data, path)
     try:
-        check_study(study)
+        check_study(study, aa)
     except LocatedError as exc:
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
     workload_path = (path.parent / study.workload).resolve()
@@ -109,9 +109,9 @@ class StudyRunner:
     def __init__(self, study_path: Path, store: Store, options: StudyOptions | None = None,
                  on_event: Callable[[str, dict], None] | None = None, observer: RunObserver | None = None):
         self.study_path = Path(study_path)
-        self.study, self.workload, self.workload_path = load_study(self.study_path)
-        self.store = store
         self.options = options or StudyOptions()
+        self.study, self.workload, self.workload_path = load_study(self.study_path, self.options.aa)
+        self.store = store
         least = 1 if self.study.sweep is not None else MIN_BLOCKS
         if self.options.blocks is not None and (self.options.blocks < least or self.options.blocks > 1000):
             raise InputError(f"expected {least} to 1000 blocks ({MIN_BLOCKS} or more for a comparison: fewer give no "
