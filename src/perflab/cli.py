@@ -82,19 +82,31 @@ def run(
     driver_cpus: Optional[str] = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
     no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
+    threshold: Optional[list[str]] = typer.Option(
+        None, "--threshold", metavar="EXPR", help="a limit the run must meet, e.g. 'resp_p95_t < 0.5' (repeatable; "
+        "added to the workload's thresholds); exit 1 when one is violated"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Drive the workload's SUT, store the run, print its summary and the run id."""
+    """Drive the workload's SUT, store the run, print its summary and the run id.
+
+    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input."""
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.reduce.reduce import reduce_run
+    from perflab.reduce.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
-    from perflab.report.terminal import render_summary
+    from perflab.report.terminal import render_summary, render_thresholds
     from perflab.store.catalog import Store
     from perflab.sut.placement import parse_cpus
     from perflab.workload.loader import load_workload
 
     w = load_workload(workload)
+    try:
+        extra = [parse_threshold(text).expression for text in threshold or []]
+    except ValueError as exc:
+        raise InputError(str(exc), field="--threshold") from None
+    if extra:   # stored with the run (run.json's workload), so its report shows them
+        w = w.model_copy(update={"thresholds": list(dict.fromkeys([*w.thresholds, *extra]))})
     request = RunRequest(w, workload, users=users, rate=rate, duration=_seconds(duration, "--duration"), seed=seed,
                          label=label, workers=workers, sut_cpus=parse_cpus(sut_cpus, "--sut-cpus"),
                          driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor)
@@ -108,11 +120,13 @@ def run(
     metrics = reduce_run(result.run_dir)
     st.set_etr(result.run_id, metrics.values.get("etr_t"))
     render_summary(metrics, err)
+    checked = evaluate(w.thresholds, metrics.values)
+    render_thresholds(checked, err)
     colour = {"complete": "green", "interrupted": "yellow"}.get(result.status, "red")
     err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {escape(result.reason)}" if result.reason else "")
               + ("" if result.valid else " [red](invalid run)[/red]"))
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
-    if result.status == "failed":
+    if result.status == "failed" or violated(checked):
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -19,12 +20,12 @@ from cli_helpers import perflab
 from perflab.drive.engine import Phases
 from perflab.drive.recorder import Recorder
 from perflab.serve.app import create_app
-from perflab.serve.live import LiveWriter
+from perflab.drive.live import LiveWriter
 from perflab.serve.security import PAGE_CSP, REPORT_CSP, TOKEN_COOKIE
 from perflab.store.catalog import Store
 
 from .serve_data import (XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_STUDY_TITLE, XSS_WORKLOAD, fake_running_run,
-                         finish_fake_run)
+                         finish_fake_run, write_synthetic_study)
 from .test_live_writer import FakeEngine, add
 
 EVENT_WAIT_S = 20.0   # a bound on waiting for one event (never a measured time)
@@ -107,6 +108,16 @@ def test_pages_escape_user_text(stored):
     assert html.escape(XSS_STUDY_TITLE, quote=False) in pages[4][2]
 
 
+def test_a_run_page_shows_its_thresholds(stored):
+    """The XSS workload declares one threshold any run meets and one its failing script violates
+    (test_run_report states the probability)."""
+    (status, _, page), = get_all(partial(create_app, stored.home), f"/runs/{stored.xss_run}")
+    line = page.split('id="thresholds"', 1)[1].split("</p>", 1)[0]
+    assert status == 200 and "1 of 2 violated" in line
+    assert re.search(r"<code>tx_ok &gt; 0</code> <span class=\"threshold-pass\">pass</span>", line)
+    assert re.search(r"<code>error_pct_t &lt; 1</code> <span class=\"threshold-fail\">FAIL</span>", line)
+
+
 def test_pages_run_only_the_shipped_script_under_the_policy(stored):
     app = partial(create_app, stored.home)
     pages = get_all(app, "/runs", f"/runs/{stored.a_runs[0]}", "/studies", f"/studies/{stored.study_id}",
@@ -163,25 +174,115 @@ def test_ids_cannot_leave_the_store(stored):
 
 # -- compare ---------------------------------------------------------------------------------------
 
+def _verdicts(doc: dict) -> list[tuple]:
+    return [(m["key"], m["role"], m["verdict"], m["verdict_unadjusted"], m["adjustment"], m["no_comparison"])
+            for c in doc["comparisons"] for m in c["metrics"]]
+
+
 def test_compare_gives_the_clis_verdicts_and_exit_code(stored, tmp_path):
     """The same stored runs through `perflab compare` and through the page: the verdicts and the
     exit code agree (both are computed from the same files, so this holds whatever the runs
     measured)."""
     cli = perflab("compare", "label:A", "label:B", "--out", str(tmp_path), store=stored.home)
-    assert cli.returncode in (0, 1, 3), cli.stderr
+    assert cli.returncode in (0, 1, 3, 4), cli.stderr
     cli_doc = json.loads((tmp_path / "study.json").read_text())
-    cli_verdicts = {m["key"]: m["verdict"] for m in cli_doc["comparisons"][0]["metrics"]}
     app = partial(create_app, stored.home)
     (s1, _, page), (s2, _, api), (s3, headers, frame) = get_all(
         app, "/compare?a=label:A&b=label:B", "/api/compare?a=label:A&b=label:B", "/compare/report.html?a=label:A&b=label:B")
     assert (s1, s2, s3) == (200, 200, 200)
     data = json.loads(api)
-    assert data["exit_code"] == cli.returncode
+    assert data["exit_code"] == cli.returncode == cli_doc["verdict"]["exit_code"]
+    assert data["meaning"] == cli_doc["verdict"]["meaning"] and data["verdict"] == cli_doc["verdict"]
     assert re.search(rf'<strong id="exit-code">{cli.returncode}</strong>', page)
-    web_verdicts = {m["key"]: m["verdict"] for m in data["report"]["comparisons"][0]["metrics"]}
-    assert web_verdicts == cli_verdicts
-    assert [m["key"] for m in data["gated"]] == ["itr_s"]
+    assert html.escape(cli_doc["verdict"]["meaning"], quote=False) in page
+    assert _verdicts(data["report"]) == _verdicts(cli_doc)
+    assert [m["key"] for m in data["primary"]] == ["itr_s"]
     assert headers["Content-Security-Policy"] == REPORT_CSP and 'id="general-observations"' in frame
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    """A store of three studies whose verdicts are known in advance (serve_data.write_synthetic_study)."""
+    home = tmp_path_factory.mktemp("synthetic") / "store"
+    write_synthetic_study(home, "20260102-000000-eq-0001", 1.0, 2.0, aa=True)   # EQUIVALENT; PBT doubles
+    write_synthetic_study(home, "20260102-000000-worse-0002", 0.8, 1.0)         # ITR (S) 20% lower: WORSE
+    write_synthetic_study(home, "20260102-000000-none-0003", 1.0, 1.0, exclude_new=True)  # every B run excluded
+    return home
+
+
+def _rows(page: str) -> list[tuple[str, str, str]]:
+    """(role, key, verdict cell) of each row of the compare page's verdict table."""
+    table = page.split('id="verdicts"', 1)[1].split("</table>", 1)[0]
+    return [(role, key, html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()) for role, key, cell in re.findall(
+        r'<tr class="(primary|secondary)" data-key="([^"]+)">.*?<td class="verdict-[a-z]+">(.*?)</td></tr>', table,
+        re.S)]
+
+
+@pytest.mark.parametrize("study_id, code, rows", [
+    ("20260102-000000-eq-0001", 0, [("primary", "itr_s", "EQUIVALENT"),
+                                    # the primary claims are not all rejected: PBT/CMD is not tested
+                                    ("secondary", "pbt_cmd_s", "worse, unadjusted")]),
+    ("20260102-000000-worse-0002", 1, [("primary", "itr_s", "WORSE (material)"),
+                                       ("secondary", "pbt_cmd_s", "EQUIVALENT")]),
+    ("20260102-000000-none-0003", 4, [("primary", "itr_s", "no valid comparison: "),
+                                      ("secondary", "pbt_cmd_s", "no valid comparison: ")]),
+])
+def test_compare_shows_each_exit_code_and_verdict_of_perflab_compare(synthetic, study_id, code, rows):
+    """Studies whose numbers are chosen so each outcome is known: exit 0 (with a secondary shown
+    with its unadjusted call), 1 and 4; the page agrees with the command, primary rows first."""
+    a, b = f"study:{study_id}:A", f"study:{study_id}:B"
+    cli = perflab("compare", a, b, store=synthetic)
+    assert cli.returncode == code, cli.stderr
+    query = urlencode({"a": a, "b": b})
+    (s1, _, page), (s2, _, api) = get_all(partial(create_app, synthetic), f"/compare?{query}", f"/api/compare?{query}")
+    assert (s1, s2) == (200, 200)
+    data = json.loads(api)
+    assert data["exit_code"] == code and f'<strong id="exit-code">{code}</strong>' in page
+    assert f'class="exit exit-{code}"' in page
+    got = _rows(page)
+    assert [(role, key) for role, key, _ in got] == [(role, key) for role, key, _ in rows]
+    for (_, _, shown), (_, _, expected) in zip(got, rows):
+        assert shown.startswith(expected), (shown, expected)
+    if code == 4:
+        assert "0 valid of 6 run(s) of B" in data["meaning"] and html.escape(data["meaning"], quote=False) in page
+
+
+def test_a_study_page_shows_its_answer_aa_noise_and_exclusions(synthetic):
+    app = partial(create_app, synthetic)
+    (s1, _, eq), (s2, _, none) = get_all(app, "/studies/20260102-000000-eq-0001", "/studies/20260102-000000-none-0003")
+    assert (s1, s2) == (200, 200)
+    assert '<span id="meaning">every primary verdict is EQUIVALENT or BETTER</span>' in eq
+    assert '<strong id="exit-code">0</strong>' in eq and '<strong id="exit-code">4</strong>' in none
+    primary = eq.split('id="primary-verdicts"', 1)[1].split("</table>", 1)[0]
+    assert re.search(r'<th scope="row">ITR \(S\)</th><td>A</td><td>B</td><td class="verdict-equivalent">EQUIVALENT',
+                     primary)
+    aa = eq.split('id="aa"', 1)[1].split("</section>", 1)[0]
+    for shown in ("<dd>1.23%</dd>", "<dd>6</dd>", "<dd>1</dd>", "B vs A: ITR (S) BETTER", "<dd>4</dd>",
+                  "<dd>0.91</dd>"):
+        assert shown in aa, shown
+    noise = eq.split('id="noise-table"', 1)[1].split("</table>", 1)[0]
+    assert re.search(r"<th scope=\"row\">ITR \(S\)</th><td>A</td><td>6</td><td>1.23%</td><td>0.45%</td>"
+                     r"<td>4</td>", noise)
+    assert 'id="aa"' not in none and 'id="noise"' not in none
+    runs = none.split('id="study-runs"', 1)[1].split("</table>", 1)[0]
+    first_b = runs.split('data-run="20260102-000000-none-0003-B0"', 1)[1].split("</tr>", 1)[0]
+    assert '<code class="code">driver_saturated</code>' in first_b and '<code class="code">error_rate</code>' in first_b
+    assert "error rate 20.0% above 1.0%" in first_b
+    assert runs.count('<code class="code">error_rate</code>') == 6
+
+
+def test_a_run_page_shows_why_the_run_is_invalid(synthetic):
+    run_id = "20260102-000000-none-0003-B0"
+    app = partial(create_app, synthetic)
+    (s1, _, page), (s2, _, report) = get_all(app, f"/runs/{run_id}", f"/runs/{run_id}/report.html")
+    assert (s1, s2) == (200, 200)
+    invalid = page.split('id="invalid"', 1)[1].split("</ul>", 1)[0]
+    assert '<code class="code">driver_saturated</code> driver CPU 97% of one core' in invalid
+    assert '<span class="badge invalid">invalid</span>' in page
+    # The report: the record's reasons, and the study's own decision with its codes.
+    assert '<section id="invalid">' in report and '<code class="code">driver_saturated</code>' in report
+    exclusions = report.split('id="exclusions"', 1)[1].split("</ul>", 1)[0]
+    assert "The study's exclusions" in exclusions and '<code class="code">error_rate</code>' in exclusions
 
 
 def test_compare_rejects_bad_input_with_one_line(stored):

@@ -1,26 +1,25 @@
 """live.json: LiveWriter's figures from a recorder, its CPU sources, its once-a-second limit,
-and its safety (a failing live display never ends a run)."""
+its safety (a failing live display never ends a run), and that every `perflab run` writes it
+(the run lifecycle attaches the writer)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from cli_helpers import perflab
+from perflab.drive import live
 from perflab.drive.engine import Phases
+from perflab.drive.live import ERROR_CHARS, LiveWriter, SutCpu
 from perflab.drive.recorder import Recorder
 from perflab.monitor.sources.procfs import CLK_TCK, PidStat
-from perflab.serve import live
-from perflab.serve.live import ERROR_CHARS, LiveStatus, LiveWriter, SutCpu, read_live
+from perflab.records.live import LiveStatus, read_live
 
 from .serve_data import PLAIN_YAML, write
-
-HERE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -131,12 +130,11 @@ def test_read_live_tolerates_missing_damaged_and_newer_files(tmp_path):
     assert read_live(tmp_path) == status
 
 
-def test_a_real_run_writes_live_json_through_the_progress_callback(tmp_path, store):
-    """The glue of tests/serve/live_cli.py around a real `perflab run`: the engine's progress
-    ticks reach the LiveWriter, whose counts never exceed what the run stored."""
+def test_a_plain_perflab_run_writes_live_json(tmp_path, store):
+    """The lifecycle attaches a LiveWriter to every run: a plain `perflab run` leaves live.json,
+    whose counts never exceed what the run stored."""
     path = write(tmp_path, "plain.yaml", PLAIN_YAML)
-    result = subprocess.run([sys.executable, str(HERE / "live_cli.py"), "run", str(path), "-q", "--no-monitor",
-                             "--store", str(store)], capture_output=True, text=True, timeout=120)
+    result = perflab("run", path, "-q", "--no-monitor", store=store, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     run_dir = store / "runs" / result.stdout.strip()
     status = read_live(run_dir)

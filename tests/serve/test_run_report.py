@@ -17,7 +17,8 @@ from perflab.reduce.reduce import reduce_run
 from perflab.report import numbers as fmt
 from perflab.serve.run_report import build_report, render_html, render_json, render_markdown
 
-from .serve_data import (XSS_CLASS, XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_TX, XSS_WORKLOAD, fake_running_run)
+from .serve_data import (THRESHOLD_MET, THRESHOLD_VIOLATED, XSS_CLASS, XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_TX,
+                         XSS_WORKLOAD, fake_running_run)
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +82,29 @@ def test_gates_show_each_limit_and_the_verdict(xss_report):
     # rate at or below 1% is a binomial tail far below 1e-18.
     assert errors.result == "FAIL" and errors.limit == "at most 1%"
     assert not report.counted and report.gate_verdict.startswith("a study would exclude it: error rate")
+    assert report.exclusions[0].code == "error_rate"
+    assert '<code class="code">error_rate</code>' in render_html(report)
+    assert json.loads(render_json(report))["gates"]["exclusions"][0]["code"] == "error_rate"
+
+
+def test_thresholds_are_evaluated_against_the_reduction(xss_report):
+    """The workload's thresholds (serve_data.XSS_YAML): transactions completed (met by any run
+    that completes one) and an error rate below 1%, violated by the one-in-ten failing script
+    (at ~400 transactions, a rate at or below 1% has a binomial probability far below 1e-18)."""
+    run_dir, report = xss_report
+    values = reduce_run(run_dir).values
+    rows = {t.expression: t for t in report.thresholds}
+    assert list(rows) == [THRESHOLD_MET, THRESHOLD_VIOLATED]
+    assert rows[THRESHOLD_MET].result == "pass" and rows[THRESHOLD_MET].why == ""
+    assert rows[THRESHOLD_MET].measured == fmt.quantity(values["tx_ok"], "tx_ok")
+    violated = rows[THRESHOLD_VIOLATED]
+    assert violated.result == "FAIL" and violated.measured == fmt.quantity(values["error_pct_t"], "error_pct_t")
+    assert violated.why.startswith(f"error_pct_t is {values['error_pct_t']:.6g}, not < 1")
+    assert report.thresholds_violated == 1
+    text = render_html(report)
+    assert '<section id="thresholds">' in text and "1 of 2 violated" in text
+    assert "## Thresholds" in render_markdown(report)
+    assert [t["result"] for t in json.loads(render_json(report))["thresholds"]] == ["pass", "FAIL"]
 
 
 def test_html_is_self_contained_and_escapes_user_text(xss_report):

@@ -141,6 +141,22 @@ def render_summary(metrics: Any, console: Console) -> None:
         console.print(f"  [yellow]![/yellow] {escape(warning)}")
 
 
+def render_thresholds(results: Any, console: Console) -> None:
+    """`perflab run`'s thresholds (perflab.reduce.thresholds results), each with the value
+    measured; a violated one says so (and `not measured` when the run has no value)."""
+    from perflab.report.numbers import quantity
+
+    for r in results:
+        shown = f"{escape(r.threshold.expression)}: {escape(quantity(r.value, r.threshold.key))}"
+        if r.passed:
+            console.print(f"  [green]threshold met[/green] {shown}")
+        else:
+            console.print(f"  [red]threshold violated[/red] {shown}" + (" (not measured)" if r.value is None else ""))
+    bad = sum(1 for r in results if not r.passed)
+    if bad:
+        console.print(f"[red]{bad} of {len(results)} threshold(s) violated[/red]")
+
+
 # -- studies and comparisons ----------------------------------------------------------------
 
 def _ratio(value: Any) -> str:

@@ -32,8 +32,10 @@ from perflab.errors import InputError
 from perflab.report import numbers as fmt
 from perflab.serve import compare as cmp
 from perflab.serve import run_report
-from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.records.live import LiveStatus
+from perflab.records.study import StudyDocument
+from perflab.report import view as report_view
+from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
 log = logging.getLogger("perflab.serve")
@@ -88,9 +90,11 @@ def _templates() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     env.filters["number"] = lambda value, digits=2: "" if fmt.number(value) is None else f"{fmt.number(value):.{digits}f}"
-    env.filters["metric"] = lambda value, key: fmt.value(value, key)
+    env.filters["metric"] = lambda value, key, entry=None: fmt.value(value, key, entry)
     env.filters["ratio"] = fmt.ratio
-    env.filters["ci"] = lambda entry: fmt.ci_ratio(entry.get("ci_low"), entry.get("ci_high"))
+    env.filters["ci"] = lambda entry: fmt.ci_ratio(entry.ci_low, entry.ci_high)
+    env.filters["label"] = fmt.label_of
+    env.filters["percent"] = fmt.percent_level
     return env
 
 
@@ -163,15 +167,16 @@ async def api_runs(request: web.Request) -> web.Response:
     return web.json_response([{**e.row.__dict__, "status": e.status} for e in entries])
 
 
-def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, str]:
-    """The run's three reports, rendered once per version of its files."""
-    run = run_report.read_run_json(run_dir)
-    study_id = str(run.get("study") or "")
+def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
+    """The run's three reports (and its threshold rows, for the page), rendered once per version
+    of its files."""
+    record = run_report.read_record(run_dir)
+    study_id = record.study or ""
     study_path = store.studies_dir / study_id / "study.json" if ID.match(study_id) and ".." not in study_id else None
     key = (run_dir.name, file_key(run_dir / "run.json", run_dir / "transactions.parquet", run_dir / "samples.parquet",
                                   *([study_path] if study_path else [])))
 
-    def make() -> dict[str, str]:
+    def make() -> dict[str, Any]:
         study = None
         if study_path is not None:
             try:
@@ -179,7 +184,9 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, str]:
             except (NotFound, InputError, OSError):
                 study = None
         report = run_report.build_report(run_dir, study)
-        return {kind: render(report) for kind, (_, render) in run_report.RENDERERS.items()}
+        texts: dict[str, Any] = {kind: render(report) for kind, (_, render) in run_report.RENDERERS.items()}
+        texts["thresholds"] = report.thresholds
+        return texts
 
     return cache.get(key, make)
 
@@ -188,18 +195,21 @@ async def run_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run_id = request.match_info["run_id"]
     run_dir = store.run_dir(run_id)
-    run = store.run_json(run_id)
-    status = store.run_status(run)
+    record = store.run_record(run_id)
+    status = store.run_status(record)
     files = [name for name in RUN_FILES if name != "live.json" and (run_dir / name).is_file()]
     study = None
-    if run.get("study"):
+    if record.study:
         try:
-            study = study_summary(store.study(str(run["study"])), str(run["study"]))
+            study = study_summary(store.study(record.study), record.study)
         except (NotFound, InputError, OSError):
             study = None
-    return _page(request, "run.html.j2", title=f"Run {run_id}", run=run, run_id=run_id, status=status,
+    thresholds = []
+    if status != "running":
+        thresholds = (await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"]))["thresholds"]
+    return _page(request, "run.html.j2", title=f"Run {run_id}", run=record, run_id=run_id, status=status,
                  live=store.live(run_id) if status == "running" else None, files=files, study=study,
-                 workload=(run.get("workload") or {}).get("name", "?"))
+                 workload=record.workload_name, thresholds=thresholds)
 
 
 async def run_report_file(request: web.Request) -> web.Response:
@@ -246,7 +256,7 @@ def _study_texts(store: StoreView, study_dir: Path, cache: Cache) -> dict[str, s
     from perflab.report.write import EXPORTERS
 
     doc = store.study(study_dir.name)
-    stored = doc.get("status") != "running" and all((study_dir / e.filename).is_file() for e in EXPORTERS)
+    stored = doc.status != "running" and all((study_dir / e.filename).is_file() for e in EXPORTERS)
     if stored:
         return {e.filename.rsplit(".", 1)[1]: (study_dir / e.filename).read_text(encoding="utf-8") for e in EXPORTERS}
     key = (study_dir.name, file_key(study_dir / "study.json"))
@@ -261,7 +271,21 @@ async def study_page(request: web.Request) -> web.Response:
     current = store.current_run(doc) if status == "running" else None
     return _page(request, "study.html.j2", title=f"Study {study_id}", study_id=study_id, doc=doc, status=status,
                  summary=study_summary(doc, study_id), current=current,
-                 live=store.live(current.row.run_id) if current else None)
+                 live=store.live(current.row.run_id) if current else None, noise=report_view.noise_table(doc),
+                 aa=_aa_rows(doc))
+
+
+def _aa_rows(doc: StudyDocument) -> list[tuple[str, str]]:
+    """An A/A study's result as (field, value) pairs: the noise, the false claims, the blocks."""
+    aa = doc.aa
+    if aa is None:
+        return []
+    text = report_view.text
+    return [("metric", fmt.label_of(aa.metric)), ("CV (between runs)", fmt.pct(aa.cv, signed=False, decimals=2)),
+            ("blocks", text(aa.n_blocks)), ("claims of a change (each false)", text(aa.false_claims)),
+            ("claims", text(aa.claims) if aa.claims else "none"),
+            (f"blocks needed for {fmt.margin(aa.margin)}", text(aa.blocks_needed)),
+            (f"P(EQUIVALENT) at {aa.n_blocks} blocks", fmt.fixed(aa.power, 2))]
 
 
 async def study_report_file(request: web.Request) -> web.Response:
@@ -292,15 +316,15 @@ async def _compare(request: web.Request, query: cmp.CompareQuery) -> cmp.Compare
 async def compare_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     refs = await asyncio.to_thread(store.refs)
-    form = {k: request.query.get(k, "") for k in ("a", "b", "metric", "margin", "confidence")}
+    form = {k: request.query.get(k, "") for k in ("a", "b", "metric", *cmp.CRITERIA_FIELDS)}
     try:
         query = cmp.CompareQuery.from_query(request.query)
         result = await _compare(request, query) if query else None
     except InputError as exc:
         return _page(request, "compare.html.j2", code=400, title="Compare", form=form, refs=refs, result=None,
-                     error=str(exc), meaning=cmp.EXIT_MEANING, words=cmp.EXIT_WORD)
+                     error=str(exc), words=cmp.EXIT_WORD)
     return _page(request, "compare.html.j2", title="Compare", form=form, refs=refs, result=result, error=None,
-                 meaning=cmp.EXIT_MEANING, words=cmp.EXIT_WORD)
+                 words=cmp.EXIT_WORD)
 
 
 async def compare_report_file(request: web.Request) -> web.Response:
@@ -318,8 +342,10 @@ async def api_compare(request: web.Request) -> web.Response:
     if query is None:
         raise InputError("give both groups, A (base) and B (new)", field="A")
     result = await _compare(request, query)
-    return web.json_response({"exit_code": result.exit_code, "meaning": cmp.EXIT_MEANING[result.exit_code],
-                              "gated": result.gated, "report": json.loads(result.texts["report.json"])})
+    return web.json_response({"exit_code": result.exit_code, "meaning": result.meaning,
+                              "verdict": None if result.doc.verdict is None else result.doc.verdict.model_dump(),
+                              "primary": [r.to_json() for r in result.primary],
+                              "report": json.loads(result.texts["report.json"])})
 
 
 # -- live streams (server-sent events) -------------------------------------------------------------
@@ -362,9 +388,11 @@ async def events_run(request: web.Request) -> web.StreamResponse:
 
     def step() -> list[tuple[str, Any]]:
         try:
-            status = store.run_status(store.run_json(run_id))
+            status = store.run_status(store.run_record(run_id))
         except NotFound:                        # the run directory was removed meanwhile
             return [("end", {"status": "gone"})]
+        except InputError:                      # run.json no longer reads as a run record
+            return [("end", {"status": "unreadable"})]
         if status != "running":
             return [("end", {"status": status})]
         return [("live", {"status": status, "run_id": run_id, "live": live_payload(store.live(run_id))})]
@@ -383,10 +411,11 @@ async def events_study(request: web.Request) -> web.StreamResponse:
             doc = store.study(study_id)
         except NotFound:                        # the study directory was removed meanwhile
             return [("end", {"status": "gone"})]
+        except InputError:                      # study.json no longer reads as a study document
+            return [("end", {"status": "unreadable"})]
         status = store.study_status(doc)
         current = store.current_run(doc) if status == "running" else None
-        state = {"status": status, "done": len(doc.get("runs") or []),
-                 "planned": len((doc.get("design") or {}).get("schedule") or []),
+        state = {"status": status, "done": len(doc.runs), "planned": len(doc.design.schedule),
                  "current": None if current is None else {
                      "run_id": current.row.run_id, "label": current.row.label,
                      "live": live_payload(store.live(current.row.run_id))}}

@@ -1,62 +1,90 @@
 """The compare page's computation: the same document, verdicts and exit code as `perflab
-compare A B` (perflab.study.groups.comparison_document, perflab.study.compare.gate_exit_code),
-from query parameters checked first, since they arrive from a browser."""
+compare A B` (perflab.study.groups.comparison_document; the exit code is the document's
+`verdict.exit_code`), from query parameters checked first, since they arrive from a browser.
+
+What the page takes is what the command takes: `metric` (the primary metrics, comma-separated;
+none given: the study's own when both groups come from one study, else ITR (S)), `margin`,
+`confidence` and `family_alpha` (none given: the study's, else the defaults), checked by the
+criteria's one rule (perflab.stats.criteria.check).
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from perflab.errors import InputError
+from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK, InputError
+from perflab.records.study import MetricComparison, StudyDocument
 from perflab.serve.data import ID
 
-EXIT_MEANING = {0: "no gated verdict is WORSE", 1: "a gated verdict is WORSE",
-                3: "a gated verdict is INCONCLUSIVE (more runs needed)"}
-EXIT_WORD = {0: "no regression", 1: "WORSE", 3: "INCONCLUSIVE"}
-DEFAULT_METRIC = "itr_s"
-_KEY = re.compile(r"^[a-z0-9_]+([.:@/][A-Za-z0-9_.:@/ -]+)?$")
+#: A word for each exit code of `perflab compare` (README "Exit codes"); the document's
+#: `verdict.meaning` says why in the case at hand.
+EXIT_WORD = {EXIT_OK: "EQUIVALENT or BETTER", EXIT_FAILED: "WORSE", EXIT_INCONCLUSIVE: "INCONCLUSIVE",
+             EXIT_NO_COMPARISON: "no valid comparison"}
+_KEY = re.compile(r"^[a-z0-9_]+(:[A-Za-z0-9_.@/ -]+)?$")
+#: The criteria fields of the form, in the order perflab.stats.criteria.Criteria takes them.
+CRITERIA_FIELDS = ("margin", "confidence", "family_alpha")
 
 
 @dataclass(frozen=True)
 class CompareQuery:
     a: str
     b: str
-    metrics: tuple[str, ...] = (DEFAULT_METRIC,)
-    margin: float = 0.03
-    confidence: float = 0.90
+    metrics: tuple[str, ...] = ()                                   # empty: the study's, else the default
+    criteria: tuple[float, float, float] | None = None              # None: the study's, else the defaults
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> "CompareQuery | None":
         """None when the form has not been filled in; InputError when it is wrong."""
+        from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+
         a, b = (query.get("a") or "").strip(), (query.get("b") or "").strip()
         if not a and not b:
             return None
         if not a or not b:
             raise InputError("give both groups, A (base) and B (new)", field="A" if not a else "B")
-        metrics = tuple(m.strip() for m in (query.get("metric") or DEFAULT_METRIC).split(",") if m.strip())
+        metrics = tuple(dict.fromkeys(m.strip() for m in (query.get("metric") or "").split(",") if m.strip()))
         for m in metrics:
             if not _KEY.match(m):
                 raise InputError(f"not a metric key: {m!r}", field="metric")
-        return cls(check_ref(a, "A"), check_ref(b, "B"), metrics or (DEFAULT_METRIC,),
-                   _fraction(query.get("margin"), 0.03, "margin", 0.0, 0.5),
-                   _fraction(query.get("confidence"), 0.90, "confidence", 0.5, 1.0))
+        unknown = REGISTRY.unknown_keys(metrics, COMPONENT_COMPARED)
+        if unknown:
+            raise InputError(f"unknown metric key {unknown[0]!r}: `perflab metrics` lists the keys", field="metric")
+        return cls(check_ref(a, "A"), check_ref(b, "B"), metrics, _criteria(query))
 
     def params(self) -> dict[str, str]:
-        return {"a": self.a, "b": self.b, "metric": ",".join(self.metrics), "margin": f"{self.margin:g}",
-                "confidence": f"{self.confidence:g}"}
+        out = {"a": self.a, "b": self.b, "metric": ",".join(self.metrics)}
+        if self.criteria is not None:
+            out.update({name: f"{value:g}" for name, value in zip(CRITERIA_FIELDS, self.criteria)})
+        return out
 
 
-def _fraction(text: str | None, default: float, field: str, low: float, high: float) -> float:
-    if text is None or not text.strip():
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", field=field) from None
-    if not low < value < high:
-        raise InputError(f"expected a number between {low:g} and {high:g} (exclusive), got {value:g}", field=field)
-    return value
+def _criteria(query: Mapping[str, str]) -> tuple[float, float, float] | None:
+    """The criteria the form gives, each missing one at its default, checked as `perflab
+    compare` checks its options; None when the form gives none."""
+    from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA, DEFAULT_MARGIN, check
+
+    texts = {name: (query.get(name) or "").strip() for name in CRITERIA_FIELDS}
+    if not any(texts.values()):
+        return None
+    values = []
+    for name, default in zip(CRITERIA_FIELDS, (DEFAULT_MARGIN, DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA)):
+        if not texts[name]:
+            values.append(default)
+            continue
+        try:
+            value = float(texts[name])
+        except ValueError:
+            raise InputError(f"expected a number, got {texts[name]!r}", field=name) from None
+        if not math.isfinite(value):
+            raise InputError(f"expected a finite number, got {texts[name]!r}", field=name)
+        values.append(value)
+    problem = check(*values)
+    if problem is not None:
+        raise InputError(problem[1], field=problem[0])
+    return values[0], values[1], values[2]
 
 
 def check_ref(ref: str, which: str) -> str:
@@ -84,24 +112,51 @@ def check_ref(ref: str, which: str) -> str:
 
 
 @dataclass
+class VerdictRow:
+    """One metric of the comparison as the page shows it (the report's verdict cell)."""
+
+    base: str
+    new: str
+    entry: MetricComparison
+    verdict: str                    # perflab.report.view.verdict_cell: the report's own words
+
+    @property
+    def primary(self) -> bool:
+        return self.entry.role == "primary"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": self.base, "new": self.new, "shown": self.verdict, **self.entry.model_dump(mode="json")}
+
+
+@dataclass
 class CompareResult:
     query: CompareQuery
-    doc: dict[str, Any]
+    doc: StudyDocument
     exit_code: int
-    gated: list[dict[str, Any]]
+    meaning: str
+    rows: list[VerdictRow]          # primary metrics first, then the secondary ones
     texts: dict[str, str]
+
+    @property
+    def primary(self) -> list[VerdictRow]:
+        return [r for r in self.rows if r.primary]
 
 
 def run_compare(store: Any, query: CompareQuery) -> CompareResult:
-    """The comparison and its three reports (rendered once: the page, its frame and the
-    downloads all show the same document)."""
+    """The comparison, as `perflab compare` makes it, and its three reports (rendered once: the
+    page, its frame and the downloads all show the same document)."""
+    from perflab.report.view import verdict_cell
     from perflab.report.write import EXPORTERS
-    from perflab.study.compare import gate_exit_code
+    from perflab.stats.criteria import Criteria
     from perflab.study.groups import comparison_document
 
-    doc = comparison_document(store, query.a, query.b, query.margin, query.confidence)
-    code = gate_exit_code(doc["comparisons"], list(query.metrics))
-    gated = [dict(m, base=c["base"], new=c["new"]) for c in doc["comparisons"] for m in c["metrics"]
-             if m["key"] in query.metrics]
+    criteria = Criteria(*query.criteria) if query.criteria is not None else None
+    doc = comparison_document(store, query.a, query.b, criteria, primary=list(query.metrics) or None)
+    if doc.verdict is not None:
+        code, meaning = doc.verdict.exit_code, doc.verdict.meaning
+    else:
+        code, meaning = EXIT_NO_COMPARISON, "no comparison was made"
+    rows = [VerdictRow(c.base, c.new, m, verdict_cell(m)) for c in doc.comparisons for m in c.metrics]
+    rows.sort(key=lambda r: not r.primary)          # stable: each group keeps the report's order
     texts = {e.filename: e.render(doc) for e in EXPORTERS}
-    return CompareResult(query, doc, code, gated, texts)
+    return CompareResult(query, doc, code, meaning, rows, texts)

@@ -19,6 +19,9 @@ from typing import Any, Callable, Iterable
 
 from perflab.errors import InputError
 from perflab.records.live import LiveStatus, read_live
+from perflab.records.run import RunRecord, read_run_record
+from perflab.records.study import StudyDocument, read_study_document
+from perflab.reduce.registry import REGISTRY
 from perflab.store.catalog import RunRow, Store, pid_alive
 
 #: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,
@@ -101,7 +104,7 @@ class StoreView:
         self.store = Store(home)
         self.home = self.store.home
         self.studies_dir = self.home / "studies"
-        self._studies: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._studies: dict[Path, tuple[tuple[int, int], StudyDocument | InputError]] = {}
         self._lock = threading.Lock()
 
     # -- runs ----------------------------------------------------------------------------
@@ -124,18 +127,16 @@ class StoreView:
             raise NotFound(run_id)
         return path
 
-    def run_json(self, run_id: str) -> dict[str, Any]:
-        try:
-            return json.loads((self.run_dir(run_id) / "run.json").read_text())
-        except ValueError:
-            return {"run_id": run_id, "status": "unreadable"}
+    def run_record(self, run_id: str) -> RunRecord:
+        """The run's run.json; InputError (file, field) when it cannot be read as one."""
+        return read_run_record(self.run_dir(run_id) / "run.json")
 
-    def run_status(self, run: dict[str, Any]) -> str:
+    @staticmethod
+    def run_status(record: RunRecord) -> str:
         """As the catalog shows it: a `running` run whose driver is gone is `abandoned`."""
-        status = str(run.get("status") or "unknown")
-        if status == "running" and not pid_alive(run.get("pid")):
+        if record.status == "running" and not pid_alive(record.pid):
             return "abandoned"
-        return status
+        return record.status
 
     def live(self, run_id: str) -> LiveStatus | None:
         try:
@@ -160,24 +161,27 @@ class StoreView:
             raise NotFound(study_id)
         return path
 
-    def study(self, study_id: str) -> dict[str, Any]:
+    def study(self, study_id: str) -> StudyDocument:
+        """The study's study.json; InputError (file, field) when it cannot be read as one."""
         return self._read_study(self.study_dir(study_id) / "study.json")
 
-    def _read_study(self, path: Path) -> dict[str, Any]:
+    def _read_study(self, path: Path) -> StudyDocument:
         """study.json, parsed once per version of the file (it is rewritten after every run)."""
         stat = path.stat()
         key = (stat.st_mtime_ns, stat.st_size)
         with self._lock:
             cached = self._studies.get(path)
-            if cached and cached[0] == key:
-                return cached[1]
-        try:
-            doc = json.loads(path.read_text())
-        except ValueError:
-            doc = {"study_id": path.parent.name, "status": "unreadable", "runs": []}
-        with self._lock:
-            self._studies[path] = (key, doc)
-        return doc
+        if cached is None or cached[0] != key:
+            try:
+                result: StudyDocument | InputError = read_study_document(path)
+            except InputError as exc:
+                result = exc
+            cached = (key, result)
+            with self._lock:
+                self._studies[path] = cached
+        if isinstance(cached[1], InputError):
+            raise cached[1]
+        return cached[1]
 
     def studies(self, workload: str = "", status: str = "", since: str = "", until: str = "") -> list[dict[str, Any]]:
         for name, value in (("since", since), ("until", until)):
@@ -193,8 +197,11 @@ class StoreView:
                 doc = self._read_study(path)
             except OSError:
                 continue
-            summary = study_summary(doc, path.parent.name)
-            summary["status"] = self.study_status(doc)
+            except InputError as exc:      # listed, with why it cannot be shown
+                summary = unreadable_summary(path.parent.name, exc)
+            else:
+                summary = study_summary(doc, path.parent.name)
+                summary["status"] = self.study_status(doc)
             if workload and workload.casefold() not in (summary["workload"] or "").casefold():
                 continue
             if status and summary["status"] != status:
@@ -205,17 +212,18 @@ class StoreView:
             out.append(summary)
         return sorted(out, key=lambda s: (s["created"] or "", s["study_id"]), reverse=True)
 
-    def study_status(self, doc: dict[str, Any]) -> str:
+    def study_status(self, doc: StudyDocument) -> str:
         """A study's status; `running` only while one of its runs is (a killed study stays
         `running` in study.json forever, as a killed run does in run.json)."""
-        status = str(doc.get("status") or "unknown")
-        if status != "running":
-            return status
+        if doc.status != "running":
+            return doc.status
         if self.current_run(doc) is not None:
             return "running"
         # Between two runs (reduction, calibration steps) no run is running for a moment: a
         # study.json rewritten in the last minute still counts as alive.
-        path = self.studies_dir / str(doc.get("study_id")) / "study.json"
+        if not doc.study_id or not ID.match(doc.study_id) or ".." in doc.study_id:
+            return "abandoned"
+        path = self.studies_dir / doc.study_id / "study.json"
         try:
             if time.time() - path.stat().st_mtime < 60:
                 return "running"
@@ -223,9 +231,9 @@ class StoreView:
             pass
         return "abandoned"
 
-    def current_run(self, doc: dict[str, Any]) -> RunEntry | None:
+    def current_run(self, doc: StudyDocument) -> RunEntry | None:
         """The study's run in progress, from the catalog (runs record their study id)."""
-        study_id = doc.get("study_id")
+        study_id = doc.study_id
         if not study_id:
             return None
         for row in self.store.rows():
@@ -245,24 +253,31 @@ class StoreView:
         return out + [r.run_id for r in rows if r.status == "complete"]
 
 
-def study_summary(doc: dict[str, Any], study_id: str) -> dict[str, Any]:
-    runs = doc.get("runs") or []
-    verdict = None
-    for comparison in doc.get("comparisons") or []:
-        for m in comparison.get("metrics") or []:
-            if m.get("key") == "itr_s":
-                verdict = f"{comparison.get('new')} vs {comparison.get('base')}: ITR (S) {m.get('verdict') or 'no verdict'}"
-                break
-        if verdict:
-            break
+def answer_text(doc: StudyDocument) -> str | None:
+    """The study's answer in one line: each primary verdict, and the exit code that carries them
+    (None while there is none: a study still running, a sweep)."""
+    verdict = doc.verdict
+    if verdict is None or not verdict.primary:
+        return None
+    calls = [f"{p.new} vs {p.base}: {REGISTRY.label_of(p.key)} {p.verdict or 'no verdict'}" for p in verdict.primary]
+    return "; ".join(calls) + f" (exit code {verdict.exit_code})"
+
+
+def study_summary(doc: StudyDocument, study_id: str) -> dict[str, Any]:
     return {
-        "study_id": str(doc.get("study_id") or study_id), "name": doc.get("name"), "title": doc.get("title"),
-        "status": doc.get("status"), "created": doc.get("created"), "finished": doc.get("finished"),
-        "workload": (doc.get("workload") or {}).get("name"),
-        "configs": [str(c.get("name")) for c in doc.get("configurations") or []],
-        "runs": len(runs), "valid": sum(1 for r in runs if not r.get("excluded")),
-        "planned": len((doc.get("design") or {}).get("schedule") or []), "verdict": verdict,
+        "study_id": doc.study_id or study_id, "name": doc.name, "title": doc.title,
+        "status": doc.status, "created": doc.created, "finished": doc.finished, "workload": doc.workload.name,
+        "configs": [c.name for c in doc.configurations], "runs": len(doc.runs),
+        "valid": sum(1 for r in doc.runs if r.valid), "planned": len(doc.design.schedule),
+        "verdict": answer_text(doc), "problem": None,
     }
+
+
+def unreadable_summary(study_id: str, problem: InputError) -> dict[str, Any]:
+    """A study whose study.json cannot be read: listed, with the reason, never hidden."""
+    return {"study_id": study_id, "name": None, "title": None, "status": "unreadable", "created": None,
+            "finished": None, "workload": None, "configs": [], "runs": 0, "valid": 0, "planned": 0,
+            "verdict": None, "problem": problem.message}
 
 
 class Cache:

@@ -6,10 +6,11 @@ so they cannot disagree. Numbers are printed by perflab.report.numbers (the regi
 decimals, `na` when not measured); the charts are drawn with perflab.report.charts' style and
 inlined as SVG, so the HTML opens from disk with nothing fetched.
 
-Contents, in the seeds' order: the run (header), its gates (the study's validity gates applied
-to this run), the measurement data in the seeds' row groups, the transaction classes, the
-errors, per-interval charts (ETR (T), response time percentiles, utilization), then the
-workload, the configuration and the fingerprint.
+Contents, in the seeds' order: the run (header, and why it is invalid when it is), its gates
+(the study's validity gates applied to this run: perflab.study.validity), its thresholds (the
+workload's absolute limits: perflab.reduce.thresholds), the measurement data in the seeds' row
+groups, the transaction classes, the errors, per-interval charts (ETR (T), response time
+percentiles, utilization), then the workload, the configuration and the fingerprint.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ import numpy as np
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
+from perflab.caveats import DRIVER_SATURATION_PCT, Caveat
 from perflab.errors import InputError
+from perflab.records.run import RunRecord, read_run_record
+from perflab.records.study import Design, LoadRecord, StudyDocument, StudyRun, read_study_document
 from perflab.reduce.metric import Origin
 from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.registry import GROUPS, REGISTRY
+from perflab.reduce.thresholds import ThresholdResult, evaluate
 from perflab.reduce.transactions import read_window_transactions
-from perflab.stats.quantiles import nearest_rank
 from perflab.reduce.window import Window
+from perflab.stats.quantiles import nearest_rank
 from perflab.report import charts as ch
 from perflab.report import numbers as fmt
 from perflab.report import view as v
@@ -52,7 +57,6 @@ INTERVAL_PERCENTILES = (50, 90, 99)
 #: Distinct error messages listed (the most frequent first), and the characters kept of each.
 ERROR_ROWS = 20
 ERROR_CHARS = 300
-DRIVER_SATURATION_PCT = 90.0
 
 
 @dataclass
@@ -61,6 +65,16 @@ class Gate:
     measured: str
     limit: str
     result: str          # "pass", "FAIL", "na" (not measured), "-" (does not apply)
+
+
+@dataclass
+class ThresholdRow:
+    """One threshold as the report shows it: the expression, the value measured, the result."""
+
+    expression: str
+    measured: str
+    result: str          # "pass" or "FAIL"
+    why: str             # "" when met; "not measured", or the comparison that does not hold
 
 
 @dataclass
@@ -74,6 +88,9 @@ class RunReport:
     gate_verdict: str
     gate_source: str
     counted: bool
+    exclusions: list[Caveat]            # why a study excludes (or would exclude) the run
+    invalid: list[Caveat]               # the run record's own reasons (run.json `invalid`)
+    thresholds: list[ThresholdRow]
     data: v.DataTable | None
     classes: v.Table | None
     components: v.Table | None
@@ -89,71 +106,79 @@ class RunReport:
     study: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     interval_percentiles: list[dict[str, float | None]] = field(default_factory=list)
-    run: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord | None = None
+
+    @property
+    def thresholds_violated(self) -> int:
+        return sum(1 for t in self.thresholds if t.result != "pass")
 
 
 # -- building --------------------------------------------------------------------------------
 
-def read_run_json(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / "run.json"
-    try:
-        return json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=path) from None
-    except ValueError as exc:
-        raise InputError(f"not JSON: {exc}", file=path) from None
+def read_record(run_dir: Path) -> RunRecord:
+    """The run's run.json as a RunRecord (InputError naming the file when it is not one)."""
+    return read_run_record(Path(run_dir) / "run.json")
 
 
-def build_report(run_dir: Path, study: Mapping[str, Any] | None = None, charts: bool = True) -> RunReport:
-    """The report of a stored run. `study`: the study.json of the study the run belongs to, if
-    any (its gates and its decision about this run). A run without a usable reduction (still
-    running, abandoned, damaged) gets a report of what run.json says, with the reason."""
+def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool = True) -> RunReport:
+    """The report of a stored run. `study`: the study the run belongs to, if any (its gates and
+    its decision about this run). A run without a usable reduction (still running, abandoned,
+    damaged) gets a report of what run.json says, with the reason."""
     run_dir = Path(run_dir)
-    run = read_run_json(run_dir)
+    record = read_record(run_dir)
     metrics: RunMetrics | None = None
     problem = None
     try:
         metrics = reduce_run(run_dir)
     except InputError as exc:
         problem = f"no measurements to report: {exc}"
-    run_id = str(run.get("run_id") or run_dir.name)
-    workload = run.get("workload") or {}
-    status = str(run.get("status") or "unknown")
     values = metrics.values if metrics else {}
     percentiles = interval_percentiles(run_dir, metrics) if metrics else []
-    gates, verdict, source, counted = gate_rows(run, metrics, study)
+    judged = judge(record, metrics, study)
     return RunReport(
-        run_id=run_id, title=f"Run {run_id}: {workload.get('name', '?')}", status=status,
-        header=header(run, metrics), summary=[(fmt.label_of(k), fmt.quantity(values.get(k), k)) for k in SUMMARY_KEYS],
-        gates=gates, gate_verdict=verdict, gate_source=source, counted=counted,
+        run_id=record.run_id, title=f"Run {record.run_id}: {record.workload_name}", status=record.status,
+        header=header(record, metrics),
+        summary=[(fmt.label_of(k), fmt.quantity(values.get(k), k)) for k in SUMMARY_KEYS],
+        gates=judged.gates, gate_verdict=judged.verdict, gate_source=judged.source, counted=judged.counted,
+        exclusions=judged.exclusions, invalid=list(record.invalid), thresholds=threshold_rows(record, values),
         data=data_table(metrics) if metrics else None, classes=class_table(metrics) if metrics else None,
         components=component_table(metrics) if metrics else None, little=little_text(values) if metrics else "",
         errors=error_table(run_dir, metrics.window if metrics else None),
         charts=build_charts(metrics, percentiles) if metrics and charts else [],
-        workload=workload_rows(run), config=config_rows(run), hardware=hardware_rows(run), software=software_rows(run),
-        warnings=list(metrics.warnings) if metrics else [], problem=problem, study=run.get("study"),
-        metrics=metrics.to_json() if metrics else {}, interval_percentiles=percentiles, run=run,
+        workload=workload_rows(record), config=config_rows(record), hardware=hardware_rows(record),
+        software=software_rows(record), warnings=list(metrics.warnings) if metrics else [], problem=problem,
+        study=record.study, metrics=metrics.to_json() if metrics else {}, interval_percentiles=percentiles,
+        record=record,
     )
 
 
-def header(run: Mapping[str, Any], metrics: RunMetrics | None) -> list[tuple[str, str]]:
-    workload = run.get("workload") or {}
-    config = run.get("config") or {}
-    status = v.text(run.get("status"))
-    if run.get("reason"):
-        status += f" ({run['reason']})"
-    rows = [("run", v.text(run.get("run_id"))), ("workload", v.text(workload.get("name"))), ("status", status),
-            ("valid", "unknown" if run.get("valid") is None else ("yes" if run.get("valid") else "no"))]
-    if run.get("label"):
-        rows.append(("label", v.text(run["label"])))
-    if run.get("study"):
-        rows.append(("study", v.text(run["study"])))
-    rows.append(("load", v.load_text({"users": config.get("users"), "rate": config.get("rate")})))
-    rows += [("created", v.text(run.get("created"))), ("finished", v.text(run.get("finished")))]
+def header(record: RunRecord, metrics: RunMetrics | None) -> list[tuple[str, str]]:
+    status = v.text(record.status)
+    if record.reason:
+        status += f" ({record.reason})"
+    valid = "unknown" if record.valid is None else ("yes" if record.valid else "no")
+    if record.invalid:
+        valid += ": " + "; ".join(c.text for c in record.invalid)
+    rows = [("run", v.text(record.run_id)), ("workload", v.text(record.workload_name)), ("status", status),
+            ("valid", valid)]
+    if record.label:
+        rows.append(("label", v.text(record.label)))
+    if record.study:
+        rows.append(("study", v.text(record.study)))
+    rows.append(("load", _load(record)))
+    rows += [("created", v.text(record.created)), ("finished", v.text(record.finished))]
     if metrics is not None:
         w = metrics.window
         rows.append(("measurement window", f"{w.start:g} s to {w.end:g} s after t0 ({w.duration:g} s)"))
     return rows
+
+
+def _load(record: RunRecord) -> str:
+    if record.config.users is not None:
+        return f"{record.config.users:,} users (closed loop)"
+    if record.config.rate is not None:
+        return f"{v.text(record.config.rate)} arrivals/s (open loop)"
+    return fmt.NA
 
 
 def data_table(metrics: RunMetrics) -> v.DataTable:
@@ -212,68 +237,105 @@ def little_text(values: Mapping[str, Any]) -> str:
             f"{fmt.fixed(deviation, 1, signed=True)}% (a steady closed loop agrees within a few percent).")
 
 
-def gate_rows(run: Mapping[str, Any], metrics: RunMetrics | None,
-              study: Mapping[str, Any] | None) -> tuple[list[Gate], str, str, bool]:
-    """The study validity gates (perflab.study.gates) applied to this run: each gate's measured
-    value against its limit, and whether the run counts. A run of a study shows that study's
-    limits and the study's own decision; a lone run the default limits."""
-    from perflab.study.gates import SIGNIFICANT_Z, check_run, etr_trend_fit
-    from perflab.study.model import Gates
+@dataclass
+class Judgement:
+    """The gates as rows, and the decision: the study's stored one for a run of a study, else
+    what the one exclusion rule (perflab.study.validity.judge_run) says of the run alone."""
 
-    entry = _study_entry(study, run.get("run_id"))
-    design = (study or {}).get("design") or {}
-    try:
-        gates = Gates.model_validate({k: v for k, v in (design.get("gates") or {}).items() if k != "util_band"})
-    except ValueError:
-        gates = Gates()
-    band = (design.get("gates") or {}).get("util_band") if entry else None
-    is_base = bool(entry) and any(c.get("base") and c.get("name") == entry.get("config")
-                                  for c in (study or {}).get("configurations") or [])
+    gates: list[Gate]
+    verdict: str
+    source: str
+    counted: bool
+    exclusions: list[Caveat]
+
+
+def judge(record: RunRecord, metrics: RunMetrics | None, study: StudyDocument | None) -> Judgement:
+    from perflab.study.document import gate_settings
+    from perflab.study.validity import GateSettings, judge_run
+
+    entry = _study_entry(study, record.run_id)
+    settings = gate_settings(study.design) if study is not None and entry is not None else GateSettings()
+    is_base = entry is not None and any(c.base and c.name == entry.config for c in study.configurations)
     values = metrics.values if metrics else {}
-    rows = [Gate("run completed", v.text(run.get("status")), "complete",
-                 "pass" if run.get("status") == "complete" else "FAIL")]
-    driver = run.get("driver") or {}
-    util = fmt.number(driver.get("util_pct"))
+    rows = gate_rows(record, metrics, settings, is_base)
+    if entry is not None:
+        exclusions = list(entry.exclusions)
+        verdict = ("excluded by the study: " + "; ".join(c.text for c in exclusions)) if exclusions else \
+            "counted in the study's verdicts"
+        return Judgement(rows, verdict, f"the gates of study {study.study_id}, as it applied them", not exclusions,
+                         exclusions)
+    if metrics is None:
+        from perflab import caveats as cav
+
+        exclusions = [cav.run_not_complete(record.status, "no measurements")]
+    else:
+        exclusions = judge_run(record, values, metrics.per_interval, settings, False).exclusions
+    verdict = ("a study would exclude it: " + "; ".join(c.text for c in exclusions)) if exclusions else \
+        "valid: a study would count it"
+    return Judgement(rows, verdict, "the default study gates (docs/studies.md)", not exclusions, exclusions)
+
+
+def gate_rows(record: RunRecord, metrics: RunMetrics | None, settings: Any, is_base: bool) -> list[Gate]:
+    """Each gate of perflab.study.validity with the value it judged and its limit. The steady
+    state row takes its decision from validity.steady_state itself (the rule is not restated)."""
+    from perflab.study.validity import etr_trend_fit, steady_state
+
+    values = metrics.values if metrics else {}
+    rows = [Gate("run completed", v.text(record.status), "complete", "pass" if record.status == "complete" else "FAIL")]
+    driver = record.driver
+    util = fmt.number(driver.util_pct) if driver is not None else None
     rows.append(Gate("driver not saturated", "na" if util is None else f"{util:.1f}% of one core",
                      f"below {DRIVER_SATURATION_PCT:.0f}%",
-                     "na" if util is None else ("FAIL" if driver.get("saturated") else "pass")))
+                     "na" if util is None else ("FAIL" if driver.saturated else "pass")))
     errors = fmt.number(values.get("error_pct_t"))
-    rows.append(Gate("error rate", fmt.quantity(errors, "error_pct_t"), f"at most {100 * gates.max_error_rate:g}%",
-                     "na" if errors is None else ("pass" if errors / 100 <= gates.max_error_rate else "FAIL")))
+    rows.append(Gate("error rate", fmt.quantity(errors, "error_pct_t"), f"at most {100 * settings.max_error_rate:g}%",
+                     "na" if errors is None else ("pass" if errors / 100 <= settings.max_error_rate else "FAIL")))
     etr = fmt.number(values.get("etr_t"))
     rows.append(Gate("completed transactions in the window", fmt.quantity(etr, "etr_t"), "more than 0",
                      "pass" if etr and etr > 0 else "FAIL"))
-    fit = etr_trend_fit(metrics.per_interval) if metrics else None
-    if fit is None:
-        rows.append(Gate("steady ETR (T)", "na (fewer than 4 intervals)", f"±{100 * gates.max_etr_trend:g}%", "na"))
+    closed = record.config.users is not None
+    limit = f"±{100 * settings.max_etr_trend:g}%, when beyond the run's own scatter"
+    if metrics is None or not etr:
+        rows.append(Gate("steady state", "na", limit, "na"))
     else:
-        trend, se = fit
-        bad = abs(trend) > gates.max_etr_trend and abs(trend) > SIGNIFICANT_Z * se
-        rows.append(Gate("steady ETR (T)", f"{100 * trend:+.1f}% (±{100 * se:.1f}%) across the window",
-                         f"±{100 * gates.max_etr_trend:g}%, when significant", "FAIL" if bad else "pass"))
-    if is_base and band:
-        u = fmt.number(values.get("util_proc_s"))
+        exclusion, note = steady_state(values, metrics.per_interval, closed, settings.max_etr_trend)
+        if exclusion is not None:
+            rows.append(Gate("steady state", exclusion.text, limit, "FAIL"))
+        elif note is not None:
+            rows.append(Gate("steady state", note.text, limit, "na"))
+        elif closed:
+            change, se, _ = etr_trend_fit(metrics.per_interval)
+            rows.append(Gate("steady state", f"ETR (T) {100 * change:+.1f}% (±{100 * se:.1f}%) across the window",
+                             limit, "pass"))
+        else:
+            offered = fmt.number(values.get("tx_offered"))
+            done = (fmt.number(values.get("tx_ok")) or 0.0) + (fmt.number(values.get("errors_t")) or 0.0)
+            rows.append(Gate("steady state", f"{done:.0f} of {v.text(offered)} arrivals completed", limit, "pass"))
+    u = fmt.number(values.get("util_proc_s"))
+    band = settings.util_band
+    if is_base and band is not None:
         rows.append(Gate("UTIL/PROC (S) in the target band (base configuration)", fmt.quantity(u, "util_proc_s"),
                          f"{band[0]:g}-{band[1]:g}%", "na" if u is None else ("pass" if band[0] <= u <= band[1] else "FAIL")))
     else:
-        rows.append(Gate("UTIL/PROC (S) in the target band", fmt.quantity(values.get("util_proc_s"), "util_proc_s"),
+        rows.append(Gate("UTIL/PROC (S) in the target band", fmt.quantity(u, "util_proc_s"),
                          "applies to a calibrated study's base runs", "-"))
-    if entry is not None:
-        reasons = entry.get("exclusion_reasons") or []
-        verdict = ("excluded by the study: " + "; ".join(map(str, reasons))) if entry.get("excluded") else \
-            "counted in the study's verdicts"
-        return rows, verdict, f"the gates of study {study.get('study_id')}, as it applied them", not entry.get("excluded")
-    reasons = check_run(dict(run), dict(values), metrics.per_interval if metrics else None, gates, None, False) \
-        if metrics else [f"run {run.get('status')}: no measurements"]
-    verdict = ("a study would exclude it: " + "; ".join(reasons)) if reasons else "valid: a study would count it"
-    return rows, verdict, "the default study gates (docs/studies.md)", not reasons
+    return rows
 
 
-def _study_entry(study: Mapping[str, Any] | None, run_id: Any) -> dict[str, Any] | None:
-    for entry in (study or {}).get("runs") or []:
-        if entry.get("run_id") == run_id:
-            return entry
-    return None
+def _study_entry(study: StudyDocument | None, run_id: str) -> StudyRun | None:
+    return next((r for r in study.runs if r.run_id == run_id), None) if study is not None else None
+
+
+def threshold_rows(record: RunRecord, values: dict[str, Any]) -> list[ThresholdRow]:
+    """The workload's thresholds (those of `perflab run --threshold` included: they are stored
+    with the run's workload) against the run's values; none measured when there are none."""
+    declared = record.workload.get("thresholds") or []
+    try:
+        results: list[ThresholdResult] = evaluate(declared, values)
+    except ValueError as exc:      # a run.json written by hand, or by a perflab with other keys
+        return [ThresholdRow(v.text(declared), "na", "FAIL", f"cannot be evaluated: {exc}")]
+    return [ThresholdRow(r.threshold.expression, fmt.quantity(r.value, r.threshold.key), "pass" if r.passed else "FAIL",
+                         r.why) for r in results]
 
 
 def error_table(run_dir: Path, window: Window | None) -> v.Table | None:
@@ -304,24 +366,24 @@ def error_table(run_dir: Path, window: Window | None) -> v.Table | None:
     return v.Table(["message", "transaction", "count", "in window"], rows)
 
 
-def workload_rows(run: Mapping[str, Any]) -> list[tuple[str, str]]:
+def workload_rows(record: RunRecord) -> list[tuple[str, str]]:
     """The workload as the study report describes it (perflab.report.view.workload_fields)."""
-    workload = dict(run.get("workload") or {})
-    workload["path"] = run.get("workload_path")
-    config = run.get("config") or {}
-    workload["timing"] = {"stagger": config.get("stagger_s"), "stabilization": config.get("stabilization_s"),
-                          "measurement": config.get("measurement_s")}
-    pseudo_study = {"workload": workload, "design": {"load": {"users": config.get("users"), "rate": config.get("rate")}},
-                    "runs": []}
-    return v.workload_fields(pseudo_study)
+    from perflab.study.document import workload_summary
+
+    config = record.config
+    summary = workload_summary(record.workload, record.workload_path,
+                               {"stagger": config.stagger_s, "stabilization": config.stabilization_s,
+                                "measurement": config.measurement_s})
+    doc = StudyDocument(workload=summary, design=Design(load=LoadRecord(users=config.users, rate=config.rate)))
+    return v.workload_fields(doc)
 
 
-def config_rows(run: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [(str(k).replace("_", " "), v.text(value)) for k, value in (run.get("config") or {}).items()]
+def config_rows(record: RunRecord) -> list[tuple[str, str]]:
+    return [(str(k).replace("_", " "), v.text(value)) for k, value in record.config.model_dump(mode="json").items()]
 
 
-def hardware_rows(run: Mapping[str, Any]) -> list[tuple[str, str]]:
-    fingerprint = run.get("fingerprint") or {}
+def hardware_rows(record: RunRecord) -> list[tuple[str, str]]:
+    fingerprint = record.fingerprint
     hardware, _ = split_fingerprint(fingerprint)
     keys = [k for k in v.HARDWARE_ORDER if k in hardware] + sorted(k for k in hardware if k not in v.HARDWARE_ORDER)
     rows = [(v.HARDWARE_NAMES.get(k, k.replace("_", " ")), _hardware_value(k, hardware[k])) for k in keys]
@@ -338,8 +400,8 @@ def _hardware_value(key: str, value: Any) -> str:
     return v.text(value)
 
 
-def software_rows(run: Mapping[str, Any]) -> list[tuple[str, str]]:
-    _, software = split_fingerprint(run.get("fingerprint") or {})
+def software_rows(record: RunRecord) -> list[tuple[str, str]]:
+    _, software = split_fingerprint(record.fingerprint)
     keys = [k for k in v.SOFTWARE_ORDER if k in software] + sorted(k for k in software if k not in v.SOFTWARE_ORDER)
     return [(v.SOFTWARE_NAMES.get(k, k.replace("_", " ")), v.text(software[k])) for k in keys]
 
@@ -492,6 +554,19 @@ def render_markdown(report: RunReport) -> str:
     out += ["## Summary", ""] + _md_table(["metric", "value"], [list(p) for p in report.summary])
     out += ["## Gates", "", f"{_md_cell(report.gate_verdict)} ({_md_cell(report.gate_source)}).", ""]
     out += _md_table(["gate", "measured", "limit", "result"], [[g.name, g.measured, g.limit, g.result] for g in report.gates])
+    if report.exclusions:
+        out += _md_table(["exclusion", "why"], [[c.code.value, c.text] for c in report.exclusions])
+    if report.invalid:
+        out += ["Invalid (run.json):", ""]
+        out += _md_table(["code", "why"], [[c.code.value, c.text] for c in report.invalid])
+    out += ["## Thresholds", ""]
+    if report.thresholds:
+        out += [f"{report.thresholds_violated} of {len(report.thresholds)} violated.", ""]
+        out += _md_table(["threshold", "measured", "result"],
+                         [[t.expression, t.measured, t.result + (f" ({t.why})" if t.why else "")]
+                          for t in report.thresholds])
+    else:
+        out += ["None declared.", ""]
     if report.data is not None:
         out += ["## Measurement data", ""]
         rows = []
@@ -516,16 +591,20 @@ def render_markdown(report: RunReport) -> str:
     return "\n".join(out)
 
 
+RUN_FIELDS = {"status", "reason", "valid", "invalid", "label", "study", "workload_path", "config", "fingerprint",
+              "window", "driver", "created", "finished"}
+
+
 def render_json(report: RunReport) -> str:
-    run = report.run
+    record = report.record
     doc = {
         "run_id": report.run_id, "title": report.title, "status": report.status, "problem": report.problem,
-        "run": {k: run.get(k) for k in ("status", "reason", "valid", "invalid_reasons", "label", "study",
-                                        "workload_path", "config", "fingerprint", "window", "driver", "created",
-                                        "finished")},
-        "workload": (run.get("workload") or {}).get("name"),
+        "run": record.model_dump(mode="json", include=RUN_FIELDS) if record is not None else None,
+        "workload": record.workload_name if record is not None else None,
         "gates": {"verdict": report.gate_verdict, "source": report.gate_source, "counted": report.counted,
-                  "rows": [g.__dict__ for g in report.gates]},
+                  "rows": [g.__dict__ for g in report.gates],
+                  "exclusions": [c.model_dump(mode="json") for c in report.exclusions]},
+        "thresholds": [t.__dict__ for t in report.thresholds],
         "metrics": report.metrics,
         "interval_percentiles": report.interval_percentiles,
         "errors": [dict(zip(report.errors.columns, row)) for row in report.errors.rows] if report.errors else [],
@@ -547,19 +626,18 @@ RENDERERS = {"html": ("report.html", render_html), "md": ("report.md", render_ma
              "json": ("report.json", render_json)}
 
 
-def study_of(run_dir: Path, store_home: Path | None = None) -> dict[str, Any] | None:
-    """The study.json of the study a run belongs to, when it is in the same store."""
+def study_of(run_dir: Path, store_home: Path | None = None) -> StudyDocument | None:
+    """The study a run belongs to, when it is in the same store (and its study.json reads)."""
     try:
-        run = read_run_json(run_dir)
+        study_id = read_record(run_dir).study
     except InputError:
         return None
-    study_id = run.get("study")
     home = store_home if store_home is not None else Path(run_dir).resolve().parent.parent
-    if not study_id or "/" in str(study_id):
+    if not study_id or "/" in study_id or study_id in (".", ".."):
         return None
     try:
-        return json.loads((Path(home) / "studies" / str(study_id) / "study.json").read_text())
-    except (OSError, ValueError):
+        return read_study_document(Path(home) / "studies" / study_id / "study.json")
+    except InputError:
         return None
 
 

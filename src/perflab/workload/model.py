@@ -12,7 +12,7 @@ import json
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from perflab.workload.thinktime import ThinkTime
 
@@ -36,6 +36,16 @@ def parse_duration(value: Any) -> float:
 
 
 Duration = Annotated[float, Field(json_schema_extra={"examples": [30, "30s", "5m"]})]
+
+
+def _threshold(text: str) -> str:
+    """A threshold expression checked (grammar, catalog key) and kept in its normal form."""
+    from perflab.reduce.thresholds import parse_threshold
+
+    return parse_threshold(text).expression
+
+
+ThresholdExpression = Annotated[str, AfterValidator(_threshold)]
 
 
 class Strict(BaseModel):
@@ -454,6 +464,9 @@ class Workload(Strict):
     driver: Driver = Field(default_factory=Driver)
     seed: int = 1
     monitor_interval: Duration = 1.0
+    thresholds: list[ThresholdExpression] = Field(
+        default_factory=list, description="absolute limits on catalog keys that `perflab run` checks (exit 1 when "
+        "one is violated): KEY OP NUMBER, OP one of < <= > >= ==", examples=[["resp_p95_t < 0.5", "error_pct_t < 1"]])
 
     @field_validator("monitor_interval", mode="before")
     @classmethod
