@@ -93,7 +93,7 @@ def run(
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.reduce.reduce import reduce_run
-    from perflab.reduce.thresholds import evaluate, parse_threshold, violated
+    from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
     from perflab.report.terminal import render_summary, render_thresholds
     from perflab.store.catalog import Store
@@ -246,7 +246,7 @@ def compare(
     the gates for single runs. Exit codes: 0 every primary verdict EQUIVALENT or BETTER; 1 one
     is WORSE; 2 bad input; 3 one is INCONCLUSIVE (more runs needed); 4 no valid comparison.
     """
-    from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+    from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
     from perflab.report.terminal import render_verdicts
     from perflab.report.write import write_reports
     from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA, DEFAULT_MARGIN, Criteria, check

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.reduce.metric import Formula
-from perflab.reduce.registry import GROUPS, REGISTRY, Metric, normalize_label
+from perflab.catalog.metric import Formula
+from perflab.catalog.registry import GROUPS, REGISTRY, Metric, normalize_label
 
 CONTRACT_KEYS = ["etr_t", "itr_h", "itr_s", "itrr_s", "pbt_cmd_h", "cp_cmd_s", "emul_cmd_s", "util_proc_h",
                  "avg_last_t", "resp_p90_t", "instr_cmd_i", "page_cmd", "vio_cmd"]

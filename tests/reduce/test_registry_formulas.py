@@ -8,7 +8,7 @@ import pytest
 
 from perflab.derive.interval import Interval
 from perflab.derive.table import Cell
-from perflab.reduce.registry import REGISTRY, compose, delta, mean_of, percent_change
+from perflab.catalog.registry import REGISTRY, compose, delta, mean_of, percent_change
 
 
 def _interval(printed: str, key: str | None = None) -> Interval:

@@ -21,7 +21,7 @@ from perflab.derive.render import Tally, render_check_list, render_metric_table,
 from perflab.derive.siblings import Siblings
 from perflab.derive.summary_tables import check_matrix, check_pairs, check_runs
 from perflab.derive.table import read_table
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 
 
 @dataclass

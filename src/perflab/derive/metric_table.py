@@ -29,7 +29,7 @@ from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, j
 from perflab.derive.interval import Interval
 from perflab.derive.resolve import RowMeaning, resolve_rows
 from perflab.derive.table import Cell, Kind, Row, Table
-from perflab.reduce.metric import Formula, Metric, Registry
+from perflab.catalog.metric import Formula, Metric, Registry
 
 PARAMETER = "parameter"
 

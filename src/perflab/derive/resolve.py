@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from perflab.reduce.metric import ANY, CMS, Metric, Registry
+from perflab.catalog.metric import ANY, CMS, Metric, Registry
 
 
 @dataclass(frozen=True)

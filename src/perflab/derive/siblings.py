@@ -15,7 +15,7 @@ from perflab.derive.checks import Gap, Outcome, Unknown
 from perflab.derive.metric_table import MetricTable
 from perflab.derive.table import Table, read_table
 from perflab.errors import InputError
-from perflab.reduce.metric import Registry
+from perflab.catalog.metric import Registry
 
 
 @dataclass

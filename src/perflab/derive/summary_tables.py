@@ -21,8 +21,8 @@ from perflab.derive.checks import Check, Gap, Outcome, Status, Unknown, first_pr
 from perflab.derive.interval import Interval
 from perflab.derive.siblings import Siblings
 from perflab.derive.table import Cell, Kind, Row, Table
-from perflab.reduce.metric import SUMMARY, Metric, Registry
-from perflab.reduce.registry import compose, mean_of
+from perflab.catalog.metric import SUMMARY, Metric, Registry
+from perflab.catalog.registry import compose, mean_of
 
 
 def _cell(table: Table, row: Row, column: str) -> Cell:

@@ -22,7 +22,7 @@ import numpy as np
 from perflab import caveats as cav
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord, read_run_record
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
 from perflab.reduce.transactions import (WindowTransactions, instructions_total, per_bucket,
                                          read_window_transactions, response_rows)

@@ -21,7 +21,7 @@ from perflab.capacity.points import NUMERIC_FACTORS
 from perflab.capacity.summary import CapacitySummary, capacity_summary
 from perflab.errors import InputError
 from perflab.records.study import StudyDocument
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
 
 

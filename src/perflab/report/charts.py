@@ -25,7 +25,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from perflab.records.study import StudyDocument
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).

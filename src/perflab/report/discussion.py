@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
-from perflab.reduce.registry import GROUPS, REGISTRY
+from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.report import numbers as fmt
 
 #: A utilization drop smaller than this (relative) is not worth a caveat: the seeds called

@@ -3,7 +3,7 @@ reference can never disagree with the code. `perflab metrics --markdown` prints 
 
 from __future__ import annotations
 
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 
 
 def _row(metric) -> str:
@@ -27,7 +27,7 @@ def render_metric_reference() -> str:
     lines = [
         "# Metric reference",
         "",
-        "Generated from `src/perflab/reduce/registry.py` by `perflab metrics --markdown > docs/metrics.md`;",
+        "Generated from `src/perflab/catalog/registry.py` by `perflab metrics --markdown > docs/metrics.md`;",
         "a test keeps it in step with the code. The catalog it implements is ../shared/spec/metrics.md.",
         "Source suffixes: (T) the driver, (H) the whole machine (/proc/stat of the run's CPUs), (S) the",
         "SUT's processes or cgroup, (V) a SUT component, (I) CPU counters or valgrind, none: the SUT's own",

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from perflab.records.study import MetricComparison
-from perflab.reduce.registry import REGISTRY, Metric, delta, percent_change
+from perflab.catalog.registry import REGISTRY, Metric, delta, percent_change
 
 NA = "na"
 # Hyphen-minus, not the typographic minus: numbers copied out of a report must parse.

@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from perflab.reduce.metric import Metric, Origin
-from perflab.reduce.registry import GROUPS, REGISTRY
+from perflab.catalog.metric import Metric, Origin
+from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.report.safe_text import terminal as escape
 
 # The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
@@ -142,7 +142,7 @@ def render_summary(metrics: Any, console: Console) -> None:
 
 
 def render_thresholds(results: Any, console: Console) -> None:
-    """`perflab run`'s thresholds (perflab.reduce.thresholds results), each with the value
+    """`perflab run`'s thresholds (perflab.catalog.thresholds results), each with the value
     measured; a violated one says so (and `not measured` when the run has no value)."""
     from perflab.report.numbers import quantity
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
-from perflab.reduce.registry import GROUPS, REGISTRY
+from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.report import discussion
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view

@@ -38,7 +38,7 @@ class CompareQuery:
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> "CompareQuery | None":
         """None when the form has not been filled in; InputError when it is wrong."""
-        from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+        from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 
         a, b = (query.get("a") or "").strip(), (query.get("b") or "").strip()
         if not a and not b:

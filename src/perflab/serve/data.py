@@ -21,7 +21,7 @@ from perflab.errors import InputError
 from perflab.records.live import LiveStatus, read_live
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import StudyDocument, read_study_document
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.store.catalog import RunRow, Store, pid_alive
 
 #: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,

@@ -8,7 +8,7 @@ inlined as SVG, so the HTML opens from disk with nothing fetched.
 
 Contents, in the seeds' order: the run (header, and why it is invalid when it is), its gates
 (the study's validity gates applied to this run: perflab.study.validity), its thresholds (the
-workload's absolute limits: perflab.reduce.thresholds), the measurement data in the seeds' row
+workload's absolute limits: perflab.catalog.thresholds), the measurement data in the seeds' row
 groups, the transaction classes, the errors, per-interval charts (ETR (T), response time
 percentiles, utilization), then the workload, the configuration and the fingerprint.
 """
@@ -33,10 +33,10 @@ from perflab.caveats import DRIVER_SATURATION_PCT, Caveat
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import Design, LoadRecord, StudyDocument, StudyRun, read_study_document
-from perflab.reduce.metric import Origin
+from perflab.catalog.metric import Origin
 from perflab.reduce.reduce import RunMetrics, reduce_run
-from perflab.reduce.registry import GROUPS, REGISTRY
-from perflab.reduce.thresholds import ThresholdResult, evaluate
+from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.catalog.thresholds import ThresholdResult, evaluate
 from perflab.reduce.transactions import read_window_transactions
 from perflab.reduce.window import Window
 from perflab.stats.quantiles import nearest_rank

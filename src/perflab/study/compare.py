@@ -21,7 +21,7 @@ from typing import Any
 from perflab.caveats import Caveat
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
-from perflab.reduce.registry import COMPONENT_COMPARED, REGISTRY
+from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 from perflab.stats import compare as stats_compare
 from perflab.stats.criteria import Criteria
 from perflab.stats.multiplicity import gatekept_holm

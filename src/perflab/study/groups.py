@@ -139,7 +139,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
         gates = gate_settings(source.design)
     else:
         criteria, primary, gates = criteria or Criteria(), primary or default_primary(), GateSettings()
-    from perflab.reduce.registry import REGISTRY
+    from perflab.catalog.registry import REGISTRY
 
     keys = metrics or ((source.study or {}).get("metrics") if source is not None else None) or list(
         REGISTRY.role("compared"))

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from perflab import caveats as cav
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.stats.criteria import DEFAULT_FAMILY_ALPHA, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload.model import Strict, Timing, parse_duration
@@ -184,7 +184,7 @@ def check_study(study: Study, aa: bool = False) -> None:
                                         f"got {study.blocks}")
     if study.sweep is not None and study.load.calibrate is not None and study.sweep.factor in ("users", "rate"):
         raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")
-    from perflab.reduce.registry import COMPONENT_COMPARED
+    from perflab.catalog.registry import COMPONENT_COMPARED
 
     for field in ("metrics", "gate_metrics"):
         keys = getattr(study, field) or []

@@ -25,7 +25,7 @@ from typing import Sequence
 from perflab import caveats as cav
 from perflab.caveats import Caveat
 from perflab.records.study import NoiseRow, StudyDocument, StudyRun
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.stats.verdict import blocks_needed
 
 

@@ -21,7 +21,7 @@ from perflab.errors import InputError
 from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, \
     SweepRecord
 from perflab.reduce.reduce import reduce_run
-from perflab.reduce.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.stats.noise import power
 from perflab.stats.schedule import interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed

@@ -40,7 +40,7 @@ Duration = Annotated[float, Field(json_schema_extra={"examples": [30, "30s", "5m
 
 def _threshold(text: str) -> str:
     """A threshold expression checked (grammar, catalog key) and kept in its normal form."""
-    from perflab.reduce.thresholds import parse_threshold
+    from perflab.catalog.thresholds import parse_threshold
 
     return parse_threshold(text).expression
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.reduce.metric import (ANY, BATCH, INSTVER, SERVER, SFS, SUMMARY, ZOS, Alias, Direction, F,
+from perflab.catalog.metric import (ANY, BATCH, INSTVER, SERVER, SFS, SUMMARY, ZOS, Alias, Direction, F,
                                    Formula, Metric, Origin, Registry, Value, normalize_label)
 
 __all__ = ["REGISTRY", "ROLES", "PHRASES", "COMPONENT_COMPARED", "Metric", "Formula", "Alias", "Direction", "Origin", "Registry", "Value", "GROUPS",

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cli_helpers import perflab, run_dir_of, write_workload
-from perflab.reduce.thresholds import Threshold, evaluate, parse_threshold, violated
+from perflab.catalog.thresholds import Threshold, evaluate, parse_threshold, violated
 
 #: Each transaction burns 2 ms of SUT CPU (perflab.sut.synthetic), so ITR (S) is about 500/s
 #: per processor: `itr_s > 1` holds and `itr_s < 1` does not, by more than two orders of

@@ -80,7 +80,7 @@ def shown(x: float) -> str:
 def parse_threshold(text: Any) -> Threshold:
     """A Threshold from an expression; ValueError with what was expected when it is not one
     (a message the workload loader shows with the file and line)."""
-    from perflab.reduce.registry import REGISTRY
+    from perflab.catalog.registry import REGISTRY
 
     if not isinstance(text, str):
         raise ValueError(f"expected an expression such as {EXAMPLE!r}")
