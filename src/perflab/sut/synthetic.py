@@ -128,6 +128,13 @@ def work(cpu_ms: float = 0.0, sys_ms: float = 0.0, fsync_writes: int = 0) -> Non
     fsync_write(int(fsync_writes))
 
 
+def spin(iterations: int = 100_000) -> None:
+    """A transaction of fixed *work*, not fixed CPU time: its CPU time is whatever the processor
+    takes to do it, so it shows the host's speed (which `work` hides by burning to a CPU-time
+    target). The noise experiments (docs/noise.md) use it to tell the SUT's variance from the host's."""
+    _spin(int(iterations))
+
+
 def stall(seconds: float = 1.0) -> None:
     """A transaction that waits without using CPU (a SUT that stalls)."""
     time.sleep(seconds)
