@@ -89,3 +89,19 @@ def test_server_killed_mid_run_fails_the_run_with_the_reason(tmp_path):
     assert "PostgreSQL server" in run["reason"] and "SIGKILL" in run["reason"], run["reason"]
     assert run["valid"] is False
     assert run["window"]["end"] < run["window"]["planned_end"]  # measured up to the failure
+
+
+@needs_pg15
+def test_runs_after_the_first_start_from_its_loaded_template(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFLAB_CACHE", str(tmp_path / "cache"))
+    first, _ = run_workload(tmp_path, WORKLOAD, users=4, **SHORT)
+    second, metrics = run_workload(tmp_path, WORKLOAD, users=4, **SHORT)
+    assert (first["status"], second["status"]) == ("complete", "complete"), (first["reason"], second["reason"])
+    assert first["fingerprint"]["postgres_data"] == "initdb"
+    assert second["fingerprint"]["postgres_data"] == "template copy"
+    # the copy is the loaded database: every transaction finds its rows, and commits match
+    assert metrics.values["errors_t"] == 0 and 0.9 < metrics.values["etr_ratio"] < 1.1
+    # a different load is a different template
+    scaled, _ = run_workload(tmp_path, WORKLOAD, {"target.pgbench_init.scale": 2}, users=4, **SHORT)
+    assert scaled["fingerprint"]["postgres_data"] == "initdb"
+    assert len(list((tmp_path / "cache" / "pg-templates").iterdir())) == 3   # two templates and the lock

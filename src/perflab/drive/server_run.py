@@ -43,18 +43,30 @@ def start_sut(plan: RunPlan, life: RunLifecycle):
     return None
 
 
+def load_key(workload: Workload) -> dict[str, Any]:
+    """What the run loads into the database: the key of a server's template (postgres_server.py)."""
+    target = workload.target
+    init = target.pgbench_init
+    return {"pgbench": None if init is None else {"scale": init.scale, "options": list(init.options)},
+            "setup": list(target.setup)}
+
+
 def prepare_postgres(workload: Workload, server: Any) -> tuple[str, dict[str, Any], Any]:
-    """Load the database; -> (dsn, fingerprint facts, counter spec for the monitor)."""
+    """Load the database (unless the server started from a loaded template); -> (dsn,
+    fingerprint facts, counter spec for the monitor)."""
     from perflab.monitor.sources.pg_counters import PgCounterSpec
 
     target = workload.target
+    loaded = server is not None and getattr(server, "from_template", False)
     if server is not None:
         dsn = server.dsn
-        if target.pgbench_init is not None:
+        if target.pgbench_init is not None and not loaded:
             server.pgbench_init(target.pgbench_init.scale, target.pgbench_init.options)
     else:
         dsn = target.dsn
-    facts = asyncio.run(_setup_sql(dsn, target.setup, server is None))
+    facts = asyncio.run(_setup_sql(dsn, [] if loaded else target.setup, server is None))
+    if server is not None and not loaded:
+        server.save_template()
     parts = urllib.parse.urlsplit(dsn)
     spec = PgCounterSpec(parts.hostname or "127.0.0.1", parts.port or 5432, parts.username or "postgres",
                          (parts.path or "/").lstrip("/") or target.database) if target.counters else None
@@ -106,7 +118,8 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
             server = start_sut(plan, life)
             failure = server.failure if server is not None else None
             if server is not None:
-                record.fingerprint.update(server.start())
+                record.fingerprint.update(server.start(load_key(workload)) if isinstance(server, PostgresServer)
+                                          else server.start())
             dsn, counter_spec = None, None
             if workload.target.kind == "postgres":
                 dsn, facts, counter_spec = prepare_postgres(workload, server)

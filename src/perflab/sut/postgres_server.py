@@ -1,13 +1,24 @@
-"""PostgreSQL as the system under test: a fresh cluster in the run directory for each run.
+"""PostgreSQL as the system under test: a fresh server in the run directory for each run.
 
 initdb into the run directory, postgresql.conf settings, the postmaster started directly (not
 through pg_ctl, so its pid is ours to watch and its processes start inside the cgroup) as a
 `ServiceProcess` (service.py), the database created and loaded, `SELECT version()` for the
 fingerprint, a fast shutdown after.
+
+Templates (`target.server.template`, on by default): the first run of a given server, settings
+and load builds the loaded cluster as usual, then stops it, keeps a copy of its data directory
+in perflab's cache, and starts again from it; every later run copies the template instead of
+running initdb and the load. Every run then starts from the same physical data (the same page
+layout, the same freshly vacuumed tables), and a study saves the reload (pgbench -i -s 8:
+about 10 s a run). The template's key covers everything that shapes the data: the server's
+version, the settings, the database, the pgbench scale and options, the setup SQL.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -101,11 +112,33 @@ class PostgresServer:
             raise SutFailure(f"{what} failed ({describe_exit(done.returncode)}): {(done.stderr or done.stdout).strip()[-800:]}")
         return done.stdout
 
-    def start(self) -> dict[str, Any]:
-        self.data_dir.mkdir(mode=0o700)
-        self.account.chown(self.data_dir)
-        self._as_server_user([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", self.SUPERUSER, "-A", "trust",
-                              "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+    def start(self, load_key: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Start the server: from the template when there is one for `load_key` (what the run
+        will load; None: no template), else from initdb. `from_template` tells the caller
+        whether the database is loaded already."""
+        self.template = template_dir(self.bin, self.spec, self.database, load_key) if (
+            self.spec.template and load_key is not None) else None
+        self.from_template = self.template is not None and (self.template / "PG_VERSION").exists()
+        if self.from_template:
+            _copy_tree(self.template, self.data_dir)
+            self.account.chown_tree(self.data_dir)
+        else:
+            self.data_dir.mkdir(mode=0o700)
+            self.account.chown(self.data_dir)
+            self._as_server_user([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", self.SUPERUSER, "-A",
+                                  "trust", "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+        settings = self._write_settings()
+        self._start_process()
+        facts = {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
+                 "postgres_settings": {k: str(v) for k, v in settings.items()},
+                 "postgres_data": "template copy" if self.from_template else "initdb"}
+        if self.data_note:
+            facts["postgres_data_note"] = self.data_note
+        return facts
+
+    def _write_settings(self) -> dict[str, Any]:
+        """Append this run's settings to postgresql.conf (the last line of a setting wins, so a
+        template's copy gets this run's port)."""
         settings: dict[str, Any] = {
             "listen_addresses": self.host, "port": self.port, "unix_socket_directories": "",
             "max_connections": self.max_connections, "logging_collector": False,
@@ -115,12 +148,35 @@ class PostgresServer:
             conf.write("\n# perflab\n")
             for key, value in settings.items():
                 conf.write(f"{key} = {_conf_value(value)}\n")
+        return settings
+
+    def save_template(self) -> None:
+        """After the load: stop, keep a copy of the data directory as the template, start again
+        -- so this run, too, starts from the template's data. Two runs building the same
+        template at once: the second to finish finds it there and keeps its own data."""
+        if self.template is None or self.from_template:
+            return
+        note = self.process.stop(signal.SIGINT, timeout=60.0)
+        if note:
+            raise SutFailure(f"PostgreSQL did not stop cleanly to save its template: {note}")
+        self.template.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.template.parent / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (self.template / "PG_VERSION").exists():
+                staging = self.template.with_name(self.template.name + f".{os.getpid()}.tmp")
+                shutil.rmtree(staging, ignore_errors=True)
+                _copy_tree(self.data_dir, staging)
+                (staging / "postmaster.pid").unlink(missing_ok=True)
+                os.replace(staging, self.template)
+        self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+                                      self.run_dir / "postgres.log", account=self.account, cpus=self.process.cpus,
+                                      cgroup=self.process.cgroup, env=self.process.env)
+        self._start_process()
+
+    def _start_process(self) -> None:
         self.process.start()
         self.process.wait_ready(tcp_probe(self.host, self.port), self.spec.ready_timeout)
         self._wait_accepting()
-        return {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
-                "postgres_settings": {k: str(v) for k, v in settings.items()},
-                **({"postgres_data_note": self.data_note} if self.data_note else {})}
 
     def _wait_accepting(self) -> None:
         """The port opens before recovery ends; wait until a query works, then create the database."""
@@ -140,7 +196,8 @@ class PostgresServer:
                         raise SutFailure(f"PostgreSQL did not accept connections: {exc}" + self.process.log_tail())
                     await asyncio.sleep(0.1)
             try:
-                if self.database != "postgres":
+                exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", self.database)
+                if not exists:
                     await conn.execute(f'CREATE DATABASE "{self.database}"')
                 return await conn.fetchval("SELECT version()")
             finally:
@@ -169,6 +226,23 @@ class PostgresServer:
             if self.data_dir != self.run_dir / "pgdata":
                 (self.run_dir / "pgdata").unlink(missing_ok=True)
         return note
+
+
+def template_dir(bin_dir: Path, spec: PostgresServerSpec, database: str, load_key: dict[str, Any]) -> Path:
+    """Where the template of this server, settings and load lives in perflab's cache."""
+    version = postgres_version(bin_dir)
+    key = json.dumps({"version": version, "bin": str(bin_dir), "settings": spec.settings, "database": database,
+                      "load": load_key, "layout": 1}, sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("PERFLAB_CACHE") or Path.home() / ".cache" / "perflab") / "pg-templates"
+    return root / digest
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """A data directory copied with its modes (PostgreSQL refuses a data directory others can read)."""
+    done = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SutFailure(f"copying the data directory failed: {done.stderr.strip()[-400:]}")
 
 
 def _conf_value(value: Any) -> str:

@@ -56,6 +56,15 @@ class Account:
         if self.uid is not None:
             os.chown(path, self.uid, self.gid)
 
+    def chown_tree(self, path: Path) -> None:
+        """The directory and everything in it (a copied data directory)."""
+        if self.uid is None:
+            return
+        for root, dirs, files in os.walk(path):
+            os.chown(root, self.uid, self.gid)
+            for name in files:
+                os.chown(os.path.join(root, name), self.uid, self.gid, follow_symlinks=False)
+
     def demote(self) -> None:
         """In the child, last: drop root (PostgreSQL refuses to run as root)."""
         if self.uid is not None:

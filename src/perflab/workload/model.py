@@ -304,6 +304,9 @@ class PostgresServer(Strict):
     settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description="postgresql.conf settings")
     user: str = Field(default="postgres", description="OS user the server runs as when perflab runs as root")
     keep_data: bool = Field(default=False, description="keep the data directory after the run (the log is always kept)")
+    template: bool = Field(default=True, description="load the data once (initdb, pgbench -i, setup SQL) into a cached "
+                           "template and start every run from a copy of it: the same physical data in every run, and "
+                           "no reload per run (docs/noise.md)")
     components: dict[str, str] | None = Field(default=None, description="component -> regex on process titles "
                                               "(default: backends, checkpointer, bgwriter, walwriter, autovacuum, ...)")
     ready_timeout: Duration = 60.0
