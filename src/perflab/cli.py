@@ -52,9 +52,8 @@ def validate(workload: Path = typer.Argument(..., help="workload YAML file")) ->
     from perflab.workload.loader import load_workload
 
     w = load_workload(workload)
-    load = f"{w.load.users} users (closed loop)" if w.closed else f"{w.load.rate}/s {w.load.arrival} arrivals (open loop)"
     out.print(f"[green]ok[/green] {escape(workload)}: workload {escape(repr(w.name))}, {len(w.transactions)} "
-              f"transactions, {len(w.scripts)} scripts, {load}, target {w.target.kind}")
+              f"transactions, {len(w.scripts)} scripts, {w.describe_load()}, target {w.target.kind}")
 
 
 @app.command()

@@ -59,3 +59,15 @@ def test_a_job_stream_cannot_use_an_external_driver(tmp_path):
     """)
     result = perflab("validate", path)
     assert result.returncode == 2 and "job stream" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_validate_describes_a_job_stream(tmp_path):
+    path = write_workload(tmp_path, """
+        name: stream
+        target: {kind: python}
+        transactions: [{name: job, call: "perflab.sut.synthetic:write_records", kwargs: {records: 2}}]
+        scripts: [{name: s, steps: [job]}]
+        load: {jobs: 30, initiators: 3}
+    """)
+    result = perflab("validate", path)
+    assert result.returncode == 0 and "a stream of 30 jobs, 3 at a time" in result.stdout, result.stderr

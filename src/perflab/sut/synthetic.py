@@ -128,6 +128,28 @@ def work(cpu_ms: float = 0.0, sys_ms: float = 0.0, fsync_writes: int = 0) -> Non
     fsync_write(int(fsync_writes))
 
 
+_records_fd: int | None = None
+_records_offset = 0
+
+
+def write_records(records: int = 64, size: int = 4096, sync: bool = True) -> None:
+    """A batch job of known I/O: `records` writes of `size` bytes each, appended to this worker's
+    spool file through O_DSYNC (each write is on the device when it returns) -- the JES3plus
+    spool writers. A job writes exactly records x size bytes; the file wraps at 64 MiB so a long
+    stream does not fill the disk (an overwrite of allocated blocks changes no metadata)."""
+    global _records_fd, _records_offset
+    if _records_fd is None:
+        directory = Path(os.environ.get("PERFLAB_RUN_DIR") or ".")
+        flags = os.O_RDWR | os.O_CREAT | (os.O_DSYNC if sync else 0)
+        _records_fd = os.open(directory / f"spool-{os.getpid()}.dat", flags, 0o644)
+    block = b"\x5a" * int(size)
+    for _ in range(int(records)):
+        if _records_offset + len(block) > 64 << 20:
+            _records_offset = 0
+        os.pwrite(_records_fd, block, _records_offset)
+        _records_offset += len(block)
+
+
 def spin(iterations: int = 100_000) -> None:
     """A transaction of fixed *work*, not fixed CPU time: its CPU time is whatever the processor
     takes to do it, so it shows the host's speed (which `work` hides by burning to a CPU-time

@@ -487,6 +487,15 @@ class Workload(Strict):
     def batch(self) -> bool:
         return isinstance(self.load, BatchLoad)
 
+    def describe_load(self) -> str:
+        """The load in words: "8 users (closed loop)", "150/s poisson arrivals (open loop)"..."""
+        load = self.load
+        if isinstance(load, ClosedLoad):
+            return f"{load.users:,} users (closed loop)"
+        if isinstance(load, OpenLoad):
+            return f"{load.rate:,g}/s {load.arrival} arrivals (open loop)"
+        return f"a stream of {load.jobs:,} jobs, {load.initiators} at a time"
+
 
 class LocatedError(ValueError):
     """A cross-reference error that knows which field it is about (for file:line messages)."""
