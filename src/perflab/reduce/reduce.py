@@ -266,6 +266,9 @@ _WINDOW_COUNTS = {
 }
 
 
+_WHOLE_COUNTS = frozenset({"connects_t", "handshakes_t", "resumed_t"})
+
+
 def _memory_and_connection_totals(samples: Samples, window: Window, measured: dict[str, float | None]) -> None:
     """Page-cache refaults and major faults (storage-constrained runs), the database's block
     reads, and the driver's connection and TLS handshake counts, over the window."""
@@ -273,7 +276,13 @@ def _memory_and_connection_totals(samples: Samples, window: Window, measured: di
         for columns in choices:
             present = [c for c in columns if samples.has(c)]
             if present:
-                measured[key] = samples.delta(present, window, REGISTRY[key].label)
+                value = samples.delta(present, window, REGISTRY[key].label)
+                if key in _WHOLE_COUNTS and value is not None:
+                    # Counters sampled once a second are interpolated at the window's edges: a
+                    # burst of connections before the window (the users' logons) would leave a
+                    # fraction of one inside it, and a fraction of a connection is none.
+                    value = float(round(value))
+                measured[key] = value
                 break
 
 
