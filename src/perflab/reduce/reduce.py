@@ -174,6 +174,8 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
 
     warnings += _caveats(values, run, warnings)
+    if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
+        warnings.append(cav.refaults_unmeasured())
     attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
