@@ -101,3 +101,23 @@ def test_kernels_before_5_9_have_one_refault_counter(tmp_path):
     values = reduce_run(_run(tmp_path / "old", {"s.cgroup_refault": 100.0 * T, "s.majflt": 3.0 * T})).values
     assert values["refaults_s"] == pytest.approx(1000) and values["refault_cmd_s"] == pytest.approx(1.0)
     assert values["majflt_s"] == pytest.approx(30)  # no cgroup count: the process tree's
+
+
+def test_a_sweep_table_shows_the_rows_the_study_asked_for():
+    # The sweep table's standard columns, then the study file's own metrics: a storage sweep's
+    # REFAULTS/CMD (S) is the curve its case study reads.
+    from perflab.records.study import parse_study_document
+    from perflab.report.view import sweep_table
+
+    from report.study_data import make_sweep_study
+
+    study = make_sweep_study()
+    study["study"] = {"metrics": ["etr_t", "refault_cmd_s", "blks_read_cmd"]}
+    for i, point in enumerate(study["sweep"]["points"]):
+        point["metrics"]["refault_cmd_s"] = 0.5 * i
+        point["metrics"]["blks_read_cmd"] = None  # asked for, never measured: no column
+    table = sweep_table(parse_study_document(study))
+    assert "REFAULTS/CMD (S) (pages)" in table.columns
+    assert not any(c.startswith("BLKS READ/CMD") for c in table.columns)
+    assert table.columns.index("REFAULTS/CMD (S) (pages)") > table.columns.index("ETR (T) (tx/s)")
+    assert table.columns.count("ETR (T) (tx/s)") == 1
