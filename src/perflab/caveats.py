@@ -172,6 +172,12 @@ def scatter(run_id: str, metric: str, ratio: float) -> Caveat:
                   values={"run_id": run_id, "metric": metric, "ratio": ratio, "flag_ratio": SCATTER_FLAG_RATIO})
 
 
+def refaults_unmeasured() -> Caveat:
+    return note("the SUT ran under a memory limit, but its cgroup's memory.stat has no workingset_refault "
+                "counters (a kernel before 4.20, or no memory accounting): REFAULTS (S) rows are na; MAJFLT (S) "
+                "and BLKS READ still show what the limit cost")
+
+
 #: Codes that make a run invalid wherever they are raised (the run's own record carries them).
 RUN_INVALIDATING = frozenset({Code.RUN_NOT_COMPLETE, Code.DRIVER_SATURATED, Code.HUNG_TRANSACTIONS})
 

@@ -191,6 +191,41 @@ _METRICS: list[Metric] = [
              measurement="/proc/vmstat pswpout via samples h.vm.pswpout"),
     _perflab("minflt_s", "MINFLT (S)", "faults", "S", "Measurement", "Minor faults of the SUT in the window.",
              decimals=0, measurement="samples s.minflt"),
+    _perflab("majflt_s", "MAJFLT (S)", "faults", "S", "Measurement",
+             "Major faults of the SUT in the window: faults on mapped pages (program text, mapped files) that "
+             "had to be read from storage. A read() that misses the page cache is not a fault: see REFAULTS.",
+             decimals=0, measurement="samples s.cgroup_pgmajfault (the SUT cgroup's memory.stat: exited processes "
+                                     "included), else s.majflt (the process tree)"),
+    _perflab("refaults_s", "REFAULTS (S)", "pages", "S", "Measurement",
+             "Page-cache pages the SUT read back in shortly after memory pressure had evicted them (the kernel "
+             "recognises them by their workingset shadow entries), in the window. With no swap, the page cache "
+             "is what a memory limit takes away: this is what the SUT re-reads because of it.", decimals=0,
+             measurement="samples s.cgroup_refault_file + s.cgroup_refault_anon (memory.stat workingset_refault_* "
+                         "of the SUT cgroup; s.cgroup_refault on kernels before 5.9); na without a SUT cgroup "
+                         "with memory accounting"),
+    _perflab("refaults_h", "REFAULTS (H)", "pages", "H", "Measurement",
+             "Page-cache refaults of the whole machine in the window (every process, not only the SUT).",
+             decimals=0, measurement="/proc/vmstat workingset_refault_file + workingset_refault_anon via samples "
+                                     "h.vm.* (h.vm.workingset_refault on kernels before 5.9)"),
+    _perflab("blks_read", "BLKS READ", "blocks", "", "Measurement",
+             "Blocks the SUT's database asked the operating system for in the window: misses of its own buffer "
+             "cache, served by the page cache or the disk (PostgreSQL: pg_stat_database.blks_read).", decimals=0,
+             measurement="samples sut.blks_read (the SUT's own counter); na for SUTs that do not count them"),
+    _perflab("blks_hit", "BLKS HIT", "blocks", "", "Measurement",
+             "Blocks the SUT's database found in its own buffer cache in the window (pg_stat_database.blks_hit).",
+             decimals=0, measurement="samples sut.blks_hit"),
+    _perflab("connects_t", "CONNECTS (T)", "conns", "T", "Measurement",
+             "Connections the driver opened to the SUT in the window.", decimals=0,
+             measurement="samples driver.connects: the driver's own count (HTTP and TCP targets), read by the "
+                         "monitor from shared memory; na for other targets and external drivers"),
+    _perflab("handshakes_t", "TLS HANDSHAKES (T)", "handshakes", "T", "Measurement",
+             "TLS handshakes the driver completed in the window, full and resumed.", decimals=0,
+             measurement="samples driver.tls_handshakes (https targets; 0 for plain http)"),
+    _perflab("resumed_t", "TLS RESUMED (T)", "handshakes", "T", "Measurement",
+             "TLS handshakes in the window that resumed an earlier session (no certificate, no key exchange "
+             "with TLS 1.2 session ids; a pre-shared key with TLS 1.3 tickets).", decimals=0,
+             measurement="samples driver.tls_resumed (the lean client's SSLObject.session_reused; aiohttp never "
+                         "offers a session: 0)"),
     _perflab("disk_ios", "DISK IOS", "ops", "H", "Measurement",
              "Block-device read and write operations in the window (whole disks).", decimals=0,
              measurement="/proc/diskstats via samples h.disk.<dev>.{reads,writes}, summed over devices"),
@@ -310,6 +345,13 @@ _METRICS: list[Metric] = [
              F("1000 * cp_sec_s / tx_ok"), decimals=3, direction=LOWER),
     _perflab("emul_cmd_s", "EMUL/CMD (S)", "ms", "S", "Proc. Usage", "SUT user time per command.",
              F("1000 * emul_sec_s / tx_ok"), decimals=3, direction=LOWER),
+    _perflab("cpu_connect_s", "CPU/CONNECT (S)", "ms", "S", "Proc. Usage",
+             "SUT CPU time per connection the driver opened. With a new TLS connection per transaction it is "
+             "the handshake's cost plus the transaction's (the seeds' SSL handshake CPU per connection).",
+             F("1000 * busy_sec_s / connects_t"), decimals=3, direction=LOWER),
+    _perflab("driver_cpu_cmd", "DRIVER CPU/CMD", "ms", "T", "Proc. Usage",
+             "The driver's CPU time per command: the client side's cost of a transaction (the seeds' CPU per "
+             "transaction on the sending side).", F("1000 * driver_sec / tx_ok"), decimals=4, direction=LOWER),
     _perflab("instr_cmd_i", "INSTR/CMD (I)", "instr", "I", "Proc. Usage",
              "Instructions per command: the pathlength.", F("instructions_i / tx_ok"), decimals=0,
              direction=LOWER),
@@ -378,6 +420,15 @@ _METRICS: list[Metric] = [
              F("(reads_sec + writes_sec) / etr_t"), decimals=3, direction=LOWER),
     _perflab("minflt_cmd_s", "MINFLT/CMD (S)", "faults", "S", "Paging", "Minor faults of the SUT per command.",
              F("minflt_s / tx_ok"), decimals=2, direction=LOWER),
+    _perflab("majflt_cmd_s", "MAJFLT/CMD (S)", "faults", "S", "Paging", "Major faults of the SUT per command.",
+             F("majflt_s / tx_ok"), decimals=3, direction=LOWER),
+    _perflab("refault_cmd_s", "REFAULTS/CMD (S)", "pages", "S", "Paging",
+             "Page-cache refaults of the SUT per command: pages it had to read again because memory was short "
+             "(the storage-constrained analog of the seeds' PAGE/CMD on a machine without swap).",
+             F("refaults_s / tx_ok"), decimals=3, direction=LOWER),
+    _perflab("refault_cmd_h", "REFAULTS/CMD (H)", "pages", "H", "Paging",
+             "Page-cache refaults of the whole machine per command.", F("refaults_h / tx_ok"), decimals=3,
+             direction=LOWER),
     _seed("avg_elist_v", "AVG ELIST SIZE (V)", "users", "V", "Paging",
           "Average eligible-list size: an indicator of storage constraint.", decimals=0, direction=LOWER),
     _seed("xstor_in_sec", "XSTOR IN/SEC", "pages/s", "", "Paging", "Expanded-storage page-ins per second.",
@@ -424,6 +475,20 @@ _METRICS: list[Metric] = [
              direction=LOWER),
     _perflab("net_bytes_cmd", "NET BYTES/CMD", "bytes", "", "I/O", "Network bytes per command.",
              F("net_bytes / tx_ok"), decimals=0, direction=LOWER),
+    _perflab("blks_read_cmd", "BLKS READ/CMD", "blocks", "", "I/O",
+             "Database blocks read from the operating system per command (buffer-cache misses).",
+             F("blks_read / tx_ok"), decimals=3, direction=LOWER),
+    _perflab("buffer_hit_pct", "BUFFER HIT %", "%", "", "I/O",
+             "Share of the database's block requests its own buffer cache served.",
+             F("100 * blks_hit / (blks_hit + blks_read)"), decimals=2, direction=HIGHER),
+    _perflab("connects_cmd", "CONNECTS/CMD (T)", "conns", "T", "I/O",
+             "Connections the driver opened per command: 0 with kept-alive connections, 1 with a new connection "
+             "per transaction.", F("connects_t / tx_ok"), decimals=3),
+    _perflab("handshakes_cmd", "HANDSHAKES/CMD (T)", "handshakes", "T", "I/O",
+             "TLS handshakes per command, full and resumed.", F("handshakes_t / tx_ok"), decimals=3),
+    _perflab("resumed_pct", "RESUMED % (T)", "%", "T", "I/O",
+             "Share of the TLS handshakes that resumed a session.", F("100 * resumed_t / handshakes_t"),
+             decimals=1),
     _seed("mdsk_cmd", "MDSK/CMD", "", "", "I/O", "Minidisk I/Os per command (370-Feature runs; undefined).",
           decimals=3),
     _seed("mdc_reads", "MDC READS", "/s", "", "I/O", "Minidisk-cache reads per second.", decimals=0),
@@ -709,6 +774,11 @@ PHRASES = {
     "vio_rate": "the I/O rate", "vio_cmd": "I/Os per command", "io_bytes_cmd": "device bytes per command",
     "io_bytes_cmd_s": "bytes read and written per command", "syscall_io_cmd_s": "I/O system calls per command",
     "net_bytes_cmd": "network bytes per command",
+    "majflt_cmd_s": "major faults per command", "refault_cmd_s": "page-cache refaults per command",
+    "refault_cmd_h": "page-cache refaults per command", "blks_read_cmd": "database blocks read per command",
+    "buffer_hit_pct": "the buffer-cache hit ratio", "connects_cmd": "connections opened per command",
+    "handshakes_cmd": "TLS handshakes per command", "resumed_pct": "the share of resumed TLS sessions",
+    "cpu_connect_s": "the server's CPU time per connection", "driver_cpu_cmd": "the driver's CPU time per command",
     "srv_tot_cpu_cmd_v": "component CPU time per command", "srv_cp_cpu_cmd_v": "component kernel time per command",
     "srv_virt_cpu_cmd_v": "component user time per command", "srv_wkset_v": "component working set",
 }

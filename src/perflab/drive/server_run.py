@@ -92,26 +92,32 @@ async def _setup_sql(dsn: str, statements: list[str], want_version: bool) -> dic
         await conn.close()
 
 
-def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int):
+def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
+                  tokens: dict[str, str] | None = None, counts: Any = None):
+    """The driver-side executor. `tokens` ({run_dir}, {workload_dir}) fill the target's paths (a
+    CA file, a Unix socket); `counts` (ConnectionCounts) receives the connections and TLS
+    handshakes the HTTP and TCP executors make."""
     kind = workload.target.kind
     if kind == "postgres":
         from perflab.drive.adapters.postgres import PostgresExecutor
 
         return PostgresExecutor(workload, dsn, failure, pool_size)
+    from perflab.drive.adapters.counts import NO_COUNTS
+
     if kind == "http":
         from perflab.drive.adapters.http import HttpExecutor
 
-        return HttpExecutor(workload, failure, pool_size)
+        return HttpExecutor(workload, failure, pool_size, tokens, counts or NO_COUNTS)
     from perflab.drive.adapters.tcp import TcpExecutor
 
-    return TcpExecutor(workload, failure, pool_size)
+    return TcpExecutor(workload, failure, pool_size, tokens, counts or NO_COUNTS)
 
 
 def execute_server_run(life: RunLifecycle) -> RunResult:
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
-    server = recorder = engine = table = window = None
+    server = recorder = engine = table = window = counts = None
     try:
         with recording_ending(life.ending) as ending:
             life.make_cgroup([])
@@ -135,12 +141,22 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
             life.pin_driver()
             t0 = time.monotonic()
             life.start_clock(t0, time.time())
+            if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
+                from perflab.drive.adapters.counts import ConnectionCounts
+
+                counts = ConnectionCounts()  # driver.connects, driver.tls_*: sampled with the SUT's counters
+            from perflab.monitor.sources.counters import combine_counter_specs
+
+            monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None)
             # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
-            life.start_monitor(pids, counter_spec, components, driver_pid=-1 if driver_kind == "native" else None)
+            life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
             if driver_kind == "native":
                 recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
                                     t0)
-                executor = make_executor(workload, dsn, failure, plan.workers)
+                tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir),
+                          "run_id": record.run_id,
+                          "service_address": workload.service.address if workload.service else "127.0.0.1"}
+                executor = make_executor(workload, dsn, failure, plan.workers, tokens, counts)
                 engine = engine_for(plan, executor, recorder, t0)
                 recorder.class_names = engine.class_names
                 outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
@@ -156,6 +172,8 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
                 window = result.window
     finally:
         life.stop_monitor()
+        if counts is not None:
+            counts.close()  # the monitor, its only other reader, has stopped
         if server is not None:
             gone = server.failure()
             if gone and life.ending.status == "complete":

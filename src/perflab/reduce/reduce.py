@@ -174,6 +174,8 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
 
     warnings += _caveats(values, run, warnings)
+    if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
+        warnings.append(cav.refaults_unmeasured())
     attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
@@ -248,6 +250,42 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
     counter = samples.tx_counter(run.sut.tx_counter if run.sut is not None else None)
     if counter is not None:
         measured["sut_tx"] = samples.delta([counter], window, "SUT TRANSACTIONS")
+    _memory_and_connection_totals(samples, window, measured)
+
+
+# Columns of each raw count, by preference: the first group present is used (absent: na, never 0).
+# Refaults: the per-type counters, or the single one of kernels before 5.9. Major faults: the
+# cgroup's own count (it keeps the faults of exited processes), else the process tree's.
+_WINDOW_COUNTS = {
+    "refaults_s": [("s.cgroup_refault_file", "s.cgroup_refault_anon"), ("s.cgroup_refault",)],
+    "refaults_h": [("h.vm.workingset_refault_file", "h.vm.workingset_refault_anon"), ("h.vm.workingset_refault",)],
+    "majflt_s": [("s.cgroup_pgmajfault",), ("s.majflt",)],
+    "blks_read": [("sut.blks_read",)],
+    "blks_hit": [("sut.blks_hit",)],
+    "connects_t": [("driver.connects",)],
+    "handshakes_t": [("driver.tls_handshakes",)],
+    "resumed_t": [("driver.tls_resumed",)],
+}
+
+
+_WHOLE_COUNTS = frozenset({"connects_t", "handshakes_t", "resumed_t"})
+
+
+def _memory_and_connection_totals(samples: Samples, window: Window, measured: dict[str, float | None]) -> None:
+    """Page-cache refaults and major faults (storage-constrained runs), the database's block
+    reads, and the driver's connection and TLS handshake counts, over the window."""
+    for key, choices in _WINDOW_COUNTS.items():
+        for columns in choices:
+            present = [c for c in columns if samples.has(c)]
+            if present:
+                value = samples.delta(present, window, REGISTRY[key].label)
+                if key in _WHOLE_COUNTS and value is not None:
+                    # Counters sampled once a second are interpolated at the window's edges: a
+                    # burst of connections before the window (the users' logons) would leave a
+                    # fraction of one inside it, and a fraction of a connection is none.
+                    value = float(round(value))
+                measured[key] = value
+                break
 
 
 def _driver_from_run(run: RunRecord, measured: dict[str, float | None]) -> None:

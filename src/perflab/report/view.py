@@ -389,6 +389,9 @@ def sweep_table(study: StudyDocument) -> Table | None:
         return None
     present = {k for p in sweep.points for k, v in p.metrics.items() if fmt.number(v) is not None}
     keys = [k for k in REGISTRY.role("sweep") if k in present]
+    # then the rows the study file asked for (a storage sweep's refaults, a path sweep's driver CPU)
+    asked = (study.study or {}).get("metrics") or []
+    keys += [k for k in asked if k in present and k not in keys]
     columns = ["config", str(sweep.factor), "valid runs"]
     columns += [f"{fmt.label_of(k)} ({fmt.unit_of(k)})" if fmt.unit_of(k) else fmt.label_of(k) for k in keys]
     rows = [[text(p.config), text(p.value), text(p.runs)] + [fmt.value(p.metrics.get(k), k) for k in keys]

@@ -1,7 +1,8 @@
 """Servers as the system under test: started fresh for each run, watched, stopped after.
 
 `ServiceProcess` runs any server from a command (the workload's `service` block): in the SUT's
-cgroup, on the SUT's CPUs, as an unprivileged user when perflab is root, in a session of its
+cgroup, on the SUT's CPUs, as an unprivileged user when perflab is root (and, with `network`,
+in a network namespace of its own reached over a veth pair: netns.py), in a session of its
 own (a Ctrl-C in the terminal reaches the driver, which then stops the server cleanly rather
 than the server dying under load). It is ready when its probe says so (a TCP port accepts, a
 URL answers, a command succeeds) and is stopped with its stop signal, then SIGKILL after a
@@ -18,6 +19,7 @@ import os
 import pwd
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -96,21 +98,23 @@ class ServiceProcess:
 
     def __init__(self, name: str, argv: list[str], log_path: Path, *, cwd: Path | None = None,
                  env: dict[str, str] | None = None, account: Account | None = None, cpus: list[int] | None = None,
-                 cgroup: Any = None):
+                 cgroup: Any = None, netns: Any = None):
         self.name, self.argv, self.log_path = name, argv, log_path
         self.cwd, self.env, self.account = cwd, env, account or Account(None)
-        self.cpus, self.cgroup = cpus, cgroup
+        self.cpus, self.cgroup, self.netns = cpus, cgroup, netns
         self.proc: subprocess.Popen | None = None
         self.stopping = False
 
     def start(self) -> None:
-        cgroup, cpus, account = self.cgroup, self.cpus, self.account
+        cgroup, cpus, account, netns = self.cgroup, self.cpus, self.account, self.netns
 
         def child() -> None:  # runs in the child between fork and exec, as root
             if cgroup is not None:
                 cgroup.add_self()  # first: every process it starts is born inside
             if cpus:
                 os.sched_setaffinity(0, cpus)
+            if netns is not None:
+                netns.enter()  # while still root: joining a namespace needs CAP_SYS_ADMIN
             account.demote()
 
         with open(self.log_path, "ab") as log:
@@ -193,10 +197,32 @@ def tcp_probe(host: str, port: int) -> Callable[[], bool]:
     return probe
 
 
-def http_probe(url: str) -> Callable[[], bool]:
+def unix_probe(path: str) -> Callable[[], bool]:
+    address = "\0" + path[1:] if path.startswith("@") else path  # @name: the abstract namespace
+
     def probe() -> bool:
         try:
-            with urllib.request.urlopen(url, timeout=1.0) as response:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(0.5)
+                s.connect(address)
+                return True
+        except OSError:
+            return False
+    return probe
+
+
+def http_probe(url: str) -> Callable[[], bool]:
+    # Readiness only: an https server with a certificate made for the run (self-signed) is ready
+    # when it answers; the driver's own TLS settings decide what is verified during the run.
+    context = None
+    if url.startswith("https://"):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+
+    def probe() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=1.0, context=context) as response:
                 return response.status < 500
         except urllib.error.HTTPError as exc:
             return exc.code < 500
@@ -215,13 +241,16 @@ def command_probe(argv: list[str], cwd: Path | None) -> Callable[[], bool]:
     return probe
 
 
-def make_probe(ready: ReadyProbe, cwd: Path | None) -> Callable[[], bool]:
+def make_probe(ready: ReadyProbe, cwd: Path | None, tokens: dict[str, str] | None = None) -> Callable[[], bool]:
+    tokens = tokens or {}
     if ready.tcp is not None:
-        host, _, port = str(ready.tcp).rpartition(":")
+        host, _, port = substitute(str(ready.tcp), tokens).rpartition(":")
         return tcp_probe(host or "127.0.0.1", int(port))
     if ready.http is not None:
-        return http_probe(ready.http)
-    return command_probe(list(ready.command or []), cwd)
+        return http_probe(substitute(ready.http, tokens))
+    if ready.unix is not None:
+        return unix_probe(substitute(ready.unix, tokens))
+    return command_probe([substitute(a, tokens) for a in ready.command or []], cwd)
 
 
 # --- the generic service -----------------------------------------------------------------------
@@ -239,14 +268,20 @@ class Service:
 
     def __init__(self, spec: ServiceSpec, workload_dir: Path, run_dir: Path, cpus: list[int] | None, cgroup: Any):
         self.spec = spec
-        self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir), "python": sys.executable}
+        self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir), "python": sys.executable,
+                       "service_address": spec.address, "run_id": run_dir.name}
         self.cwd = (workload_dir / substitute(spec.cwd, self.tokens)) if spec.cwd else run_dir
         self.workload_dir, self.run_dir = workload_dir, run_dir
         account = Account.resolve(spec.user)
         env = {**os.environ, **{k: substitute(v, self.tokens) for k, v in spec.env.items()}}
         argv = [substitute(a, self.tokens) for a in spec.command]
+        self.netns = None
+        if spec.network is not None:
+            from perflab.sut.netns import NetworkNamespace
+
+            self.netns = NetworkNamespace(spec.network, run_dir.name)
         self.process = ServiceProcess(f"service {Path(argv[0]).name}", argv, run_dir / "service.log", cwd=self.cwd,
-                                      env=env, account=account, cpus=cpus, cgroup=cgroup)
+                                      env=env, account=account, cpus=cpus, cgroup=cgroup, netns=self.netns)
         self.components = dict(spec.components)
         self.counters = None
         self.version: str | None = None
@@ -257,10 +292,27 @@ class Service:
             target = self.run_dir / dest
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(substitute(text, self.tokens))
+        for argv in self.spec.setup:
+            self._setup([substitute(a, self.tokens) for a in argv])
         self.version = self._version()
+        facts: dict[str, Any] = {}
+        if self.netns is not None:
+            self.netns.create()  # before the server: it is born inside (removed in stop)
+            facts["service_network"] = self.netns.describe()
         self.process.start()
-        self.process.wait_ready(make_probe(self.spec.ready, self.cwd), self.spec.ready.timeout)
-        return {"sut_version": self.version, "service": self.process.argv}
+        self.process.wait_ready(make_probe(self.spec.ready, self.cwd, self.tokens), self.spec.ready.timeout)
+        return {"sut_version": self.version, "service": self.process.argv, **facts}
+
+    def _setup(self, argv: list[str]) -> None:
+        """One setup command, before the server starts (not in its cgroup: not the SUT's work)."""
+        try:
+            done = subprocess.run(argv, cwd=self.cwd, env=self.process.env, capture_output=True, text=True,
+                                  timeout=600, preexec_fn=self.process.account.demote)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SutFailure(f"service setup {Path(argv[0]).name} could not run: {exc}") from None
+        if done.returncode != 0:
+            raise SutFailure(f"service setup {' '.join(argv)[:200]} failed ({describe_exit(done.returncode)}): "
+                             f"{(done.stderr or done.stdout).strip()[-500:]}")
 
     def _version(self) -> str:
         argv = self.spec.version_command
@@ -281,5 +333,9 @@ class Service:
         return self.process.failure()
 
     def stop(self) -> str | None:
-        return self.process.stop(getattr(signal, self.spec.stop_signal), self.spec.stop_timeout)
+        try:
+            return self.process.stop(getattr(signal, self.spec.stop_signal), self.spec.stop_timeout)
+        finally:
+            if self.netns is not None:
+                self.netns.remove()  # after the server: nothing is left in the namespace
 

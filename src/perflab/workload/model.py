@@ -342,15 +342,54 @@ class PostgresTarget(Strict):
         return self
 
 
+class TlsOptions(Strict):
+    """How the driver speaks TLS to an https:// target (the seeds' SSL studies: handshake cost by
+    cipher suite, with and without session reuse)."""
+
+    verify: bool = Field(default=True, description="check the server's certificate and host name (against ca_file, "
+                                                   "else the system's CAs)")
+    ca_file: str | None = Field(default=None, description="PEM file of the CA (a self-signed server's own "
+                                "certificate); {run_dir} and {workload_dir} are replaced")
+    version: Literal["1.2", "1.3"] | None = Field(default=None, description="speak only this TLS version (default: "
+                                                  "1.2 or 1.3, whichever the server prefers)")
+    ciphers: str | None = Field(default=None, description="OpenSSL cipher list the client offers, e.g. "
+                                "ECDHE-RSA-AES128-GCM-SHA256 (TLS 1.2 suites: needs version: '1.2')")
+    session_resumption: bool = Field(default=False, description="offer the user's last TLS session when it opens a "
+                                     "new connection (client: httptools)")
+
+    @model_validator(mode="after")
+    def _ciphers(self) -> "TlsOptions":
+        if self.ciphers is None:
+            return self
+        # Python's ssl module sets the TLS 1.2 cipher list only (OpenSSL's SSL_CTX_set_cipher_list);
+        # TLS 1.3 suites would be negotiated whatever this says, so a study would compare nothing.
+        if self.version != "1.2":
+            raise ValueError("ciphers selects TLS 1.2 suites: add version: '1.2' (TLS 1.3 suites are chosen by the "
+                             "server, e.g. nginx's ssl_conf_command Ciphersuites)")
+        import ssl
+
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).set_ciphers(self.ciphers)
+        except ssl.SSLError:
+            raise ValueError(f"OpenSSL {ssl.OPENSSL_VERSION.split()[1]} knows no cipher in {self.ciphers!r} "
+                             f"(`openssl ciphers -v 'ALL:eNULL:@SECLEVEL=0'` lists them)") from None
+        return self
+
+
 class HttpTarget(Strict):
     kind: Literal["http"]
-    base_url: str = Field(description="e.g. http://127.0.0.1:8080")
+    base_url: str = Field(description="e.g. http://127.0.0.1:8080 or https://127.0.0.1:8443")
     client: Literal["aiohttp", "httptools"] = Field(
         default="aiohttp", description="aiohttp, or a lean HTTP/1.1 client on httptools (less driver CPU per request)")
-    connections: Literal["per_user", "pool"] = "per_user"
+    connections: Literal["per_user", "pool", "per_transaction"] = Field(
+        default="per_user", description="a kept-alive connection per user, a shared pool (pool_size), or a new "
+                                        "connection for every transaction (to measure connection and TLS handshake "
+                                        "cost)")
     pool_size: int | None = Field(default=None, ge=1)
     timeout: Duration = 30.0
     headers: dict[str, str] = Field(default_factory=dict)
+    tls: TlsOptions | None = Field(default=None, description="TLS options of an https:// base_url (default: verify "
+                                   "against the system's CAs)")
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -361,20 +400,30 @@ class HttpTarget(Strict):
     @classmethod
     def _url(cls, v: str) -> str:
         if not re.match(r"^https?://[^/]+", v):
-            raise ValueError("expected http://host:port")
+            raise ValueError("expected http://host:port or https://host:port")
         return v.rstrip("/")
 
 
 class TcpTarget(Strict):
     kind: Literal["tcp"]
-    host: str = "127.0.0.1"
-    port: int = Field(ge=1, le=65535)
+    host: str = Field(default="127.0.0.1", description="address; {service_address} is the service's (127.0.0.1, "
+                      "or its network namespace's)")
+    port: int | None = Field(default=None, ge=1, le=65535, description="TCP port (or give unix)")
+    unix: str | None = Field(default=None, description="a Unix-domain socket path, used instead of host and port "
+                             "when given (a path without the TCP/IP stack); @name is Linux's abstract namespace; "
+                             "{run_dir}, {run_id} and {workload_dir} are replaced")
     message_size: int = Field(default=64, ge=1, description="bytes per message")
     messages: int = Field(default=1, ge=1, description="messages per transaction")
     mode: Literal["round_trip", "stream"] = Field(
         default="round_trip", description="round_trip: send one, wait for its echo; stream: send all, then read all")
     response_size: int | None = Field(default=None, ge=0, description="bytes expected back per message (default: "
                                       "message_size, an echo)")
+
+    @model_validator(mode="after")
+    def _port_or_unix(self) -> "TcpTarget":
+        if self.port is None and self.unix is None:
+            raise ValueError("give port (TCP) or unix (a Unix-domain socket path)")
+        return self
 
 
 Target = Annotated[Union[SqliteTarget, PythonTarget, CommandTarget, PostgresTarget, HttpTarget, TcpTarget],
@@ -390,6 +439,8 @@ class ReadyProbe(Strict):
 
     tcp: int | str | None = Field(default=None, description="port, or host:port")
     http: str | None = Field(default=None, description="URL that must answer (any status below 500)")
+    unix: str | None = Field(default=None, description="a Unix-domain socket path that must accept ({run_dir} "
+                             "replaced)")
     command: list[str] | None = None
     timeout: Duration = 30.0
 
@@ -400,8 +451,34 @@ class ReadyProbe(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> "ReadyProbe":
-        if sum(x is not None for x in (self.tcp, self.http, self.command)) != 1:
-            raise ValueError("give one of tcp, http or command")
+        if sum(x is not None for x in (self.tcp, self.http, self.unix, self.command)) != 1:
+            raise ValueError("give one of tcp, http, unix or command")
+        return self
+
+
+class ServiceNetwork(Strict):
+    """The service in a network namespace of its own, reached over a veth pair that perflab creates
+    before the server starts and removes after it stops (a second path to the server besides
+    loopback). Needs root. The defaults are link-local: never routed beyond the pair."""
+
+    address: str = Field(default="169.254.77.2/30", description="the server's end, inside its namespace "
+                         "(the target's host)")
+    peer_address: str = Field(default="169.254.77.1/30", description="the driver's end, in perflab's namespace")
+    mtu: int | None = Field(default=None, ge=68, le=65535, description="both ends' MTU (default: the kernel's, 1500)")
+
+    @model_validator(mode="after")
+    def _addresses(self) -> "ServiceNetwork":
+        import ipaddress
+
+        try:
+            ends = [ipaddress.ip_interface(a) for a in (self.address, self.peer_address)]
+        except ValueError as exc:
+            raise ValueError(f"expected an address with its prefix, e.g. 169.254.77.2/30: {exc}") from None
+        if ends[0].network != ends[1].network or ends[0].ip == ends[1].ip:
+            raise ValueError("address and peer_address must be two addresses of one network (e.g. "
+                             "169.254.77.2/30 and 169.254.77.1/30)")
+        if ends[0].ip.is_loopback:
+            raise ValueError("a loopback address stays on lo: give the veth pair addresses of its own")
         return self
 
 
@@ -414,6 +491,9 @@ class Service(Strict):
     """
 
     command: list[str] = Field(min_length=1)
+    setup: list[list[str]] = Field(default_factory=list, description="commands run in order before the server "
+                                   "starts, as its user in its directory (a certificate, a data file); one that "
+                                   "fails fails the run")
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = Field(default=None, description="OS user to run as (when perflab runs as root)")
@@ -424,6 +504,17 @@ class Service(Strict):
     stop_timeout: Duration = Field(default=10.0, description="then SIGKILL")
     components: dict[str, str] = Field(default_factory=dict, description="component -> regex on process names")
     version_command: list[str] | None = Field(default=None, description="prints the version (fingerprint sut_version)")
+    network: ServiceNetwork | None = Field(default=None, description="run the server in a network namespace of "
+                                           "its own, over a veth pair (default: perflab's own network, loopback)")
+
+    @property
+    def address(self) -> str:
+        """Where the server is reached: `{service_address}` in the service and the target."""
+        if self.network is None:
+            return "127.0.0.1"
+        import ipaddress
+
+        return str(ipaddress.ip_interface(self.network.address).ip)
 
     @field_validator("stop_timeout", mode="before")
     @classmethod
@@ -551,6 +642,44 @@ def check_references(workload: Workload) -> None:
             )
     if workload.driver.kind in ("k6", "wrk"):
         _check_http_tool(workload, workload.driver.kind)
+    if isinstance(workload.target, HttpTarget):
+        _check_tls(workload)
+    if workload.service is not None and workload.service.network is not None:
+        _check_network_target(workload)
+
+
+def _check_network_target(workload: Workload) -> None:
+    """A service in its own namespace is reached at its address there, nowhere else."""
+    from urllib.parse import urlsplit
+
+    server = workload.service.address
+    target = workload.target
+    hosts = (server, "{service_address}")
+    if isinstance(target, TcpTarget) and target.unix is None and target.host not in hosts:
+        raise LocatedError(("target", "host"), f"the service runs in its own network namespace at {server}: "
+                                               f"target.host must be {server}")
+    if isinstance(target, HttpTarget) and urlsplit(target.base_url).hostname not in hosts:
+        raise LocatedError(("target", "base_url"), f"the service runs in its own network namespace at {server}: "
+                                                   f"the base_url's host must be {server}")
+
+
+def _check_tls(workload: Workload) -> None:
+    """TLS options that some clients cannot honour are refused, not ignored."""
+    target = workload.target
+    tls = target.tls
+    if tls is not None and not target.base_url.startswith("https://"):
+        raise LocatedError(("target", "tls"), "tls applies to an https:// base_url")
+    if workload.driver.kind != "native":
+        if tls is not None:
+            raise LocatedError(("target", "tls"), f"{workload.driver.kind} makes its own TLS settings: target.tls is "
+                                                  f"for perflab's driver (remove it, or use driver: native)")
+        if target.connections == "per_transaction":
+            raise LocatedError(("target", "connections"), f"{workload.driver.kind} keeps its connections open: "
+                                                          f"per_transaction is perflab's driver's")
+    if tls is not None and tls.session_resumption and target.client != "httptools":
+        raise LocatedError(("target", "tls", "session_resumption"),
+                           "aiohttp cannot offer a saved TLS session on a new connection (asyncio's TLS takes none): "
+                           "use client: httptools, whose TLS layer resumes sessions")
 
 
 def _check_pgbench(workload: Workload) -> None:

@@ -9,7 +9,10 @@ Times: first_response is when the first request's response headers arrived (AVG 
 end is when the last body was read (AVG LAST (T)).
 
 Clients (http_client.py): aiohttp by default; `client: httptools` is a lean HTTP/1.1 client
-for when the driver's CPU per request matters. With it, a transaction of one request that has
+for when the driver's CPU per request matters. Both speak TLS to an https:// base_url
+(`target.tls`); only the lean one resumes sessions. `connections: per_transaction` gives every
+transaction a new connection (a new client, closed when the transaction ends): what a study of
+connection or TLS handshake cost needs. Connections and handshakes are counted (counts.py). With it, a transaction of one request that has
 no `{placeholder}` and no extraction, on a user's own connection, takes a fast path: `execute`
 writes the request's pre-encoded bytes and returns the connection's future, which the
 connection resolves to the Reply itself (checks included) -- no coroutine, no semaphore.
@@ -20,13 +23,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_client import (
-    AiohttpClient, Deadlines, HeaderReadingConnection, KeepAliveClosed, LeanClient, LeanConnection,
+    AiohttpClient, Deadlines, HeaderReadingConnection, KeepAliveClosed, LeanClient, LeanConnection, TlsSetup,
+    tls_context,
 )
 from perflab.drive.adapters.http_request import CheckFailed, PreparedRequest, encode_request, extract
 from perflab.drive.adapters.postgres import raise_if_down
 from perflab.drive.workers import Reply
-from perflab.workload.model import HttpTarget, Workload
+from perflab.workload.model import HttpTarget, TlsOptions, Workload
 
 
 def error_text(exc: BaseException) -> str:
@@ -37,13 +42,21 @@ class HttpExecutor:
     """execute(tx_index, params, user) -> an awaitable of the Reply."""
 
     def __init__(self, workload: Workload, failure: Callable[[], str | None] | None = None,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, tokens: dict[str, str] | None = None, counts: Any = NO_COUNTS):
         target = workload.target
         assert isinstance(target, HttpTarget)
         self.target = target
-        self.base = target.base_url
+        self.base = target.base_url.replace("{service_address}", (tokens or {}).get("service_address", "127.0.0.1"))
         self.failure = failure
+        self.counts = counts
         self.per_user = target.connections == "per_user"
+        self.per_transaction = target.connections == "per_transaction"
+        self.tls: TlsSetup | None = None
+        if self.base.startswith("https://"):
+            options = target.tls or TlsOptions()
+            self.tls = TlsSetup(tls_context(options, tokens), LeanClient.address(self.base)[0],
+                                options.session_resumption)
+        self.closed_loop = True  # sessions are kept per simulated user; open loop: one for all arrivals
         self.pool_size = target.pool_size or pool_size or 8
         self.lean = target.client == "httptools"
         self.plans = [[PreparedRequest.of(r, target.headers, self.base) for r in tx.http]
@@ -66,24 +79,29 @@ class HttpExecutor:
         self.deadlines: Deadlines | None = None
 
     async def open(self, users: int | None) -> None:
+        self.closed_loop = bool(users)
+        if self.per_transaction:
+            return  # a client per transaction (_client)
         if not (self.per_user and users):
             self.per_user = False
             self.shared = self._new_client(self.pool_size)
 
-    def _new_client(self, limit: int):
+    def _new_client(self, limit: int, user: int = -1):
         if not self.lean:
-            return AiohttpClient(self.base, limit, self.target.timeout)
+            return AiohttpClient(self.base, limit, self.target.timeout, self.tls, self.counts)
         if self.deadlines is None:
             self.deadlines = Deadlines(self.target.timeout, asyncio.get_running_loop())
         return LeanClient(self.base, limit, self.target.timeout, self.deadlines, self._recover,
-                           self.connection_type)
+                          self.connection_type, self.tls, user if self.closed_loop else -1, self.counts)
 
     def _client(self, user: int):
+        if self.per_transaction:
+            return self._new_client(1, user)
         if not self.per_user:
             return self.shared
         client = self.clients.get(user)
         if client is None:
-            client = self.clients[user] = self._new_client(1)
+            client = self.clients[user] = self._new_client(1, user)
         return client
 
     def execute(self, tx_index: int, params: dict | None, user: int = -1):
@@ -130,6 +148,9 @@ class HttpExecutor:
             if type(exc).__module__.startswith("aiohttp"):
                 return await self._error_reply(exc, first)
             raise
+        finally:
+            if self.per_transaction:
+                await client.close()  # the transaction's own connection ends with it
 
     async def _error_reply(self, exc: BaseException, first: float | None) -> Reply:
         await raise_if_down(self.failure)  # the server's exit fails the run instead

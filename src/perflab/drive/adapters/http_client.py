@@ -2,8 +2,9 @@
 
 `client: httptools` is the lean one: one asyncio protocol per keep-alive connection,
 httptools' parser, for when the driver's CPU per request matters more than aiohttp's
-generality (redirects, cookies, TLS are not supported there). Its cost per request is the
-point of it, so it avoids per-request work that does not depend on the request:
+generality (redirects and cookies are not supported there). It speaks TLS through a memory
+BIO of its own (`TlsLayer`), which can resume sessions; aiohttp's TLS cannot. Its cost per
+request is the point of it, so it avoids per-request work that does not depend on the request:
 
 - a request with no `{placeholder}` arrives as bytes encoded once, when the workload was
   loaded (http_request.py);
@@ -20,11 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_request import IDEMPOTENT, PreparedRequest, encode_request
+from perflab.errors import SutFailure
+from perflab.workload.model import TlsOptions
 
 try:
     import httptools
@@ -38,13 +45,63 @@ class KeepAliveClosed(ConnectionResetError):
     one the client was about to reuse. Idempotent requests are sent again once (as browsers do)."""
 
 
+def tls_context(options: TlsOptions, tokens: dict[str, str] | None = None) -> ssl.SSLContext:
+    """The client's TLS context, made once per run: verification, version, cipher list."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if options.verify:
+        ca_file = options.ca_file
+        if ca_file is not None:
+            for key, value in (tokens or {}).items():
+                ca_file = ca_file.replace("{" + key + "}", value)
+            if not Path(ca_file).is_file():
+                raise SutFailure(f"target.tls.ca_file {ca_file} does not exist (did the service make it?)")
+            try:
+                context.load_verify_locations(ca_file)
+            except ssl.SSLError as exc:
+                raise SutFailure(f"target.tls.ca_file {ca_file} is not a PEM certificate: {exc}") from None
+        else:
+            context.load_default_certs()
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if options.version is not None:
+        version = ssl.TLSVersion.TLSv1_2 if options.version == "1.2" else ssl.TLSVersion.TLSv1_3
+        context.minimum_version = context.maximum_version = version
+    if options.ciphers is not None:
+        context.set_ciphers(options.ciphers)
+    return context
+
+
+@dataclass
+class TlsSetup:
+    """What a client needs to open TLS connections: the context, the name to verify, and where a
+    user's last session is kept (shared by the clients of one user, so a new client -- one per
+    transaction -- can resume the previous one's session)."""
+
+    context: ssl.SSLContext
+    server_hostname: str | None
+    resume: bool = False
+    sessions: dict[int, Any] = field(default_factory=dict)
+
+
 class AiohttpClient:
-    def __init__(self, base: str, limit: int, timeout: float):
+    def __init__(self, base: str, limit: int, timeout: float, tls: TlsSetup | None = None, counts: Any = NO_COUNTS):
         import aiohttp
 
+        # aiohttp connects inside the connector: its trace hooks are where a new connection shows.
+        trace = aiohttp.TraceConfig()
+        https = base.startswith("https://")
+
+        async def connected(session, context, params) -> None:
+            counts.connected()
+            if https:  # every new aiohttp connection is a full handshake: it never offers a session
+                counts.handshake(False)
+
+        trace.on_connection_create_end.append(connected)
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=None),
-            timeout=aiohttp.ClientTimeout(total=timeout), auto_decompress=True)
+            connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=None,
+                                           ssl=tls.context if tls is not None else True),
+            timeout=aiohttp.ClientTimeout(total=timeout), auto_decompress=True, trace_configs=[trace])
 
     async def request(self, method: str, url: str, headers: dict, body: bytes | None):
         async with self.session.request(method, url, headers=headers, data=body, allow_redirects=False) as response:
@@ -237,15 +294,136 @@ def _settle(waiter: asyncio.Future, task: asyncio.Task) -> None:
         waiter.set_result(task.result())
 
 
+class TlsLayer(asyncio.Protocol):
+    """TLS under one lean connection: ciphertext from the socket in, plaintext to the
+    LeanConnection out, through an SSLObject over memory BIOs.
+
+    Why not asyncio's own TLS (create_connection(ssl=...)): it cannot be handed a saved session,
+    and resuming sessions is half of what a TLS study measures. The layer also tells the counts
+    of each handshake and whether it resumed. To the LeanConnection it is the transport (write,
+    close, abort, is_closing); the connection is made -- and `ready` resolves -- once the
+    handshake is complete, so a request is timed from the connect through the handshake.
+    """
+
+    def __init__(self, app: LeanConnection, tls: TlsSetup, user: int, counts: Any):
+        self.app, self.tls, self.user, self.counts = app, tls, user, counts
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        session = tls.sessions.get(user) if tls.resume else None
+        self.sslobj = tls.context.wrap_bio(self.incoming, self.outgoing, server_hostname=tls.server_hostname,
+                                           session=session)
+        self.ready: asyncio.Future = app.loop.create_future()
+        self.raw: asyncio.Transport | None = None
+        self.handshaken = False
+
+    # the socket's side
+    def connection_made(self, raw) -> None:
+        self.raw = raw
+        self._handshake()
+
+    def data_received(self, data: bytes) -> None:
+        self.incoming.write(data)
+        if self.handshaken:
+            self._read()
+        else:
+            self._handshake()
+
+    def eof_received(self) -> bool:
+        self.incoming.write_eof()
+        return False  # close the socket
+
+    def connection_lost(self, exc) -> None:
+        if not self.ready.done():
+            self.ready.set_exception(exc or ConnectionResetError("the server closed the connection during the TLS "
+                                                                 "handshake"))
+        if self.handshaken:
+            self._keep_session()
+            self.app.connection_lost(exc)
+
+    def _handshake(self) -> None:
+        try:
+            self.sslobj.do_handshake()
+        except ssl.SSLWantReadError:
+            self._flush()
+            return
+        except (ssl.SSLError, ssl.CertificateError) as exc:  # a refused certificate, no common cipher
+            self._flush()
+            if not self.ready.done():
+                self.ready.set_exception(ConnectionError(f"TLS handshake failed: {exc}"))
+            self.raw.abort()
+            return
+        self._flush()
+        self.handshaken = True
+        self.counts.handshake(bool(self.sslobj.session_reused))
+        self.app.connection_made(self)
+        if not self.ready.done():
+            self.ready.set_result(self.app)
+        self._read()  # application data that came with the server's last flight
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = self.sslobj.read(65536)
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:  # the server's close_notify: the socket closes next
+                break
+            except ssl.SSLError as exc:
+                self.app.break_off(ConnectionError(f"TLS error: {exc}"))
+                return
+            if not chunk:
+                break
+            self.app.data_received(chunk)
+        self._flush()  # TLS 1.3 may have something to say back (a key update)
+
+    def _flush(self) -> None:
+        data = self.outgoing.read()
+        if data and self.raw is not None and not self.raw.is_closing():
+            self.raw.write(data)
+
+    def _keep_session(self) -> None:
+        # Taken at the end of the connection, not after the handshake: a TLS 1.3 server sends
+        # its session tickets after the handshake, so only now is the session resumable.
+        if self.tls.resume and self.handshaken:
+            session = self.sslobj.session
+            if session is not None:
+                self.tls.sessions[self.user] = session
+
+    # the LeanConnection's transport
+    def write(self, data: bytes) -> None:
+        self.sslobj.write(data)
+        self._flush()
+
+    def close(self) -> None:
+        if self.raw is None or self.raw.is_closing():
+            return
+        self._keep_session()
+        try:
+            # close_notify: OpenSSL marks a session that ends without it as not resumable
+            self.sslobj.unwrap()
+        except ssl.SSLError:
+            pass  # SSLWantReadError: the peer's close_notify is not awaited
+        self._flush()
+        self.raw.close()
+
+    def abort(self) -> None:
+        if self.raw is not None:
+            self.raw.abort()
+
+    def is_closing(self) -> bool:
+        return self.raw is None or self.raw.is_closing()
+
+
 class LeanClient:
-    """Keep-alive connections to one http:// server, at most `limit` requests at a time."""
+    """Keep-alive connections to one http:// or https:// server, at most `limit` requests at a time."""
 
     def __init__(self, base: str, limit: int, timeout: float, deadlines: Deadlines,
                  recover: Callable[["LeanClient", PreparedRequest, Exception], Any],
-                 connection_type: type[LeanConnection] = LeanConnection):
+                 connection_type: type[LeanConnection] = LeanConnection, tls: TlsSetup | None = None,
+                 user: int = -1, counts: Any = NO_COUNTS):
         if httptools is None:
             raise RuntimeError("client: httptools needs the httptools package (pip install 'perflab[net]')")
         self.host, self.port, self.host_header = self.address(base)
+        self.tls, self.user, self.counts = tls, user, counts
         self.timeout = timeout
         self.deadlines = deadlines
         self.loop = deadlines.loop
@@ -261,9 +439,9 @@ class LeanClient:
     def address(base: str) -> tuple[str, int, str]:
         """(host, port, Host header) of the base URL."""
         parts = urlsplit(base)
-        if parts.scheme != "http":
-            raise ValueError("the httptools client speaks plain http only")
-        return parts.hostname, parts.port or 80, parts.netloc
+        if parts.scheme not in ("http", "https"):
+            raise ValueError("the httptools client speaks http and https only")
+        return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.netloc
 
     def ready(self) -> LeanConnection | None:
         """An idle open connection the fast path may take without waiting, if any (never from a
@@ -312,12 +490,28 @@ class LeanClient:
             conn = await self._connect()
 
     async def _connect(self) -> LeanConnection:
+        if self.tls is not None:
+            try:
+                return await asyncio.wait_for(self._connect_tls(), self.timeout)
+            except asyncio.TimeoutError:
+                raise TimeoutError(f"no TLS connection within {self.timeout:g} s") from None
         connecting = self.loop.create_connection(lambda: self.connection_type(self), self.host, self.port)
         try:
             _, conn = await asyncio.wait_for(connecting, self.timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"no connection within {self.timeout:g} s") from None
+        self.counts.connected()
         return conn
+
+    async def _connect_tls(self) -> LeanConnection:
+        layer = TlsLayer(self.connection_type(self), self.tls, self.user, self.counts)
+        try:
+            await self.loop.create_connection(lambda: layer, self.host, self.port)
+            self.counts.connected()
+            return await layer.ready
+        except asyncio.CancelledError:
+            layer.abort()  # the timeout (or a cancelled user): no half-made connection left open
+            raise
 
     async def close(self) -> None:
         for conn in self.idle:

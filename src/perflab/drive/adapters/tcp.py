@@ -5,14 +5,19 @@ Each simulated user keeps one connection. A transaction sends `messages` message
 `message_size` bytes and reads `response_size` bytes back for each (default: the same size,
 an echo). `round_trip` waits for each reply before sending the next message; `stream` sends
 them all, then reads all the replies. first_response is when the first reply byte arrived.
+
+`target.unix` takes a Unix-domain socket instead of TCP (`@name`: Linux's abstract namespace):
+the same exchange without the TCP/IP stack (the seeds compared two paths to one server: HiperSockets and OSA-Express). Every
+connection opened is counted (driver.connects).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import Any, Callable
 
+from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.postgres import raise_if_down
 from perflab.drive.workers import Reply
 from perflab.workload.model import TcpTarget, Workload
@@ -20,11 +25,17 @@ from perflab.workload.model import TcpTarget, Workload
 
 class TcpExecutor:
     def __init__(self, workload: Workload, failure: Callable[[], str | None] | None = None,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, tokens: dict[str, str] | None = None, counts: Any = NO_COUNTS):
         target = workload.target
         assert isinstance(target, TcpTarget)
         self.target = target
         self.failure = failure
+        self.counts = counts
+        self.unix, self.host = target.unix, target.host
+        for key, value in (tokens or {}).items():
+            if self.unix is not None:
+                self.unix = self.unix.replace("{" + key + "}", value)
+            self.host = self.host.replace("{" + key + "}", value)
         self.plans = []
         for tx in workload.transactions:
             size = tx.tcp.message_size or target.message_size
@@ -40,12 +51,29 @@ class TcpExecutor:
             self.connections[user] = await self._connect()
 
     async def _connect(self):
-        reader, writer = await asyncio.open_connection(self.target.host, self.target.port)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
+        if self.unix is not None and self.unix.startswith("@"):
+            # Linux's abstract namespace (no file): uvloop cannot connect to one by name, so
+            # the socket is connected here and handed over.
             import socket
 
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a message is sent when written
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                await asyncio.get_running_loop().sock_connect(sock, "\0" + self.unix[1:])
+            except OSError:
+                sock.close()
+                raise
+            reader, writer = await asyncio.open_unix_connection(sock=sock)
+        elif self.unix is not None:
+            reader, writer = await asyncio.open_unix_connection(self.unix)
+        else:
+            reader, writer = await asyncio.open_connection(self.host, self.target.port)
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                import socket
+
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a message is sent when written
+        self.counts.connected()
         return reader, writer
 
     async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:

@@ -6,6 +6,9 @@ Columns (cumulative unless noted):
     s.cgroup_anon_bytes              gauge: anonymous memory (v1 total_rss, v2 anon)
     s.cgroup_file_bytes              gauge: page cache (v1 total_cache, v2 file)
     s.cgroup_pgmajfault              major faults of the cgroup's processes
+    s.cgroup_refault_file            page-cache pages read back in after the cgroup's memory limit (or
+    s.cgroup_refault_anon            global pressure) evicted them: memory.stat workingset_refault_*;
+                                     kernels before 5.9 have one `workingset_refault` (-> s.cgroup_refault)
 
 Why prefer it for s.cpu_*: the kernel charges the cgroup with every nanosecond its tasks run,
 including processes that started and were reaped between two samples, so nothing is lost
@@ -128,7 +131,9 @@ class CgroupSource:
             if cur:
                 out["s.cgroup_mem_bytes"] = float(int(cur))
                 st = parse_key_values(read_bytes(os.path.join(self._v2, "memory.stat")) or b"")
-                keys = {b"anon": "anon_bytes", b"file": "file_bytes", b"pgmajfault": "pgmajfault"}
+                keys = {b"anon": "anon_bytes", b"file": "file_bytes", b"pgmajfault": "pgmajfault",
+                        b"workingset_refault_file": "refault_file", b"workingset_refault_anon": "refault_anon",
+                        b"workingset_refault": "refault"}
                 out.update({f"s.cgroup_{col}": float(st[k]) for k, col in keys.items() if k in st})
             return out
         if self._memory:
@@ -138,7 +143,8 @@ class CgroupSource:
             # total_* include sub-cgroups (hierarchical); the plain names do not.
             st = parse_key_values(read_bytes(os.path.join(self._memory, "memory.stat")) or b"")
             keys = {b"total_rss": "anon_bytes", b"total_cache": "file_bytes",
-                    b"total_pgmajfault": "pgmajfault"}
+                    b"total_pgmajfault": "pgmajfault", b"total_workingset_refault_file": "refault_file",
+                    b"total_workingset_refault_anon": "refault_anon", b"total_workingset_refault": "refault"}
             out.update({f"s.cgroup_{col}": float(st[k]) for k, col in keys.items() if k in st})
         return out
 

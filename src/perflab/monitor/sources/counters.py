@@ -24,6 +24,10 @@ writer per cell and aligned 8-byte stores mean no locks and no torn values.
     w.set("total_changes", conn.total_changes)   # or w.add("commits")
     ...
     counters.close(); counters.unlink()          # driver, at the end
+
+The same mechanism carries the driver's own counts (connections opened, TLS handshakes), which
+the monitor cannot see from outside the driver: `SharedCounters(names, slots=1,
+prefix="driver")` makes `driver.<name>` columns.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class SharedCountersHandle:
     shm_name: str
     names: tuple[str, ...]
     slots: int
+    prefix: str = "sut"  # column prefix: sut.<name> (the SUT's counts) or driver.<name>
 
     def attach(self) -> SharedCounters:
         return SharedCounters._attach(self)
@@ -73,7 +78,7 @@ class SharedCountersHandle:
 class SharedCounters:
     """Named int64 counters in shared memory, one slot per writer process."""
 
-    def __init__(self, names: Iterable[str], slots: int) -> None:
+    def __init__(self, names: Iterable[str], slots: int, prefix: str = "sut") -> None:
         names = tuple(names)
         bad = [n for n in names if not _NAME_RX.match(n)]
         if bad or not names:
@@ -82,9 +87,11 @@ class SharedCounters:
             raise ValueError(f"duplicate counter names: {list(names)}")
         if slots < 1:
             raise ValueError("slots must be >= 1")
+        if not _NAME_RX.match(prefix):
+            raise ValueError(f"the column prefix must be [A-Za-z0-9_]+ (got {prefix!r})")
         size = _ITEM * len(names) * slots
         shm = shared_memory.SharedMemory(create=True, size=size)
-        self._setup(SharedCountersHandle(shm.name, names, slots), shm, shm.buf, owner=True)
+        self._setup(SharedCountersHandle(shm.name, names, slots, prefix), shm, shm.buf, owner=True)
         self._cells[:] = bytes(size)  # ftruncate zero-fills, but say so
 
     @classmethod
@@ -194,15 +201,64 @@ class SlotWriter:
 
 
 class SharedCountersReader:
-    """CounterSource over SharedCounters: `sut.<name>` = sum over slots."""
+    """CounterSource over SharedCounters: `<prefix>.<name>` (sut.<name>) = sum over slots."""
 
     name = "sut_counters"
 
     def __init__(self, counters: SharedCounters) -> None:
         self._counters = counters
+        self._prefix = counters.handle.prefix
 
     def read(self) -> dict[str, float]:
-        return {f"sut.{k}": float(v) for k, v in self._counters.totals().items()}
+        return {f"{self._prefix}.{k}": float(v) for k, v in self._counters.totals().items()}
 
     def close(self) -> None:
         self._counters.close()
+
+
+@dataclass(frozen=True)
+class CombinedCounterSpec:
+    """Several CounterSpecs as one (MonitorSpec.counters takes one): a server's own counters and
+    the driver's counts, read in the same sample."""
+
+    specs: tuple
+
+    def open(self) -> "CombinedCounterSource":
+        # One that cannot open (a server refusing the monitor's connection) must not take the
+        # others' columns with it; only when none opens is the source unavailable.
+        from . import SourceUnavailable
+
+        sources, reasons = [], []
+        for spec in self.specs:
+            try:
+                sources.append(spec.open())
+            except SourceUnavailable as exc:
+                reasons.append(str(exc))
+        if not sources:
+            raise SourceUnavailable("; ".join(reasons))
+        return CombinedCounterSource(sources)
+
+
+class CombinedCounterSource:
+    name = "sut_counters"
+
+    def __init__(self, sources: list) -> None:
+        self._sources = sources
+
+    def read(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for source in self._sources:
+            out.update(source.read())
+        return out
+
+    def close(self) -> None:
+        for source in self._sources:
+            source.close()
+
+
+def combine_counter_specs(*specs) -> object | None:
+    """One CounterSpec for the monitor from any number of them (None entries skipped)."""
+    present = tuple(s for s in specs if s is not None)
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else CombinedCounterSpec(present)

@@ -1,7 +1,15 @@
-"""System-wide paging counters from /proc/vmstat (H): `h.vm.{pgfault,pgmajfault,pswpin,pswpout}`.
+"""System-wide paging counters from /proc/vmstat (H): `h.vm.{pgfault,pgmajfault,pswpin,pswpout}`
+and, where the kernel has them, `h.vm.workingset_refault_{file,anon}` (or the older single
+`h.vm.workingset_refault`).
 
 READS/SEC of the seeds' paging rows are page-ins from storage: major faults and swap-ins;
 WRITES/SEC are swap-outs. pgfault (all faults, minor included) is kept for context.
+
+A refault is a page read back in soon after memory pressure evicted it (the kernel's workingset
+shadow entries recognise it): on a machine without swap, the page cache is what a memory
+limit takes away, and refaults are what the SUT pays for it -- the closest analog of the seeds'
+page reads of a storage-constrained system. A file read through read() that misses the cache
+is a refault but not a major fault (only faults on mapped pages are), so both are kept.
 """
 
 from __future__ import annotations
@@ -9,7 +17,8 @@ from __future__ import annotations
 from . import SourceUnavailable
 from .procfs import parse_key_values, read_bytes
 
-_WANTED = {b"pgfault": 0, b"pgmajfault": 0, b"pswpin": 0, b"pswpout": 0}
+_WANTED = {b"pgfault": 0, b"pgmajfault": 0, b"pswpin": 0, b"pswpout": 0, b"workingset_refault_file": 0,
+           b"workingset_refault_anon": 0, b"workingset_refault": 0}
 
 
 class VmstatSource:

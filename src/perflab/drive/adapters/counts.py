@@ -1,0 +1,60 @@
+"""The driver's own counts of what it does to reach the SUT: connections opened, TLS handshakes
+(and how many of them resumed a session).
+
+Only the driver knows them -- the kernel's TCP counters are system-wide, shared with every other
+process that connects -- so the executors count them here, in shared memory the monitor samples
+like any counter (`driver.connects`, `driver.tls_handshakes`, `driver.tls_resumed`); the
+reduction takes their window differences (CONNECTS/CMD (T), HANDSHAKES/CMD (T), RESUMED % (T)).
+
+    counts = ConnectionCounts()               # the driver, before the monitor starts
+    spec.counters = counts.spec               # for the monitor
+    counts.connected(); counts.handshake(resumed=False)
+    counts.close()                            # after the monitor stopped
+"""
+
+from __future__ import annotations
+
+from perflab.monitor.sources.counters import SharedCounters
+
+NAMES = ("connects", "tls_handshakes", "tls_resumed")
+
+
+class ConnectionCounts:
+    """Counters in one shared-memory slot, written by the driver's event loop only."""
+
+    def __init__(self) -> None:
+        self._shared = SharedCounters(NAMES, slots=1, prefix="driver")
+        self._slot = self._shared.writer(0)
+
+    @property
+    def spec(self):
+        """What the monitor opens (MonitorSpec.counters)."""
+        return self._shared.handle
+
+    def connected(self) -> None:
+        self._slot.add("connects")
+
+    def handshake(self, resumed: bool) -> None:
+        self._slot.add("tls_handshakes")
+        if resumed:
+            self._slot.add("tls_resumed")
+
+    def totals(self) -> dict[str, int]:
+        return self._shared.totals()
+
+    def close(self) -> None:
+        self._shared.close()
+        self._shared.unlink()
+
+
+class NoCounts:
+    """Where nobody samples the counts (an executor made outside a run, a test): nothing kept."""
+
+    def connected(self) -> None:
+        pass
+
+    def handshake(self, resumed: bool) -> None:
+        pass
+
+
+NO_COUNTS = NoCounts()

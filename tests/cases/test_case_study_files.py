@@ -1,0 +1,39 @@
+"""The case studies' files load: every configuration at every sweep value makes a valid workload
+(a bad one would be a file:line error before any run)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from perflab.study.runner import load_study
+
+from net.net_helpers import EXAMPLES
+
+STUDIES = ["postgres/storage-constrained-study.yaml", "tls/tls-resumption-study.yaml", "tls/tls-cipher-study.yaml",
+           "tcp/echo-paths-study.yaml"]
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_case_study_files_load(name):
+    study, workload, _ = load_study(EXAMPLES / name)
+    assert study.sweep is not None and len(study.configurations) >= 2  # release (or path) x a second factor
+    assert study.blocks >= 3  # a verdict per level
+
+
+def test_the_crypto_release_study_loads_with_its_releases_on_the_path(tmp_path):
+    # Its release field (sut_packages) comes with another branch's work; with the releases given
+    # as target.path instead -- the form its comments document -- everything else must be valid.
+    text = (EXAMPLES / "crypto" / "crypto-release-study.yaml").read_text()
+    text = re.sub(r'target\.sut_packages: \["cryptography==([\d.]+)"\]', r"target.path: [.releases/cryptography-\1]",
+                  text)
+    text = text.replace("workload: crypto-ops.yaml", f"workload: {EXAMPLES / 'crypto' / 'crypto-ops.yaml'}")
+    path = tmp_path / "crypto-release-study.yaml"
+    path.write_text(text)
+    study, _, _ = load_study(path)
+    kinds = study.sweep.values
+    from perflab.sut.crypto_ops import OPS
+
+    assert set(kinds) <= set(OPS)  # every kind has its batch size
+    assert [c.name for c in study.configurations] == ["cryptography 41.0.7", "cryptography 50.0.2"]
