@@ -96,6 +96,7 @@ class WorkerSpec:
     index: int
     cpus: list[int] | None = None
     counters: Any = None  # SharedCounters (pickles as its handle), or None
+    paths: list[str] | None = None  # releases under test, first on the import path (perflab.sut.releases)
 
 
 @dataclass(slots=True)
@@ -118,6 +119,10 @@ def worker_main(conn, spec: WorkerSpec) -> None:
     os.environ["PERFLAB_RUN_DIR"] = spec.run_dir
     if spec.cpus:
         os.sched_setaffinity(0, spec.cpus)
+    if spec.paths:
+        from perflab.sut.releases import prepend_path
+
+        prepend_path(spec.paths)
     try:
         from perflab.drive.adapters.base import WorkerContext, adapter_class
         from perflab.workload.model import Workload

@@ -29,7 +29,7 @@ from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
-from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
+from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
@@ -65,12 +65,18 @@ def load_study(path: Path) -> tuple[Study, Workload, Path]:
         raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
                          field="workload")
     workload = load_workload(workload_path)
+    configured = []
     for i, config in enumerate(study.configurations):
         try:
-            configured_workload(workload, config)
+            configured.append(configured_workload(workload, config))
         except ChangeError as exc:
             raise InputError(str(exc), file=path, line=line_of(data, ("configurations", i, "set", exc.path)),
                              field=f"configurations[{i}].set.{exc.path}") from None
+    for i, other in enumerate(configured[1:], start=1):
+        why = two_changes(configured[0], other)
+        if why is not None:
+            raise InputError(f"configuration {study.configurations[i].name!r} {why}", file=path,
+                             line=line_of(data, ("configurations", i)), field=f"configurations[{i}]")
     return study, workload, workload_path
 
 
