@@ -269,6 +269,9 @@ class RunLifecycle:
         record, phases, ending = self.record, self.plan.phases, self.ending
         if table is not None:
             write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+        if engine is not None and table is not None:
+            thinks = engine.recorder.thinks_table()
+            write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
         end = phases.window_end
         if ending.status != "complete":
             # A run cut short measures only up to its last completed transaction.

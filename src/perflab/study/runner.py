@@ -144,8 +144,11 @@ class StudyRunner:
             users, rate = int(self._sweep_values[config.name]), None
         if sweep is not None and sweep.factor == "rate" and purpose == "measure":
             users, rate = None, float(self._sweep_values[config.name])
+        workload = configured_workload(self.workload, config)
+        if self.study.timing is not None and "first_think" in self.study.timing.model_fields_set:
+            workload.timing.first_think = self.study.timing.first_think
         request = RunRequest(
-            workload=configured_workload(self.workload, config), workload_path=self.workload_path,
+            workload=workload, workload_path=self.workload_path,
             users=users, rate=rate, duration=measurement, stagger=timing["stagger"],
             stabilization=timing["stabilization"], seed=None, label=config.name, study=self.study_id,
             workers=config.workers, sut_cpus=config.sut_cpus, monitor=self.options.monitor,

@@ -229,6 +229,9 @@ class Timing(Strict):
     stagger: Duration = Field(default=0.0, description="users start spread over this period")
     stabilization: Duration = Field(default=0.0, description="warm-up after the stagger, excluded from results")
     measurement: Duration = Field(default=30.0, description="the measurement window")
+    first_think: Literal["full", "residual"] = Field(
+        default="full", description="full: each user thinks a whole think after logon; residual: the rest of a "
+        "think, drawn as a user of a running system is caught mid-think, so the run is in steady state at once")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod
