@@ -224,6 +224,16 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
         measured["emul_sec_s"] = samples.delta(["s.cpu_user"], window, "EMUL SEC (S)")
     else:
         warnings.append(cav.note("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na"))
+    sut_cpus = [int(c) for c in run.config.sut_cpus]
+    cp_sut = samples.cpu_fields(sut_cpus, CP_FIELDS, "system") if sut_cpus else None
+    emul_sut = samples.cpu_fields(sut_cpus, EMUL_FIELDS, "user") if sut_cpus else None
+    if cp_sut is not None and emul_sut is not None:
+        measured["busy_sec_hs"] = samples.delta(cp_sut + emul_sut, window, "SUT PROC BUSY SEC (H)")
+    for key, column, scale in (("lock_waits", "sut.busy_waits", 1.0), ("lock_wait_sec", "sut.busy_wait_us", 1e-6),
+                               ("checkpoints", "sut.checkpoints", 1.0), ("checkpoint_sec", "sut.checkpoint_us", 1e-6)):
+        if samples.has(column):
+            total = samples.delta([column], window, column)
+            measured[key] = None if total is None else total * scale
     if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
         measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
     if samples.has("monitor.cpu_user") and samples.has("monitor.cpu_sys"):

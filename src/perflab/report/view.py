@@ -227,11 +227,17 @@ def calibration_table(study: StudyDocument) -> Table | None:
     if not steps:
         return None
     closed = any(s.users is not None for s in steps)
+    # The evidence of what held the SUT below its target, where it was measured.
+    evidence = [k for k in ("other_util_h", "lock_wait_pct", "checkpoint_pct")
+                if any(fmt.number(getattr(s, k)) is not None for s in steps)]
     rows = []
     for i, step in enumerate(steps, 1):
-        rows.append([str(i), text(step.users if closed else step.rate), fmt.value(step.util_proc_s, "util_proc_s"),
-                     fmt.value(step.etr_t, "etr_t"), "valid" if step.valid else "invalid", text(step.run_id)])
-    return Table(["step", "users" if closed else "rate", "UTIL/PROC (S) %", "ETR (T) tx/s", "run", "run id"], rows)
+        load = fmt.fixed(step.users, 0) if closed else fmt.value(step.rate, "rate")
+        rows.append([str(i), load, fmt.value(step.util_proc_s, "util_proc_s"), fmt.value(step.etr_t, "etr_t")]
+                    + [fmt.value(getattr(step, k), k) for k in evidence]
+                    + ["valid" if step.valid else "invalid", text(step.run_id)])
+    return Table(["step", "users" if closed else "rate", "UTIL/PROC (S) %", "ETR (T) tx/s"]
+                 + [f"{REGISTRY.label_of(k)} %" for k in evidence] + ["run", "run id"], rows)
 
 
 def _ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
@@ -306,7 +312,8 @@ def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
         absolute, relative = fmt.changes(entry)
         row = [fmt.label_of(key, entry), fmt.unit_of(key, entry) or "-",
                fmt.value(entry.base_value, key, entry), fmt.value(entry.new_value, key, entry),
-               fmt.value(absolute, key, entry, signed=True), fmt.pct(relative), fmt.ratio(entry.ratio),
+               fmt.value(absolute, key, entry, signed=True, scale=entry.base_value), fmt.pct(relative, entry=entry),
+               fmt.ratio(entry.ratio, entry),
                fmt.ci_ratio(entry.ci_low, entry.ci_high),
                fmt.fixed(entry.p_adjusted, 3) if entry.p_adjusted is not None else fmt.NA, verdict_cell(entry),
                text(entry.legacy) if entry.legacy else fmt.NA]

@@ -27,7 +27,7 @@ from perflab.stats.schedule import interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
-from perflab.study.calibrate import calibrate
+from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
@@ -252,7 +252,8 @@ class StudyRunner:
             if util is None:
                 util = values.get("util_proc_h")
             return {"util": util, "etr_t": values.get("etr_t"), "run_id": result.run_id, "valid": result.valid,
-                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu"), "values": values}
+                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu"), "values": values,
+                    **{key: values.get(key) for key in EVIDENCE}}
 
         outcome = calibrate(cal, measure, closed, getattr(w.load, "users", None), getattr(w.load, "rate", None),
                             on_step=lambda step: self.on_event("calibration-step", step))
