@@ -42,7 +42,8 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(plan.workload_dir),
                                 str(life.run_dir), i, plan.placement.sut_cpus, counters, paths)
                      for i in range(plan.workers)]
-            pool = WorkerPool(specs)
+            depth = workload.placement.depth
+            pool = WorkerPool(specs) if depth is None else WorkerPool(specs, depth=depth)
             life.make_cgroup(pool.pids)
             life.describe_sut(pids=pool.pids, counters=list(counter_names), tx_counter=tx_counter)
             t0 = time.monotonic()

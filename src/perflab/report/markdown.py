@@ -95,6 +95,10 @@ def render(sv: v.StudyView) -> str:
         out += [escape(note), ""]
     if not sv.observations and not sv.notes:
         out += ["No comparison was made.", ""]
+    if sv.trend is not None:
+        out += ["## Release trend", "", "Each configuration against the same base, as the seeds' regression tables "
+                "across releases (the HTML report charts the ratios with their intervals).", "",
+                *table(sv.trend.columns, sv.trend.rows), ""]
     for c in sv.comparisons:
         out += comparison(c)
     if sv.workload:

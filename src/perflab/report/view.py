@@ -96,6 +96,7 @@ class StudyView:
     workload: list[tuple[str, str]] = field(default_factory=list)
     runs: Table | None = None
     noise: Table | None = None
+    trend: Table | None = None
 
 
 # -- small formatting helpers ------------------------------------------------------------------
@@ -401,6 +402,50 @@ def sweep_table(study: StudyDocument) -> Table | None:
     return Table(columns, rows)
 
 
+def trend_keys(study: StudyDocument) -> tuple[str, str]:
+    """The rows a release trend follows: the capacity the study answers with, and response time."""
+    capacity = (list(study.design.primary_metrics) or list(REGISTRY.role("capacity")))[0]
+    return capacity, REGISTRY.role("response")[0]
+
+
+def trend_table(study: StudyDocument) -> Table | None:
+    """The seeds' regression table across releases: several configurations, each against the
+    same base, one row each -- capacity and response time, each with its ratio, interval and
+    verdict. None unless the study compares two or more configurations with one base."""
+    comparisons = study.comparisons
+    if len(comparisons) < 2 or len({c.base for c in comparisons}) != 1:
+        return None
+    keys = trend_keys(study)
+    level = fmt.number(study.design.confidence)
+    interval = "CI" if level is None else f"{fmt.percent_level(level)} CI"
+    columns = ["configuration", "SUT version"]
+    for key in keys:
+        unit = fmt.unit_of(key)
+        columns += [f"{fmt.label_of(key)} ({unit})" if unit else fmt.label_of(key), "ratio", interval, "verdict"]
+
+    def version(name: str) -> str:
+        conf = study.configuration(name)
+        return text(conf.software.get("sut_version")) if conf is not None else fmt.NA
+
+    base = comparisons[0].base
+    row = [base, version(base)]
+    for key in keys:
+        entry = comparisons[0].entry(key)
+        row += [fmt.value(entry.base_value if entry else None, key, entry), "1 (base)", "", ""]
+    rows = [row]
+    for comparison in comparisons:
+        row = [comparison.new, version(comparison.new)]
+        for key in keys:
+            entry = comparison.entry(key)
+            if entry is None:
+                row += [fmt.NA] * 4
+                continue
+            row += [fmt.value(entry.new_value, key, entry), fmt.ratio(entry.ratio, entry) if entry.ratio is not None
+                    else fmt.NA, fmt.ci_ratio(entry.ci_low, entry.ci_high), verdict_cell(entry)]
+        rows.append(row)
+    return Table(columns, rows)
+
+
 def noise_table(study: StudyDocument) -> Table | None:
     """Where the primary metrics' noise comes from (perflab.study.noise_report)."""
     if not study.noise:
@@ -443,6 +488,7 @@ def study_view(study: StudyDocument | Mapping[str, Any]) -> StudyView:
         workload=workload_fields(study) if not comparisons else [],
         runs=all_runs_table(study) if not comparisons and study.runs else None,
         noise=noise_table(study),
+        trend=trend_table(study),
     )
 
 

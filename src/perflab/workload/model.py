@@ -453,6 +453,9 @@ class Placement(Strict):
     driver_cpus: list[int] | None = None
     sut_cpus: list[int] | None = None
     workers: int | None = Field(default=None, ge=1, description="SUT worker processes (default: users, at most 8)")
+    depth: int | None = Field(default=None, ge=1, le=64, description="requests each SUT worker holds at once, one "
+                              "running and the rest waiting in its pipe (default 2); a fast SUT on one worker needs "
+                              "more, or it idles while the driver catches up")
 
 
 class Workload(Strict):
