@@ -53,7 +53,7 @@ def test_worse_response_time_gives_absolute_and_relative_change(study):
 def test_equivalent_reads_like_the_seeds(study):
     entry = find(study["comparisons"][0]["metrics"], "etr_t")
     text = _sentence_about(study, "ETR (T)")
-    assert "increased by 0.60 tx/s (0.1%)" in text
+    assert "increased by 0.6 tx/s (0.15%)" in text  # to two digits of the ±0.65% interval
     assert _ci(entry) in text                      # a signed interval: it straddles no change
     assert text.endswith(": EQUIVALENT, within the ±3% margin.")
 
@@ -105,7 +105,7 @@ def test_general_observations_headline_response_throughput_and_caveats(study):
     texts = [s["text"] for s in obs["sentences"]]
     assert texts[0] == "Internal throughput (ITR (S)) increased by 5.3% [90% CI 4.1% to 6.5%, 5 blocks]: BETTER."
     assert texts[1].startswith("External response time (AVG LAST (T)) increased by 0.00080 s (6.5%)")
-    assert texts[2].startswith("External throughput (ETR (T)) increased by 0.60 tx/s (0.1%)")
+    assert texts[2].startswith("External throughput (ETR (T)) increased by 0.6 tx/s (0.15%)")
     caveats = obs["caveats"]
     assert any(EXCLUDED_RUN in c and EXCLUSION in c for c in caveats)
     assert any("shared processors" in c for c in caveats)
@@ -142,3 +142,20 @@ def test_interrupted_study_and_study_warnings_are_noted(study):
     notes = discussion.study_notes(doc(study)[0])
     assert notes[0].startswith("The study is interrupted: SIGINT")
     assert "Warning: one-variable rule: the configurations differ in target.driver only" in notes
+
+
+def test_the_report_says_which_processor_time_the_verdicts_use(study):
+    from .study_data import _entry
+
+    metrics = study["comparisons"][0]["metrics"]
+    metrics.append(_entry("harness_pct", "HARNESS SHARE (V)", "%", "Processor Util.", "none", 8.1, 9.4, decimals=1))
+    metrics.append(_entry("sut_cmd_s", "SUT/CMD (S)", "ms", "Proc. Usage", "lower", 0.94, 0.88, ratio=0.936,
+                          ci=(0.925, 0.947), verdict="BETTER", decimals=3))
+    study["study"] = {"notes": ["make demo runs the short default."]}
+    study_doc, comparison = doc(study)
+    sentences = discussion.observation(study_doc, comparison)["sentences"]
+    text = sentences[-1]["text"]
+    assert text.startswith("The verdicts use ITR (S), whose processor time is that of the SUT's processes, perflab's "
+                           "worker included (8.1% of it in the base, 9.4% in the new configuration); without it, ")
+    assert "(SUT/CMD (S)) decreased by 0.060 ms (6.4%) [90% CI -7.5% to -5.3%]: BETTER" in text
+    assert discussion.study_notes(study_doc)[0] == "make demo runs the short default."

@@ -43,7 +43,9 @@ def test_a_table_row_for_every_metric_in_its_group(study):
 
 def test_values_deltas_interval_verdict_and_legacy_columns(study):
     row = _rows(render_markdown(study), "ITR (S)")[0]
-    assert row == ["ITR (S)", "tx/s", "980.00", "1031.60", "+51.60", "+5.3%", "1.053", "[1.041, 1.065]", "0.001",
+    # To two significant digits of the interval's half-width (±1.1% of ~1,000 tx/s: ±11), with
+    # thousands separators: people read 1,032, not 1031.60.
+    assert row == ["ITR (S)", "tx/s", "980", "1,032", "+52", "+5.3%", "1.053", "[1.041, 1.065]", "0.001",
                    "BETTER", "change +5.3 %"]
     worse = _rows(render_markdown(study), "AVG LAST (T)")[0]
     assert worse[9] == "WORSE (material)"
@@ -109,3 +111,36 @@ def test_legacy_column_is_named_as_the_statistics_name_it():
     from perflab.stats.verdict import LEGACY_LABEL as STATS_LABEL
 
     assert LEGACY_LABEL == STATS_LABEL
+
+
+def _trend_study(study):
+    import copy
+
+    third = copy.deepcopy(study["comparisons"][0])
+    third["new"] = "Release C"
+    for entry in third["metrics"]:
+        if entry["key"] == "itr_s":
+            entry.update(new_value=1120.0, ratio=1.1429, ci_low=1.125, ci_high=1.161, verdict="BETTER")
+    study["comparisons"].append(third)
+    conf = copy.deepcopy(study["configurations"][1])
+    conf.update(name="Release C", software={**conf["software"], "sut_version": "SQLite 3.60.0 (apsw 3.60.0.0)"})
+    study["configurations"].append(conf)
+    return study
+
+
+def test_several_releases_against_one_base_make_a_release_trend(study):
+    from perflab.report.html import render_html
+
+    study = _trend_study(study)
+    md = render_markdown(study)
+    assert "## Release trend" in md
+    trend = md.split("## Release trend", 1)[1].split("\n## ", 1)[0]
+    base = _rows(trend, "Release A (stdlib)")[0]
+    assert base[:4] == ["Release A (stdlib)", "SQLite 3.40.1 (Python sqlite3 module)", "980", "1 (base)"]
+    c = _rows(trend, "Release C")[0]
+    assert c[1:6] == ["SQLite 3.60.0 (apsw 3.60.0.0)", "1,120", "1.143", "[1.125, 1.161]", "BETTER"]
+    assert c[7:10] == ["1.065", "[1.040, 1.090]", "WORSE (material)"]  # AVG LAST (T), to its interval's digits
+    html = render_html(study)
+    assert 'id="trend"' in html and 'id="chart-trend"' in html and "<svg" in html.split('id="chart-trend"', 1)[1]
+    # One comparison is no trend.
+    assert "Release trend" not in render_markdown({**study, "comparisons": study["comparisons"][:1]})

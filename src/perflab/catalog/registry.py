@@ -165,6 +165,35 @@ _METRICS: list[Metric] = [
              measurement="samples s.cpu_user (SUT cgroup, else process tree + reaped children)"),
     _perflab("busy_sec_s", "BUSY SEC (S)", "CPU-s", "S", "Measurement",
              "CPU-seconds of the SUT's processes in the window.", F("cp_sec_s + emul_sec_s"), decimals=3),
+    _perflab("harness_sec", "HARNESS SEC (V)", "CPU-s", "V", "Measurement",
+             "CPU-seconds perflab's own worker code spent inside the SUT's processes for the window's "
+             "transactions, outside the SUT's calls: reading and decoding requests, encoding and writing "
+             "replies, waking up. It is part of BUSY SEC (S): the SUT's processes are perflab's workers.",
+             decimals=3,
+             measurement="sum of transactions.harness_cpu (the worker thread's CPU clock, "
+                         "CLOCK_THREAD_CPUTIME_ID, outside the SUT's call) over the transactions that finished "
+                         "in the window; na unless every one of them has it (in-process adapters)"),
+    _perflab("sut_sec_s", "SUT SEC (S)", "CPU-s", "S", "Measurement",
+             "CPU-seconds of the SUT alone: its processes' CPU less perflab's worker code in them.",
+             F("busy_sec_s - harness_sec"), decimals=3),
+    _perflab("busy_sec_hs", "SUT PROC BUSY SEC (H)", "CPU-s", "H", "Measurement",
+             "Busy CPU-seconds of the processors given to the SUT, whoever used them: the SUT, or other "
+             "programs sharing them.", decimals=3,
+             measurement="/proc/stat via samples h.cpu<N>.{user,nice,system,irq,softirq}, summed over the SUT's "
+                         "CPUs (config.sut_cpus)"),
+    _perflab("lock_waits", "LOCK WAITS", "waits", "", "Measurement",
+             "Times the SUT's processes waited for a lock another of them held (SQLite: the write lock).",
+             decimals=0, measurement="difference of samples sut.busy_waits (SQLite's busy handler, counted by "
+                                     "the apsw adapter) at the window edges"),
+    _perflab("lock_wait_sec", "LOCK WAIT SEC", "s", "", "Measurement",
+             "Seconds the SUT's processes slept waiting for those locks, summed over processes.", decimals=3,
+             measurement="difference of samples sut.busy_wait_us / 10^6"),
+    _perflab("checkpoints", "CHECKPOINTS", "", "", "Measurement",
+             "WAL checkpoints the SUT ran in the window.", decimals=0,
+             measurement="difference of samples sut.checkpoints (the apsw adapter's WAL hook)"),
+    _perflab("checkpoint_sec", "CHECKPOINT SEC", "s", "", "Measurement",
+             "Seconds the SUT's processes spent in WAL checkpoints (copying pages, and the fsyncs that leave "
+             "the processor idle).", decimals=3, measurement="difference of samples sut.checkpoint_us / 10^6"),
     _perflab("driver_sec", "DRIVER SEC", "CPU-s", "T", "Measurement",
              "CPU-seconds of the driver process in the window.", decimals=3,
              measurement="samples driver.{cpu_user,cpu_sys}; else run.json driver.cpu_s"),
@@ -277,9 +306,13 @@ _METRICS: list[Metric] = [
           F("avg_last_t - tot_int_adj"), decimals=3, direction=LOWER),
 
     # -- Throughput -------------------------------------------------------------------------
-    _perflab("avg_think_t", "AVG THINK (T)", "s", "T", "Throughput", "Mean realized think time.", decimals=2,
-             measurement="mean of transactions.think (intended_start − previous end) over the window's "
-                         "completed transactions"),
+    _perflab("avg_think_t", "AVG THINK (T)", "s", "T", "Throughput",
+             "Mean realized think time, over every think that started in the window -- including those still "
+             "running at its end, so long thinks are not cut off (the seeds' short-window bias).", decimals=2,
+             measurement="mean of transactions.think over the rows whose think began in the window "
+                         "(intended_start − think), whatever became of their transaction, and of thinks.parquet's "
+                         "thinks begun in the window (still running when the run stopped); runs without "
+                         "thinks.parquet: the thinks of the window's completed transactions"),
     _perflab("etr", "ETR", "tx/s", "", "Throughput",
              "The SUT's own transaction rate (the seeds' RTM count); na where the SUT does not count them.",
              F("sut_tx / window_s"), decimals=2, direction=HIGHER),
@@ -341,6 +374,9 @@ _METRICS: list[Metric] = [
     _perflab("pbt_cmd_s", "PBT/CMD (S)", "ms", "S", "Proc. Usage",
              "CPU time of the SUT's processes per command.", F("10 * total_s / etr_t"), decimals=3,
              direction=LOWER),
+    _perflab("sut_cmd_s", "SUT/CMD (S)", "ms", "S", "Proc. Usage",
+             "CPU time per command of the SUT alone: PBT/CMD (S) less perflab's worker (HARNESS SEC (V)).",
+             F("1000 * sut_sec_s / tx_ok"), decimals=3, direction=LOWER),
     _perflab("cp_cmd_s", "CP/CMD (S)", "ms", "S", "Proc. Usage", "SUT system time per command.",
              F("1000 * cp_sec_s / tx_ok"), decimals=3, direction=LOWER),
     _perflab("emul_cmd_s", "EMUL/CMD (S)", "ms", "S", "Proc. Usage", "SUT user time per command.",
@@ -385,6 +421,21 @@ _METRICS: list[Metric] = [
              decimals=2, direction=LOWER, aliases=_aliases("TVR(H)")),
     _perflab("tvr_s", "TVR (S)", "", "S", "Processor Util.", "Total : user time ratio of the SUT.",
              F("pbt_cmd_s / emul_cmd_s"), decimals=2, direction=LOWER, aliases=_aliases("TVR(S)")),
+    _perflab("harness_pct", "HARNESS SHARE (V)", "%", "V", "Processor Util.",
+             "perflab's worker code's share of the SUT processes' CPU (HARNESS SEC (V) / BUSY SEC (S)): what "
+             "PBT/CMD (S) and ITR (S) carry that SUT/CMD (S) does not.",
+             F("100 * harness_sec / busy_sec_s"), decimals=1),
+    _perflab("other_util_h", "OTHER UTIL (H)", "%", "H", "Processor Util.",
+             "Busy percent of the SUT's processors used by anything but the SUT (other programs on the "
+             "machine, the driver when it shares them): processor time the SUT could not have.",
+             F("100 * (busy_sec_hs - busy_sec_s) / window_s / processors"), decimals=1, direction=LOWER),
+    _perflab("lock_wait_pct", "LOCK WAIT", "%", "", "Processor Util.",
+             "Time the SUT's processes slept on a lock another of them held, percent of the window (summed "
+             "over processes): with several processes on one processor, the write lock serializes them.",
+             F("100 * lock_wait_sec / window_s"), decimals=1, direction=LOWER),
+    _perflab("checkpoint_pct", "CHECKPOINT", "%", "", "Processor Util.",
+             "Time the SUT's processes spent in WAL checkpoints, percent of the window.",
+             F("100 * checkpoint_sec / window_s"), decimals=1, direction=LOWER),
     _perflab("driver_cpu", "DRIVER CPU", "%", "T", "Processor Util.",
              "The driver's own CPU share of its processors; a saturated driver makes the run invalid.",
              F("100 * driver_sec / window_s / driver_processors"), decimals=1, direction=LOWER,
@@ -521,8 +572,13 @@ _METRICS: list[Metric] = [
     _perflab("srv_virt_sec_v", "VIRT CPU SEC (V)", "CPU-s", "V", "Servers",
              "User CPU-seconds of one SUT component in the window.", per_component=True, decimals=3,
              measurement="samples v.<component>.cpu_user"),
+    _perflab("srv_cpu_sec_v", "CPU SEC (V)", "CPU-s", "V", "Servers",
+             "CPU-seconds of one SUT component in the window, where only the total is measured (the "
+             "\"perflab worker\" component: HARNESS SEC (V)).", per_component=True, decimals=3,
+             measurement="HARNESS SEC (V) for the perflab worker component"),
     _perflab("srv_tot_cpu_cmd_v", "TOT CPU/CMD (V)", "ms", "V", "Servers", "Component CPU time per command.",
-             F("srv_cp_cpu_cmd_v + srv_virt_cpu_cmd_v"), per_component=True, decimals=4, direction=LOWER),
+             F("srv_cp_cpu_cmd_v + srv_virt_cpu_cmd_v"), F("1000 * srv_cpu_sec_v / tx_ok"), per_component=True,
+             decimals=4, direction=LOWER),
     _perflab("srv_cp_cpu_cmd_v", "CP CPU/CMD (V)", "ms", "V", "Servers", "Component system time per command.",
              F("1000 * srv_cp_sec_v / tx_ok"), per_component=True, decimals=4, direction=LOWER),
     _perflab("srv_virt_cpu_cmd_v", "VIRT CPU/CMD (V)", "ms", "V", "Servers", "Component user time per command.",
@@ -762,6 +818,8 @@ PHRASES = {
     "avg_service_t": "service time", "service_p90_t": "90th percentile service time",
     "avg_think_t": "think time", "error_pct_t": "the error rate", "errors_t": "errors",
     "pbt_cmd_s": "processor busy time per command", "pbt_cmd_h": "processor busy time per command",
+    "sut_cmd_s": "the SUT's own processor time per command",
+    "harness_pct": "perflab's worker share of the SUT processes' CPU",
     "cp_cmd_s": "kernel (CP) time per command", "cp_cmd_h": "kernel (CP) time per command",
     "emul_cmd_s": "user (emulation) time per command", "emul_cmd_h": "user (emulation) time per command",
     "instr_cmd_i": "pathlength", "cpi_i": "cycles per instruction",
@@ -798,8 +856,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "response": ("avg_last_t",),
     "throughput": ("etr_t",),
     "utilization": ("util_proc_s", "util_proc_h"),
-    "compared": ("itr_s", "itr_h", "pbt_cmd_s", "emul_cmd_s", "cp_cmd_s", "pbt_cmd_h", "etr_t", "etr", "etr_ratio",
-                 "avg_last_t", "resp_p90_t", "avg_first_t", "util_proc_s", "util_proc_h", "wkset_s", "vio_cmd",
+    "compared": ("itr_s", "itr_h", "pbt_cmd_s", "sut_cmd_s", "emul_cmd_s", "cp_cmd_s", "pbt_cmd_h", "etr_t", "etr", "etr_ratio",
+                 "avg_last_t", "resp_p90_t", "avg_first_t", "util_proc_s", "util_proc_h", "harness_pct", "wkset_s", "vio_cmd",
                  "minflt_cmd_s", "io_bytes_cmd_s", "instr_cmd_i"),
     "sweep": ("etr_t", "itr_s", "itr_h", "util_proc_s", "util_proc_h", "avg_last_t", "resp_p90_t", "pbt_cmd_s"),
     "run_columns": ("etr_t", "itr_s", "itr_h", "util_proc_s", "avg_last_t"),

@@ -292,27 +292,39 @@ class Engine:
         end = time.monotonic()
         self.recorder.add(uid, script.index, step.tx_index, step.klass, intended, actual, reply.first, end,
                           reply.ok, reply.error, think, reply.cpu, reply.cpu_user, reply.cpu_sys, reply.worker,
-                          reply.instructions)
+                          reply.instructions, reply.harness_cpu)
         return end
 
     async def _run_script(self, uid: int, script: _Script, rng: UserRandom, prng: UserRandom,
-                          prev_end: float, first_intended: float | None = None) -> float | None:
+                          prev_end: float, first_intended: float | None = None,
+                          residual: bool = False) -> float | None:
         """Run the script's steps; the end of its last transaction, or None once the user is to
-        stop (its next transaction falls after the window end, or the run was cut short)."""
+        stop (its next transaction falls after the window end, or the run was cut short).
+        `residual`: the user starts mid-think (timing.first_think), its first think drawn from
+        the stationary residual of the step's think time."""
         for i, step in enumerate(script.steps):
             if first_intended is not None and i == 0:
                 intended, think = first_intended, NAN  # an open-loop arrival: no think before it
             else:
-                think = step.think.sample(rng)
+                partial = residual and i == 0
+                think = step.think.sample_residual(rng) if partial else step.think.sample(rng)
                 intended = prev_end + think
+                # A think still running when the user stops is recorded apart (thinks.parquet):
+                # AVG THINK (T) counts every think that started in the window, long ones included.
                 if self._stopped_for(intended):
+                    if not partial:
+                        self.recorder.add_pending_think(uid, step.tx_index, step.klass, prev_end, think)
                     return None
                 try:
                     await self._think(uid, intended)
                 except asyncio.CancelledError:
                     if self.stopping:
+                        if not partial:
+                            self.recorder.add_pending_think(uid, step.tx_index, step.klass, prev_end, think)
                         return None
                     raise
+                if partial:
+                    think = NAN  # the rest of a think begun before logon: no whole think before it
             if self._stopped_for(intended):
                 return None
             prev_end = await self._transaction(uid, script, step, intended, think, prng)
@@ -331,13 +343,16 @@ class Engine:
                 return
             raise
         prev_end = max(logon, time.monotonic()) if self.phases.stagger == 0 else logon
+        residual = self.workload.timing.first_think == "residual"
         try:
             if self.init is not None:
-                prev_end = await self._run_script(uid, self.init, rng, prng, prev_end)
+                prev_end = await self._run_script(uid, self.init, rng, prng, prev_end, residual=residual)
+                residual = False
             mix, cumulative = self.mix, self.mix_cumulative
             while prev_end is not None:
                 script = mix[rng.pick(cumulative)]
-                prev_end = await self._run_script(uid, script, rng, prng, prev_end)
+                prev_end = await self._run_script(uid, script, rng, prng, prev_end, residual=residual)
+                residual = False
         except SutFailure:
             return
 

@@ -274,6 +274,9 @@ class RunLifecycle:
             window = engine.window  # a job stream's window is the stream itself
         if table is not None:
             write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+        if engine is not None and table is not None:
+            thinks = engine.recorder.thinks_table()
+            write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
         end = phases.window_end
         if ending.status != "complete":
             # A run cut short measures only up to its last completed transaction.

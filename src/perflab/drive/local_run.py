@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 
-from perflab.drive.adapters.base import adapter_class
+from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.recorder import Recorder
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
+from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of
 
 
 def execute_local_run(life: RunLifecycle) -> RunResult:
@@ -25,15 +26,26 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
     recorder = pool = engine = counters = None
     try:
         with recording_ending(life.ending) as ending:
-            record.fingerprint.update(cls.prepare(workload, plan.workload_dir, life.run_dir))
+            releases = ensure_all(requirements_of(workload.target))
+            paths = [str(r.path) for r in releases]
+            if releases:
+                record.fingerprint["sut_release"] = release_fingerprint(releases)
+                record.fingerprint.update(call_with_path(paths, prepare_sut, workload.target.kind,
+                                                         workload.model_dump(mode="json", by_alias=True),
+                                                         str(plan.workload_dir), str(life.run_dir)))
+            else:
+                record.fingerprint.update(cls.prepare(workload, plan.workload_dir, life.run_dir))
             life.pin_driver()
-            if cls.counter_names:
-                counters = SharedCounters(list(cls.counter_names), plan.workers)
+            counter_names, tx_counter = cls.counters_for(workload)
+            if counter_names:
+                counters = SharedCounters(list(counter_names), plan.workers)
             specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(plan.workload_dir),
-                                str(life.run_dir), i, plan.placement.sut_cpus, counters) for i in range(plan.workers)]
-            pool = WorkerPool(specs)
+                                str(life.run_dir), i, plan.placement.sut_cpus, counters, paths)
+                     for i in range(plan.workers)]
+            depth = workload.placement.depth
+            pool = WorkerPool(specs) if depth is None else WorkerPool(specs, depth=depth)
             life.make_cgroup(pool.pids)
-            life.describe_sut(pids=pool.pids, counters=list(cls.counter_names), tx_counter=cls.tx_counter)
+            life.describe_sut(pids=pool.pids, counters=list(counter_names), tx_counter=tx_counter)
             t0 = time.monotonic()
             life.start_clock(t0, time.time())
             life.start_monitor(pool.pids, counters.handle if counters is not None else None)
@@ -63,3 +75,4 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             counters.unlink()
         result = life.finish(recorder.table() if recorder is not None else None, engine)
     return result
+

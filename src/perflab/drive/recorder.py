@@ -29,6 +29,16 @@ SCHEMA = pa.schema([
     ("cpu_sys", pa.float64()),
     ("instructions", pa.float64()),
     ("worker", pa.int16()),
+    ("harness_cpu", pa.float64()),
+])
+
+#: thinks.parquet: the thinks still running when the run stopped (docs/architecture.md).
+THINKS_SCHEMA = pa.schema([
+    ("user", pa.int32()),
+    ("transaction", pa.dictionary(pa.int16(), pa.string())),
+    ("class", pa.dictionary(pa.int16(), pa.string())),
+    ("start", pa.float64()),
+    ("think", pa.float64()),
 ])
 
 
@@ -52,12 +62,15 @@ class Recorder:
         self.cpu_sys: list[float] = []
         self.instructions: list[float] = []
         self.worker: list[int] = []
+        self.harness_cpu: list[float] = []
+        self.pending: dict[str, list] = {name: [] for name in THINKS_SCHEMA.names}
         self.completed = 0
         self.errors = 0
 
     def add(self, user: int, script: int, tx: int, klass: int, intended: float, actual: float,
             first: float | None, end: float, ok: bool, error: str | None, think: float,
-            cpu: float = NAN, cpu_user: float = NAN, cpu_sys: float = NAN, worker: int = -1, instructions: float = NAN) -> None:
+            cpu: float = NAN, cpu_user: float = NAN, cpu_sys: float = NAN, worker: int = -1, instructions: float = NAN,
+            harness_cpu: float = NAN) -> None:
         t0 = self.t0
         self.user.append(user)
         self.script.append(script)
@@ -75,10 +88,33 @@ class Recorder:
         self.cpu_sys.append(cpu_sys)
         self.instructions.append(instructions)
         self.worker.append(worker)
+        self.harness_cpu.append(harness_cpu)
         if ok:
             self.completed += 1
         else:
             self.errors += 1
+
+    def add_pending_think(self, user: int, tx: int, klass: int, start: float, think: float) -> None:
+        """A think that was still running when the user stopped (the window ended, or the run was
+        cut short): no transaction followed it, but its length was drawn when it began."""
+        pending = self.pending
+        pending["user"].append(user)
+        pending["transaction"].append(tx)
+        pending["class"].append(klass)
+        pending["start"].append(start - self.t0)
+        pending["think"].append(think)
+
+    def thinks_table(self) -> pa.Table:
+        """thinks.parquet: the thinks running at the end, one row per user still thinking."""
+        p = self.pending
+
+        def names(indices: list[int], dictionary: list[str]) -> pa.DictionaryArray:
+            return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int16()), pa.array(dictionary, pa.string()))
+
+        return pa.Table.from_arrays([
+            pa.array(p["user"], pa.int32()), names(p["transaction"], self.tx_names),
+            names(p["class"], self.class_names), pa.array(p["start"], pa.float64()),
+            pa.array(p["think"], pa.float64())], schema=THINKS_SCHEMA)
 
     def __len__(self) -> int:
         return len(self.end)
@@ -104,4 +140,5 @@ class Recorder:
             pa.array(self.cpu_sys, pa.float64()),
             pa.array(self.instructions, pa.float64()),
             pa.array(self.worker, pa.int16()),
+            pa.array(self.harness_cpu, pa.float64()),
         ], schema=SCHEMA)

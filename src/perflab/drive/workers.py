@@ -96,6 +96,7 @@ class WorkerSpec:
     index: int
     cpus: list[int] | None = None
     counters: Any = None  # SharedCounters (pickles as its handle), or None
+    paths: list[str] | None = None  # releases under test, first on the import path (perflab.sut.releases)
 
 
 @dataclass(slots=True)
@@ -109,6 +110,7 @@ class Reply:
     worker: int = -1
     counters: tuple = ()
     instructions: float = float("nan")
+    harness_cpu: float = float("nan")  # the worker's own CPU for it, outside the SUT's call
 
 
 def worker_main(conn, spec: WorkerSpec) -> None:
@@ -118,6 +120,10 @@ def worker_main(conn, spec: WorkerSpec) -> None:
     os.environ["PERFLAB_RUN_DIR"] = spec.run_dir
     if spec.cpus:
         os.sched_setaffinity(0, spec.cpus)
+    if spec.paths:
+        from perflab.sut.releases import prepend_path
+
+        prepend_path(spec.paths)
     try:
         from perflab.drive.adapters.base import WorkerContext, adapter_class
         from perflab.workload.model import Workload
@@ -169,6 +175,12 @@ def _executor(adapter, writer):
     # in-process transaction records its exact total only; a command records wait4's split.
     thread_time = time.thread_time
     nan = float("nan")
+    # The worker's own cost (the harness): all of this thread's CPU that is not the SUT's call --
+    # reading and decoding the request, encoding and writing the reply, publishing the counters.
+    # Each transaction carries what the thread spent since the previous call ended, less its own
+    # call: the reply it writes after that is charged to the next one, so the window's sum is the
+    # worker's CPU outside the SUT's calls, whatever the split between neighbours.
+    mark = [thread_time()]
 
     def execute(message: bytes) -> bytes:
         tx_index, params = marshal.loads(message)
@@ -178,19 +190,25 @@ def _executor(adapter, writer):
             ok, error = True, None
         except Exception as exc:  # a failed transaction is a result, not a crash
             first, ok, error = None, False, f"{type(exc).__name__}: {exc}"[:500]
-        cpu = thread_time() - before
+        after = thread_time()
+        cpu = after - before
+        harness = before - mark[0]
         usage = take_cpu() if take_cpu is not None else None
         instructions = take_instructions() if take_instructions is not None else nan
         if usage is None:
             user, system = nan, nan
         else:
             user, system = usage
+            # The SUT ran in a child process (wait4's account): this thread only started and
+            # awaited it, which is the harness's work too.
+            harness = after - mark[0]
             cpu = user + system
         values = adapter.counters()
         if writer is not None:
             for name, value in zip(counter_names, values):
                 writer.set(name, value)
-        return marshal.dumps((ok, error, first, cpu, user, system, values, instructions))
+        mark[0] = after
+        return marshal.dumps((ok, error, first, cpu, user, system, values, instructions, harness))
 
     return execute
 
@@ -351,7 +369,7 @@ class WorkerPool:
         future = worker.pending.popleft() if worker.pending else None
         if future is not None and not future.done():
             future.set_result(Reply(values[0], values[1], values[2], values[3], values[4], values[5], worker.index,
-                                    values[6], values[7]))
+                                    values[6], values[7], values[8]))
         self._release(worker)
 
     def _release(self, worker: _Worker) -> None:

@@ -71,6 +71,9 @@ class CalibrationStep(Record):
     run_id: str | None = Field(default=None, description='the calibration run')
     valid: bool = Field(default=True, description='the run was valid')
     driver_util: float | None = Field(default=None, description='driver CPU %')
+    other_util_h: float | None = Field(default=None, description="OTHER UTIL (H): others' share of the SUT's CPUs, %")
+    lock_wait_pct: float | None = Field(default=None, description="LOCK WAIT: SUT processes asleep on a lock, %")
+    checkpoint_pct: float | None = Field(default=None, description='CHECKPOINT: time in WAL checkpoints, %')
 
 
 class LoadRecord(Record):

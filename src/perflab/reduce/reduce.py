@@ -24,7 +24,7 @@ from perflab.caveats import Caveat
 from perflab.records.run import RunRecord, read_run_record
 from perflab.catalog.registry import REGISTRY
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
-from perflab.reduce.transactions import (WindowTransactions, instructions_total, per_bucket,
+from perflab.reduce.transactions import (WindowTransactions, harness_total, instructions_total, per_bucket,
                                          read_window_transactions, response_rows)
 from perflab.reduce.window import Window, bucket_width, coverage
 
@@ -35,6 +35,10 @@ INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p90_t", "tota
                  "util_proc_s", "itr_s", "itr_h", "pbt_cmd_s", "pbt_cmd_h")
 
 MB = float(1 << 20)
+#: The (V) component that is perflab's own worker code inside the SUT's processes.
+HARNESS_COMPONENT = "perflab worker"
+#: Standard errors of Little's-law check a window may deviate by before it gets a caveat.
+LITTLE_SIGMAS = 3.0
 
 
 @dataclass
@@ -120,7 +124,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     tx: WindowTransactions | None = None
     tx_path = run_dir / "transactions.parquet"
     if tx_path.exists():
-        tx = read_window_transactions(tx_path, window)
+        tx = read_window_transactions(tx_path, window, run_dir / "thinks.parquet")
     else:
         warnings.append(cav.transactions_missing())
 
@@ -156,6 +160,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     if tx is not None:
         measured.update(response_rows(tx))
         measured["tx_offered"] = float(tx.offered)
+        measured["harness_sec"] = harness_total(tx)
         measured["instructions_i"], note = instructions_total(tx)
         if note:
             warnings.append(cav.note(note))
@@ -170,10 +175,12 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
 
     per_class = _per_class(tx, window) if tx is not None else {}
     per_component = _per_component(samples, window, values_all) if samples is not None and covered else {}
+    if values_all.get("harness_sec") is not None:
+        per_component[HARNESS_COMPONENT] = _harness_component(values_all)
     width = bucket_width(window, monitor_interval, interval_s)
     per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
 
-    warnings += _caveats(values, run, warnings)
+    warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None)
     if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
         warnings.append(cav.refaults_unmeasured())
     attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
@@ -219,6 +226,16 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
         measured["emul_sec_s"] = samples.delta(["s.cpu_user"], window, "EMUL SEC (S)")
     else:
         warnings.append(cav.note("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na"))
+    sut_cpus = [int(c) for c in run.config.sut_cpus]
+    cp_sut = samples.cpu_fields(sut_cpus, CP_FIELDS, "system") if sut_cpus else None
+    emul_sut = samples.cpu_fields(sut_cpus, EMUL_FIELDS, "user") if sut_cpus else None
+    if cp_sut is not None and emul_sut is not None:
+        measured["busy_sec_hs"] = samples.delta(cp_sut + emul_sut, window, "SUT PROC BUSY SEC (H)")
+    for key, column, scale in (("lock_waits", "sut.busy_waits", 1.0), ("lock_wait_sec", "sut.busy_wait_us", 1e-6),
+                               ("checkpoints", "sut.checkpoints", 1.0), ("checkpoint_sec", "sut.checkpoint_us", 1e-6)):
+        if samples.has(column):
+            total = samples.delta([column], window, column)
+            measured[key] = None if total is None else total * scale
     if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
         measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
     if samples.has("monitor.cpu_user") and samples.has("monitor.cpu_sys"):
@@ -335,6 +352,14 @@ def _per_component(samples: Samples, window: Window, outer: dict[str, float | No
     return out
 
 
+def _harness_component(outer: dict[str, float | None]) -> dict[str, float | None]:
+    """perflab's worker as a component of the SUT's processes: its CPU is known from the
+    transactions (HARNESS SEC (V)), not from a process of its own."""
+    keys = REGISTRY.perflab_keys(per_component=True)
+    derived = REGISTRY.evaluate({"srv_cpu_sec_v": outer.get("harness_sec")}, component=True, outer=outer)
+    return {key: derived.get(key) for key in keys}
+
+
 def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window: Window, width: float,
                   h_cpus: list[int], measured: dict[str, float | None]) -> list[dict[str, float | None]]:
     edges = window.bucket_edges(width)
@@ -368,7 +393,8 @@ def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window
     return out
 
 
-def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Caveat]) -> list[Caveat]:
+def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Caveat],
+             thinks: np.ndarray | None = None) -> list[Caveat]:
     notes: list[Caveat] = []
     tx_ok, errors = values.get("tx_ok"), values.get("errors_t")
     if tx_ok == 0:
@@ -383,26 +409,46 @@ def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Cave
     if not known and (saturated or (driver_cpu is not None and driver_cpu >= cav.DRIVER_SATURATION_PCT)):
         notes.append(cav.driver_saturated(driver_cpu))
     deviation = values.get("little_dev")
-    tolerance = little_tolerance_pct(values)
+    tolerance = little_tolerance_pct(values, thinks)
     if deviation is not None and tolerance is not None and abs(deviation) > tolerance:
         notes.append(cav.little_law(values.get("little_etr_t"), values.get("etr_t"), deviation, tolerance))
     return notes
 
 
-def little_tolerance_pct(values: dict[str, float | None]) -> float | None:
-    """How far USERS / (Z + R) may sit from ETR (T) before the window deserves a caveat.
+def little_tolerance_pct(values: dict[str, float | None], thinks: np.ndarray | None = None,
+                         sigmas: float = LITTLE_SIGMAS) -> float | None:
+    """How far USERS / (Z + R) may sit from ETR (T) before the window deserves a caveat: `sigmas`
+    standard errors of the comparison, never below the seeds' 5%.
 
-    Little's law is exact for time averages, but the check compares it with per-transaction
-    means over a window: each user's cycle straddles each edge of the window, so the count of
-    completions carries an edge error: a user's phase at each edge is uniform over its cycle
-    (variance 1/12 of a cycle per edge, 1/6 for the two), so the count's standard error is
-    sqrt(USERS / 6) completions. The tolerance is 3 such standard errors relative to the count,
-    never below the seeds' 5%. (A window too short for the users' first cycles to mix -- thinks
-    of seconds after a short stabilization -- is a bias, not noise: AVG THINK (T) counts every
-    think that started in the window, including those still running at its end.)
+    Little's law is exact for time averages; the check compares it with per-transaction means
+    over a window, which carries two errors:
+
+    * the edges: each user is part-way through a cycle at each edge of the window, and a
+      window counts whole cycles. What is left of a user's cycle at a random moment is the
+      equilibrium residual of the cycle time C, with variance E[C³]/(3 E[C]) - (E[C²]/(2 E[C]))²
+      (C²/12 for a constant cycle); over USERS users and two edges the count of completions is
+      off by sqrt(2 · USERS · that) / E[C], relative to USERS · WINDOW / E[C] completions;
+    * AVG THINK (T) is a sample mean: relative standard error SD(C) / (E[C] sqrt(thinks)).
+
+    With `thinks` (every think that started in the window) the cycle's moments are taken from
+    them plus AVG LAST (T); without, the cycle is taken as constant. A think time of seconds
+    with a long idle hump (the Bactrian) makes both errors far larger than a constant cycle of
+    the same mean would, which is why the check must know the thinks. A window too short for
+    users' first cycles to mix is a bias, not noise; users who start mid-think
+    (timing.first_think: residual) avoid it.
     """
-    users, completed = values.get("users"), values.get("tx_ok")
+    users, completed, window = values.get("users"), values.get("tx_ok"), values.get("window_s")
+    response = values.get("avg_last_t")
     if not users or not completed:
         return None
-    edge = math.sqrt(users / 6.0) / completed
-    return max(cav.LITTLE_TOLERANCE_PCT, 100.0 * 3.0 * edge)
+    if thinks is not None and len(thinks) >= 2 and response is not None and window:
+        cycles = np.asarray(thinks, dtype=np.float64) + response
+        m1, m2, m3 = cycles.mean(), (cycles ** 2).mean(), (cycles ** 3).mean()
+        residual_var = max(0.0, m3 / (3.0 * m1) - (m2 / (2.0 * m1)) ** 2)
+        edge = math.sqrt(2.0 * residual_var / users) / window
+        sampling = float(cycles.std(ddof=1)) / (m1 * math.sqrt(len(cycles)))
+        relative = math.hypot(edge, sampling)
+    else:
+        # A constant cycle: the residual is uniform over it (variance 1/12 of a cycle per edge).
+        relative = math.sqrt(users / 6.0) / completed
+    return max(cav.LITTLE_TOLERANCE_PCT, 100.0 * sigmas * relative)

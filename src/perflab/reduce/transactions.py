@@ -28,7 +28,7 @@ from perflab.reduce.window import Window
 from perflab.stats.quantiles import PERCENTILES, nearest_rank
 
 _REQUIRED = ("end", "ok", "intended_start")
-_OPTIONAL = ("actual_start", "first_response", "think", "class", "instructions")
+_OPTIONAL = ("actual_start", "first_response", "think", "class", "instructions", "harness_cpu")
 
 
 @dataclass
@@ -42,16 +42,23 @@ class WindowTransactions:
     first: np.ndarray         # NaN where the adapter could not see a first response
     think: np.ndarray         # NaN for none
     instructions: np.ndarray  # NaN where not measured
+    harness: np.ndarray       # the worker's CPU outside the SUT's call; NaN where not measured
     class_code: np.ndarray    # int; index into class_names
     class_names: list[str]
     offered: int = 0          # every row whose intended start falls in the window (the arrivals offered)
+    # Every think that *started* in the window (its transaction finished or not, or still
+    # thinking at the end: thinks.parquet), and its class; None for runs without thinks.parquet.
+    thinks: np.ndarray | None = None
+    think_class: np.ndarray | None = None
 
     @property
     def count(self) -> int:
         return len(self.end)
 
 
-def read_window_transactions(path: Path, window: Window) -> WindowTransactions:
+def read_window_transactions(path: Path, window: Window, thinks_path: Path | None = None) -> WindowTransactions:
+    """The window's transactions; with `thinks_path` (thinks.parquet) also every think that
+    started in the window (see `WindowTransactions.thinks`)."""
     try:
         schema = pq.read_schema(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -75,10 +82,36 @@ def read_window_transactions(path: Path, window: Window) -> WindowTransactions:
     intended = intended_all[inside]
     end = end[inside]
     codes, names = _classes(table, inside)
-    return WindowTransactions(
+    result = WindowTransactions(
         ok=ok, end=end, response=end - intended, service=end - floats("actual_start")[inside],
         first=floats("first_response")[inside] - intended, think=floats("think")[inside],
-        instructions=floats("instructions")[inside], class_code=codes, class_names=names, offered=offered)
+        instructions=floats("instructions")[inside], harness=floats("harness_cpu")[inside], class_code=codes,
+        class_names=names, offered=offered)
+    if thinks_path is not None and thinks_path.exists():
+        think_all = floats("think")
+        started = window.contains(intended_all - think_all) & ~np.isnan(think_all)
+        all_codes, all_names = _classes(table, np.ones(table.num_rows, dtype=bool))
+        to_window = np.array([names.index(n) if n in names else -1 for n in all_names] or [-1], dtype=np.int32)
+        all_codes = to_window[all_codes] if len(all_codes) else all_codes
+        pending, pending_codes = _pending_thinks(thinks_path, window, names)
+        result.thinks = np.concatenate([think_all[started], pending])
+        result.think_class = np.concatenate([all_codes[started], pending_codes])
+    return result
+
+
+def _pending_thinks(path: Path, window: Window, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Thinks still running at the end (thinks.parquet) that started in the window, with their
+    class as an index into `names` (-1 for a class no transaction of the run has)."""
+    try:
+        table = pq.read_table(path, columns=["start", "think", "class"])
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(f"not a readable parquet file: {exc}", file=path) from None
+    start = table.column("start").to_numpy(zero_copy_only=False).astype(np.float64)
+    think = table.column("think").to_numpy(zero_copy_only=False).astype(np.float64)
+    keep = window.contains(start) & ~np.isnan(think)
+    index = {name: i for i, name in enumerate(names)}
+    classes = [index.get(str(c), -1) for c in table.column("class").to_pylist()]
+    return think[keep], np.array(classes, dtype=np.int32)[keep]
 
 
 def _classes(table: pa.Table, inside: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -111,13 +144,17 @@ def response_rows(tx: WindowTransactions, select: np.ndarray | None = None) -> d
     ok = tx.ok if select is None else tx.ok & select
     errors = (~tx.ok) if select is None else (~tx.ok & select)
     response = tx.response[ok]
+    if tx.thinks is not None:
+        thinks = tx.thinks if select is None else tx.thinks[np.isin(tx.think_class, np.unique(tx.class_code[select]))]
+    else:  # a run from before thinks.parquet: the thinks of the window's completed transactions
+        thinks = tx.think[ok]
     rows: dict[str, float | None] = {
         "tx_ok": float(ok.sum()),
         "errors_t": float(errors.sum()),
         "avg_last_t": float(response.mean()) if len(response) else None,
         "avg_first_t": _mean(tx.first[ok]),
         "avg_service_t": _mean(tx.service[ok]),
-        "avg_think_t": _mean(tx.think[ok]),
+        "avg_think_t": _mean(thinks),
     }
     for q, value in zip(PERCENTILES, nearest_rank(response)):
         rows[f"resp_p{q}_t"] = value
@@ -137,6 +174,14 @@ def instructions_total(tx: WindowTransactions) -> tuple[float | None, str | None
         return None, (f"instructions measured for {int(measured.sum())} of {len(values)} transactions: "
                       f"INSTR/CMD (I) is na")
     return float(values.sum()), None
+
+
+def harness_total(tx: WindowTransactions) -> float | None:
+    """The worker's CPU outside the SUT's calls, summed over every transaction that finished in
+    the window (a failed one cost the worker as much); na unless each of them has it."""
+    if len(tx.harness) == 0 or np.isnan(tx.harness).any():
+        return None
+    return float(tx.harness.sum())
 
 
 def per_bucket(tx: WindowTransactions, edges: np.ndarray) -> list[dict[str, float | None]]:

@@ -374,6 +374,54 @@ def capacity_chart(summary: Any) -> Chart | None:
                  "the largest measured level (extrapolated, up to 2x it).")
 
 
+def trend_chart(study: StudyDocument) -> Chart | None:
+    """A release trend: each configuration's ratio to the one base, capacity and response time,
+    with their intervals, in study order (the base at 1). None unless the study compares two or
+    more configurations with one base."""
+    from perflab.report.view import trend_keys
+
+    comparisons = study.comparisons
+    if len(comparisons) < 2 or len({c.base for c in comparisons}) != 1:
+        return None
+    keys = trend_keys(study)
+    title = f"Release trend: {' and '.join(fmt.label_of(k) for k in keys)} relative to the base, with intervals"
+    names = [comparisons[0].base] + [c.new for c in comparisons]
+    bounds = _bounds(study)
+    fig, axes = _figure(len(keys))
+    drawn = False
+    for row, key in enumerate(keys):
+        ax = axes[row][0]
+        if bounds is not None:
+            ax.axhspan(bounds[0], bounds[1], color="#dddddd", zorder=0)
+        ax.axhline(1.0, color="#555555", linewidth=0.8)
+        ax.plot(0, 1.0, "s", color="#333333")
+        for x, comparison in enumerate(comparisons, start=1):
+            entry = comparison.entry(key)
+            r, lo, hi = (fmt.number(v) for v in ((entry.ratio, entry.ci_low, entry.ci_high) if entry else (None,) * 3))
+            if r is None:
+                continue
+            drawn = True
+            colour = VERDICT_COLOURS.get(str(entry.verdict), "#333333")
+            if lo is not None and hi is not None:
+                ax.errorbar(x, r, yerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
+            else:
+                ax.plot(x, r, "o", color=colour, fillstyle="none")
+            ax.annotate(str(entry.verdict or "no verdict"), (x, hi if hi is not None else r), xytext=(0, 4),
+                        textcoords="offset points", ha="center", fontsize=7, color=colour)
+        direction = fmt.metric_of(key).direction.value if fmt.metric_of(key) else "none"
+        better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
+        ax.set_ylabel(f"{fmt.label_of(key)} ratio to the base")
+        ax.set_title(f"{fmt.label_of(key)}: new / {plain(names[0])}{better}")
+        ax.set_xticks(range(len(names)), [_wrap(n, 14) for n in names])
+        ax.set_xlim(-0.5, len(names) - 0.5)
+    if not drawn:
+        return Chart("chart-trend", title, None, "Not drawn: no comparison has a ratio.")
+    level = fmt.percent_level(study.design.confidence) if study.design.confidence else "the"
+    return Chart("chart-trend", title, to_svg(fig, "chart-trend", title),
+                 f"Each point is a configuration's paired ratio to the base (square, at 1) with its {level} "
+                 f"confidence interval, coloured by verdict; the shaded band is the equivalence margin.")
+
+
 def _legend(ax, names: Iterable[str], palette: Mapping[str, str]) -> None:
     handles = [ax.scatter([], [], s=16, color=palette[n], label=plain(n)) for n in names]
     if handles:
@@ -383,9 +431,9 @@ def _legend(ax, names: Iterable[str], palette: Mapping[str, str]) -> None:
 def build(study: StudyDocument) -> list[Chart]:
     """Every chart of the study, in report order (a sweep chart only for a sweep)."""
     charts = [itr_chart(study), response_chart(study), timeline_chart(study)]
-    sweep = sweep_chart(study)
-    if sweep is not None:
-        charts.append(sweep)
+    for extra in (trend_chart(study), sweep_chart(study)):
+        if extra is not None:
+            charts.append(extra)
     from perflab.report.capacity_view import sweep_capacity
 
     capacity = sweep_capacity(study)

@@ -91,7 +91,7 @@ def _change(entry: MetricComparison, *, absolute: bool = True) -> str:
     verb = _verb(a, r)
     if verb is None:
         return "did not change"
-    rel = fmt.pct(r, signed=False)
+    rel = fmt.pct(r, signed=False, entry=entry)
     if absolute and a is not None:
         return f"{verb} by {fmt.magnitude(a, entry.key, entry)} ({rel})"
     return f"{verb} by {rel}"
@@ -349,13 +349,31 @@ def observation(study: StudyDocument, comparison: ComparisonRecord) -> dict[str,
         entry = entry_for(comparison, (key,))
         if entry is not None and (head is None or entry.key != head.key):
             sentences.append(metric_sentence(entry, terms))
+    harness = harness_sentence(study, comparison, terms)
+    if harness is not None:
+        sentences.append(harness)
     return {"base": comparison.base, "new": comparison.new, "title": f"{comparison.base} → {comparison.new}",
             "sentences": [s.to_dict() for s in sentences], "caveats": caveats(study, comparison)}
 
 
+def harness_sentence(study: StudyDocument, comparison: ComparisonRecord, terms: _Terms) -> Sentence | None:
+    """Which processor time the verdicts rest on: the SUT's processes include perflab's own worker
+    code (its pipe I/O, decoding, wake-ups), which (S) rows carry and SUT/CMD (S) leaves out."""
+    share, alone = comparison.entry("harness_pct"), comparison.entry("sut_cmd_s")
+    if share is None or fmt.number(share.base_value) is None:
+        return None
+    primary = ", ".join(REGISTRY.label_of(k) for k in study.design.primary_metrics) or "the primary metrics"
+    text = (f"The verdicts use {primary}, whose processor time is that of the SUT's processes, perflab's worker "
+            f"included ({fmt.quantity(share.base_value, share.key, share)} of it in the base, "
+            f"{fmt.quantity(share.new_value, share.key, share)} in the new configuration)")
+    if alone is not None and alone.has_values:
+        text += (f"; without it, {name_of(alone)} {_change(alone)} {verdict_clause(alone, terms)}")
+    return Sentence(text + ".", ("harness_pct", "sut_cmd_s"), None, "Proc. Usage")
+
+
 def study_notes(study: StudyDocument) -> list[str]:
     """Study-wide remarks: an interrupted study, the error control, the study's own warnings."""
-    notes = []
+    notes = [str(note) for note in (study.study or {}).get("notes") or []]
     if study.status != "complete":
         reason = f": {study.reason}" if study.reason else ""
         notes.append(f"The study is {study.status}{reason}; this report covers the runs it completed.")

@@ -17,7 +17,7 @@ from perflab.records.study import StudyDocument, as_study_document
 from perflab.report import charts as charts_module
 from perflab.report import view as v
 
-_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?%?$")
+_NUMBER = re.compile(r"^[+-]?\d{1,3}(,\d{3})*(\.\d+)?%?$|^[+-]?\d+(\.\d+)?%?$")
 
 
 def verdict_class(text: str) -> str:

@@ -45,7 +45,8 @@ def _numeric(rows: list[list[str]], column: int) -> bool:
     """Right-align a column whose cells are numbers (or na), as the seeds' tables do."""
     cells = [r[column] for r in rows if column < len(r) and r[column] not in ("na", "-", "")
              and not isinstance(r[column], Bold)]
-    return bool(cells) and all(c.lstrip("+-").replace(".", "", 1).replace("%", "").isdigit() for c in cells)
+    return bool(cells) and all(c.lstrip("+-").replace(",", "").replace(".", "", 1).replace("%", "").isdigit()
+                               for c in cells)
 
 
 def fields(pairs: list[tuple[str, str]]) -> list[str]:
@@ -94,6 +95,10 @@ def render(sv: v.StudyView) -> str:
         out += [escape(note), ""]
     if not sv.observations and not sv.notes:
         out += ["No comparison was made.", ""]
+    if sv.trend is not None:
+        out += ["## Release trend", "", "Each configuration against the same base, as the seeds' regression tables "
+                "across releases (the HTML report charts the ratios with their intervals).", "",
+                *table(sv.trend.columns, sv.trend.rows), ""]
     for c in sv.comparisons:
         out += comparison(c)
     if sv.workload:

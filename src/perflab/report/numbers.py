@@ -1,8 +1,14 @@
-"""How every number in a report is printed: one place, so prose, tables and charts agree.
+"""How every number in a report or on the terminal is printed: one place, so prose, tables,
+charts and the terminal agree.
 
-Values are printed with the metric registry's decimals and unit, `na` when unavailable (the
-seeds' convention for a source that did not measure a row). Nothing here computes a new
-quantity except the fallbacks for a comparison entry that lacks its own delta, and those use the
+The rule, for people: thousands separators (19,290, never 1.929e+04), the unit beside the value,
+`na` when unavailable (the seeds' convention for a source that did not measure a row), and as
+many digits as the measurement supports. A value compared with an interval is printed to two
+significant digits of the interval's half-width -- ITR (S) 19,290 with a ±1.2% interval, but
+PBT/CMD (S) 0.05120 ms with a ±0.8% one -- so no digit is shown that the interval says nothing
+about, and none is hidden that it resolves. A value without an interval keeps the registry's
+decimals (and at least two significant digits below 1). Nothing here computes a new quantity
+except the fallbacks for a comparison entry that lacks its own delta, and those use the
 registry's `delta` / `percent_change` so no arithmetic lives outside the registry.
 """
 
@@ -25,6 +31,13 @@ PCT_DECIMALS = 1
 #: The seeds' decimals were chosen for 1990 magnitudes (AVG LAST (T) to the millisecond, in
 #: seconds); a 0.4 ms response time must not read "0.000 s", nor 1.2 ms "0.001 s".
 MIN_SIGNIFICANT = 2
+#: Significant digits of an interval's half-width a value measured with it is printed to.
+INTERVAL_DIGITS = 2
+#: The most significant digits any number is printed with: an interval that narrow adds nothing.
+MAX_SIGNIFICANT = 6
+#: Bounds on the decimals of a ratio and of a relative change in percent set by their interval.
+RATIO_DECIMALS_RANGE = (2, 5)
+PCT_DECIMALS_RANGE = (0, 2)
 
 
 def number(value: Any) -> float | None:
@@ -77,23 +90,65 @@ def label_of(key: str | None, entry: MetricComparison | None = None) -> str:
 
 
 def fixed(value: Any, decimals: int, *, signed: bool = False, significant: int = 1) -> str:
-    """A number with `decimals` places, widened when needed to show `significant` digits of a
-    value below 1 (so a nonzero is never printed as 0)."""
+    """A number with `decimals` places and thousands separators, widened when needed to show
+    `significant` digits of a value below 1 (so a nonzero is never printed as 0). Negative
+    `decimals` round to tens, hundreds...: 19,287 with -1 is 19,290."""
     x = number(value)
     if x is None:
         return NA
-    places = max(0, decimals)
+    places = decimals
     if x != 0 and abs(x) < 1:
         places = max(places, min(12, significant - 1 - math.floor(math.log10(abs(x)))))
-    text = f"{x:{'+' if signed else ''}.{places}f}"
-    if text.lstrip("+-").strip("0.") == "":  # -0.000 and +0.000 read as plain zero
+    if places < 0:
+        x = round(x, places)
+        places = 0
+    text = f"{x:{'+' if signed else ''},.{places}f}"
+    if text.lstrip("+-").strip("0.,") == "":  # -0.000 and +0.000 read as plain zero
         text = f"{0:.{places}f}"
     return text.replace("-", MINUS)
 
 
-def value(value: Any, key: str | None, entry: MetricComparison | None = None, *, signed: bool = False) -> str:
-    """A metric's value with its registry decimals, no unit (tables carry the unit column)."""
-    return fixed(value, decimals_of(key, entry), signed=signed, significant=MIN_SIGNIFICANT)
+def interval_decimals(halfwidth: Any) -> int | None:
+    """The decimals that show `INTERVAL_DIGITS` significant digits of an interval's half-width
+    (±0.012 -> 3, ±386 -> -1); None without a usable interval."""
+    h = number(halfwidth)
+    if h is None or h <= 0:
+        return None
+    return INTERVAL_DIGITS - 1 - math.floor(math.log10(h))
+
+
+def relative_halfwidth(entry: MetricComparison | None) -> float | None:
+    """Half the width of a comparison's ratio interval, relative to the ratio: the relative
+    precision every value, change and ratio of that row is printed to."""
+    if entry is None:
+        return None
+    lo, hi, r = number(entry.ci_low), number(entry.ci_high), number(entry.ratio)
+    if lo is None or hi is None or not r or hi < lo:
+        return None
+    return (hi - lo) / 2.0 / abs(r)
+
+
+def _interval_places(x: float | None, entry: MetricComparison | None) -> int | None:
+    """Decimals of value `x` measured to the entry's relative precision, within MAX_SIGNIFICANT."""
+    rel = relative_halfwidth(entry)
+    if x is None or x == 0 or rel is None:
+        return None
+    places = interval_decimals(abs(x) * rel)
+    if places is None:
+        return None
+    return min(places, MAX_SIGNIFICANT - 1 - math.floor(math.log10(abs(x))))
+
+
+def value(value: Any, key: str | None, entry: MetricComparison | None = None, *, signed: bool = False,
+          scale: Any = None) -> str:
+    """A metric's value, no unit (tables carry the unit column): to the precision of the entry's
+    interval when it has one, else with the registry's decimals. `scale`: the magnitude that
+    sets the precision when it is not the value itself (a change is as precise as its base)."""
+    x = number(value)
+    places = _interval_places(number(scale) if scale is not None else x, entry)
+    if places is None:
+        return fixed(value, decimals_of(key, entry), signed=signed, significant=MIN_SIGNIFICANT)
+    return fixed(value, places, signed=signed)
 
 
 def quantity(x: Any, key: str | None, entry: MetricComparison | None = None) -> str:
@@ -116,29 +171,48 @@ def magnitude(x: Any, key: str | None, entry: MetricComparison | None = None) ->
     n = number(x)
     if n is None:
         return NA
-    text = value(abs(n), key, entry)
+    text = value(abs(n), key, entry, scale=entry.base_value if entry is not None else None)
     unit = unit_of(key, entry)
     return f"{text} percentage points" if unit == "%" else with_unit(text, unit)
 
 
-def pct(fraction: Any, *, signed: bool = True, decimals: int = PCT_DECIMALS) -> str:
-    """A relative change given as a fraction (0.05) printed as a percentage ("+5.0%")."""
+def _clamped(places: int | None, default: int, bounds: tuple[int, int]) -> int:
+    return default if places is None else max(bounds[0], min(bounds[1], places))
+
+
+def pct(fraction: Any, *, signed: bool = True, decimals: int = PCT_DECIMALS,
+        entry: MetricComparison | None = None) -> str:
+    """A relative change given as a fraction (0.05) printed as a percentage ("+5.0%"); with an
+    entry, to the precision of its interval (a change of 2.013% ± 0.05 points keeps three)."""
     x = number(fraction)
     if x is None:
         return NA
+    rel = relative_halfwidth(entry)
+    if rel is not None:
+        decimals = _clamped(interval_decimals(100.0 * rel), decimals, PCT_DECIMALS_RANGE)
     return fixed(100.0 * x if signed else abs(100.0 * x), decimals, signed=signed) + "%"
 
 
-def ratio(x: Any) -> str:
-    return fixed(x, RATIO_DECIMALS)
+def _ratio_places(low: Any, high: Any) -> int:
+    lo, hi = number(low), number(high)
+    width = None if lo is None or hi is None else (hi - lo) / 2.0
+    return _clamped(interval_decimals(width), RATIO_DECIMALS, RATIO_DECIMALS_RANGE)
+
+
+def ratio(x: Any, entry: MetricComparison | None = None) -> str:
+    """A ratio B/A: with its entry, to two significant digits of its interval's half-width."""
+    places = RATIO_DECIMALS if entry is None else _ratio_places(entry.ci_low, entry.ci_high)
+    return fixed(x, places)
 
 
 def ci_ratio(low: Any, high: Any) -> str:
-    """The interval of a ratio B/A as the table prints it: "[1.041, 1.065]"."""
+    """The interval of a ratio B/A as the table prints it: "[1.041, 1.065]", to two significant
+    digits of its half-width."""
     lo, hi = number(low), number(high)
     if lo is None or hi is None:
         return NA
-    return f"[{ratio(lo)}, {ratio(hi)}]"
+    places = _ratio_places(lo, hi)
+    return f"[{fixed(lo, places)}, {fixed(hi, places)}]"
 
 
 def ci_pct(low: Any, high: Any) -> str:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from perflab.catalog.metric import Metric, Origin
 from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.report import numbers as fmt
 from perflab.report.safe_text import terminal as escape
 
 # The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
@@ -23,12 +24,11 @@ CLASS_COLUMNS = ("tx_ok", "etr_t", "avg_first_t", "avg_last_t", "resp_p50_t", "r
 
 
 def format_value(metric: Metric, value: Any) -> str:
-    """A value as the seeds print it: the metric's decimals, `na` when unmeasured."""
-    if value is None:
-        return "na"
+    """A value as people read it (perflab.report.numbers: the registry's decimals, thousands
+    separators), `na` when unmeasured."""
     if isinstance(value, str):
         return value
-    return f"{value:.{metric.decimals}f}"
+    return fmt.value(value, metric.key)
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -113,9 +113,10 @@ def _render_little(metrics: Any, console: Console) -> None:
         console.print("Little's law: na (think or response time not measured)")
         return
     colour = "green" if deviation is not None and abs(deviation) <= 5 else "yellow"
-    console.print(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {users:.0f} / ({_fmt('avg_think_t', think)}"
-                  f" + {_fmt('avg_last_t', last)}) = {predicted:.2f} tx/s vs ETR (T) {etr:.2f} tx/s: "
-                  f"[{colour}]{'na' if deviation is None else f'{deviation:+.1f}'} %[/{colour}]")
+    console.print(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {fmt.fixed(users, 0)} / "
+                  f"({_fmt('avg_think_t', think)} + {_fmt('avg_last_t', last)}) = {fmt.quantity(predicted, 'little_etr_t')}"
+                  f" vs ETR (T) {fmt.quantity(etr, 'etr_t')}: "
+                  f"[{colour}]{'na' if deviation is None else fmt.fixed(deviation, 1, signed=True)} %[/{colour}]")
 
 
 def _render_warnings(metrics: Any, console: Console) -> None:
@@ -134,7 +135,7 @@ def render_summary(metrics: Any, console: Console) -> None:
         if value is None:
             continue
         metric = REGISTRY[key]
-        parts.append(f"{metric.label} {format_value(metric, value)}{(' ' + metric.unit) if metric.unit else ''}")
+        parts.append(f"{metric.label} {fmt.quantity(value, key)}")
     console.print(_header(metrics))
     console.print("  " + " · ".join(escape(p) for p in parts) if parts else "  no metrics measured")
     for warning in metrics.warnings:
@@ -159,10 +160,6 @@ def render_thresholds(results: Any, console: Console) -> None:
 
 # -- studies and comparisons ----------------------------------------------------------------
 
-def _ratio(value: Any) -> str:
-    return "" if value is None else f"{value:.3f}"
-
-
 def verdict_cell(entry: Any) -> str:
     """The verdict column: the error-controlled verdict, or the unadjusted call labelled so."""
     if entry.no_comparison:
@@ -180,14 +177,16 @@ def render_verdicts(doc: Any, console: Console) -> None:
         console.print(f"[yellow]warning:[/yellow] {escape(warning.text)}")
     for comparison in doc.comparisons:
         table = Table(title=f"{escape(comparison.base)} -> {escape(comparison.new)}", title_justify="left")
-        for col in ("metric", "role", "base", "new", "ratio", f"{100 * (doc.design.confidence or 0.9):g}% CI",
+        for col in ("metric", "unit", "role", "base", "new", "ratio", f"{100 * (doc.design.confidence or 0.9):g}% CI",
                     "p (adj.)", "verdict"):
-            table.add_column(col)
+            table.add_column(col, justify="right" if col in ("base", "new", "ratio", "p (adj.)") else "left")
         for m in comparison.metrics:
-            ci = "" if m.ci_low is None else f"{m.ci_low:.3f} - {m.ci_high:.3f}"
-            p = "" if m.p_adjusted is None else f"{m.p_adjusted:.3f}"
-            table.add_row(escape(m.label), m.role, human(m.base_value, m.decimals), human(m.new_value, m.decimals),
-                          _ratio(m.ratio), ci, p, verdict_cell(m))
+            ci = "" if m.ci_low is None else fmt.ci_ratio(m.ci_low, m.ci_high)
+            p = "" if m.p_adjusted is None else fmt.fixed(m.p_adjusted, 3)
+            unit = fmt.unit_of(m.key, m)
+            table.add_row(escape(m.label), escape(unit), m.role, fmt.value(m.base_value, m.key, m),
+                          fmt.value(m.new_value, m.key, m), "" if m.ratio is None else fmt.ratio(m.ratio, m), ci, p,
+                          verdict_cell(m))
         console.print(table)
         for m in comparison.metrics:
             if m.role == "primary" and m.no_comparison:
@@ -202,22 +201,3 @@ def render_verdicts(doc: Any, console: Console) -> None:
     if doc.verdict is not None:
         colour = {0: "green", 1: "red", 3: "yellow", 4: "red"}.get(doc.verdict.exit_code, "yellow")
         console.print(f"[{colour}]{escape(doc.verdict.meaning)}[/{colour}]")
-
-
-def human(value: Any, decimals: int | None = None) -> str:
-    """A number as people read it: thousands separators, no exponent, `na` when missing.
-    Large values lose decimals (19,290 not 1.929e+04); small ones keep 3-4 significant digits."""
-    if value is None:
-        return "na"
-    if not isinstance(value, (int, float)):
-        return str(value)
-    magnitude = abs(value)
-    if magnitude >= 1000:
-        return f"{value:,.0f}"
-    if magnitude >= 100:
-        return f"{value:,.1f}"
-    if decimals is not None and magnitude >= 1:
-        return f"{value:.{max(decimals, 1)}f}"
-    if magnitude == 0:
-        return "0"
-    return f"{value:.4g}" if magnitude < 1 else f"{value:.3g}"

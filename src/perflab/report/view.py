@@ -98,6 +98,7 @@ class StudyView:
     runs: Table | None = None
     noise: Table | None = None
     capacity: CapacityView | None = None
+    trend: Table | None = None
 
 
 # -- small formatting helpers ------------------------------------------------------------------
@@ -229,11 +230,17 @@ def calibration_table(study: StudyDocument) -> Table | None:
     if not steps:
         return None
     closed = any(s.users is not None for s in steps)
+    # The evidence of what held the SUT below its target, where it was measured.
+    evidence = [k for k in ("other_util_h", "lock_wait_pct", "checkpoint_pct")
+                if any(fmt.number(getattr(s, k)) is not None for s in steps)]
     rows = []
     for i, step in enumerate(steps, 1):
-        rows.append([str(i), text(step.users if closed else step.rate), fmt.value(step.util_proc_s, "util_proc_s"),
-                     fmt.value(step.etr_t, "etr_t"), "valid" if step.valid else "invalid", text(step.run_id)])
-    return Table(["step", "users" if closed else "rate", "UTIL/PROC (S) %", "ETR (T) tx/s", "run", "run id"], rows)
+        load = fmt.fixed(step.users, 0) if closed else fmt.value(step.rate, "rate")
+        rows.append([str(i), load, fmt.value(step.util_proc_s, "util_proc_s"), fmt.value(step.etr_t, "etr_t")]
+                    + [fmt.value(getattr(step, k), k) for k in evidence]
+                    + ["valid" if step.valid else "invalid", text(step.run_id)])
+    return Table(["step", "users" if closed else "rate", "UTIL/PROC (S) %", "ETR (T) tx/s"]
+                 + [f"{REGISTRY.label_of(k)} %" for k in evidence] + ["run", "run id"], rows)
 
 
 def _ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
@@ -308,7 +315,8 @@ def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
         absolute, relative = fmt.changes(entry)
         row = [fmt.label_of(key, entry), fmt.unit_of(key, entry) or "-",
                fmt.value(entry.base_value, key, entry), fmt.value(entry.new_value, key, entry),
-               fmt.value(absolute, key, entry, signed=True), fmt.pct(relative), fmt.ratio(entry.ratio),
+               fmt.value(absolute, key, entry, signed=True, scale=entry.base_value), fmt.pct(relative, entry=entry),
+               fmt.ratio(entry.ratio, entry),
                fmt.ci_ratio(entry.ci_low, entry.ci_high),
                fmt.fixed(entry.p_adjusted, 3) if entry.p_adjusted is not None else fmt.NA, verdict_cell(entry),
                text(entry.legacy) if entry.legacy else fmt.NA]
@@ -399,6 +407,50 @@ def sweep_table(study: StudyDocument) -> Table | None:
     return Table(columns, rows)
 
 
+def trend_keys(study: StudyDocument) -> tuple[str, str]:
+    """The rows a release trend follows: the capacity the study answers with, and response time."""
+    capacity = (list(study.design.primary_metrics) or list(REGISTRY.role("capacity")))[0]
+    return capacity, REGISTRY.role("response")[0]
+
+
+def trend_table(study: StudyDocument) -> Table | None:
+    """The seeds' regression table across releases: several configurations, each against the
+    same base, one row each -- capacity and response time, each with its ratio, interval and
+    verdict. None unless the study compares two or more configurations with one base."""
+    comparisons = study.comparisons
+    if len(comparisons) < 2 or len({c.base for c in comparisons}) != 1:
+        return None
+    keys = trend_keys(study)
+    level = fmt.number(study.design.confidence)
+    interval = "CI" if level is None else f"{fmt.percent_level(level)} CI"
+    columns = ["configuration", "SUT version"]
+    for key in keys:
+        unit = fmt.unit_of(key)
+        columns += [f"{fmt.label_of(key)} ({unit})" if unit else fmt.label_of(key), "ratio", interval, "verdict"]
+
+    def version(name: str) -> str:
+        conf = study.configuration(name)
+        return text(conf.software.get("sut_version")) if conf is not None else fmt.NA
+
+    base = comparisons[0].base
+    row = [base, version(base)]
+    for key in keys:
+        entry = comparisons[0].entry(key)
+        row += [fmt.value(entry.base_value if entry else None, key, entry), "1 (base)", "", ""]
+    rows = [row]
+    for comparison in comparisons:
+        row = [comparison.new, version(comparison.new)]
+        for key in keys:
+            entry = comparison.entry(key)
+            if entry is None:
+                row += [fmt.NA] * 4
+                continue
+            row += [fmt.value(entry.new_value, key, entry), fmt.ratio(entry.ratio, entry) if entry.ratio is not None
+                    else fmt.NA, fmt.ci_ratio(entry.ci_low, entry.ci_high), verdict_cell(entry)]
+        rows.append(row)
+    return Table(columns, rows)
+
+
 def noise_table(study: StudyDocument) -> Table | None:
     """Where the primary metrics' noise comes from (perflab.study.noise_report)."""
     if not study.noise:
@@ -442,6 +494,7 @@ def study_view(study: StudyDocument | Mapping[str, Any]) -> StudyView:
         runs=all_runs_table(study) if not comparisons and study.runs else None,
         noise=noise_table(study),
         capacity=capacity_view(study),
+        trend=trend_table(study),
     )
 
 

@@ -18,6 +18,13 @@ from typing import Callable
 from perflab.study.model import Calibration
 
 MAX_STEP_FACTOR = 8.0
+#: What a calibration step keeps as evidence of what holds the SUT below its target (registry keys).
+EVIDENCE = ("other_util_h", "lock_wait_pct", "checkpoint_pct")
+#: Other programs' share of the SUT's processors above which they are named as a cause, %.
+OTHER_UTIL_PCT = 5.0
+#: Time asleep on the SUT's own locks, or in WAL checkpoints, above which it is named, % of the window.
+LOCK_WAIT_PCT = 5.0
+CHECKPOINT_PCT = 5.0
 
 
 @dataclass
@@ -42,7 +49,7 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         util = outcome.get("util")
         step = {"users": users if closed else None, "rate": None if closed else rate, "util_proc_s": util,
                 "etr_t": outcome.get("etr_t"), "run_id": outcome.get("run_id"), "valid": outcome.get("valid", True),
-                "driver_util": outcome.get("driver_util")}
+                "driver_util": outcome.get("driver_util"), **{key: outcome.get(key) for key in EVIDENCE}}
         result.steps.append(step)
         if on_step is not None:
             on_step(step)
@@ -56,6 +63,11 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         if not outcome.get("valid", True):
             result.warnings.append(f"calibration run {outcome.get('run_id')} was invalid "
                                    f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating")
+            break
+        if _stopped_following(result.steps):
+            # More load bought no more throughput: the SUT (or whatever shares its processors) is
+            # saturated, and a larger step would only lengthen its queue.
+            result.warnings.append("calibration stopped: the last step's ETR (T) did not grow with its load")
             break
         factor = min(MAX_STEP_FACTOR, max(1 / MAX_STEP_FACTOR, rule.target_util / util))
         if closed:
@@ -77,8 +89,25 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
     return result
 
 
+#: A step whose load is higher than an earlier one's but whose ETR (T) is not this much higher has
+#: stopped following its load.
+FOLLOW_RATIO = 1.02
+
+
+def _stopped_following(steps: list[dict]) -> bool:
+    last = steps[-1]
+    load, etr = last.get("users") or last.get("rate"), last.get("etr_t")
+    if load is None or etr is None:
+        return False
+    return any((s.get("users") or s.get("rate") or 0) < load and s.get("etr_t") is not None
+               and etr < FOLLOW_RATIO * s["etr_t"] for s in steps[:-1])
+
+
 def bottleneck(steps: list[dict], target: float) -> str | None:
-    """What stopped calibration short of its target, from the evidence of its steps."""
+    """What stopped calibration short of its target, from the evidence of its steps: the driver's
+    CPU, other programs on the SUT's processors, the SUT's processes asleep on each other's
+    locks or in WAL checkpoints (the processor idle meanwhile), or -- when none of these was
+    measured -- a SUT whose throughput stopped following its load."""
     from perflab.caveats import DRIVER_SATURATION_PCT
 
     last = steps[-1]
@@ -88,6 +117,26 @@ def bottleneck(steps: list[dict], target: float) -> str | None:
                 f"use an external driver or fewer, costlier transactions)")
     if not last.get("valid", True):
         return "the last calibration run was invalid (see its run)"
+    # The step that came closest: what kept *it* from the target.
+    measured = [s for s in steps if s.get("util_proc_s") is not None]
+    near = max(measured, key=lambda s: s["util_proc_s"]) if measured else last
+    util = near.get("util_proc_s")
+    causes = []
+    other = near.get("other_util_h")
+    if other is not None and other >= OTHER_UTIL_PCT:
+        causes.append(f"other programs used {other:.1f}% of the SUT's processors (OTHER UTIL (H); the SUT had "
+                      f"{util:.1f}%): the machine was not quiet -- measure on a machine of its own")
+    lock = near.get("lock_wait_pct")
+    if lock is not None and lock >= LOCK_WAIT_PCT:
+        causes.append(f"the write lock between the SUT's processes: they slept {lock:.1f}% of the window waiting "
+                      f"for one another (LOCK WAIT), the processor idle meanwhile -- SQLite has one writer at a "
+                      f"time, so give it one worker per processor")
+    checkpoint = near.get("checkpoint_pct")
+    if checkpoint is not None and checkpoint >= CHECKPOINT_PCT:
+        causes.append(f"WAL checkpoints took {checkpoint:.1f}% of the window (CHECKPOINT), their fsyncs leaving "
+                      f"the processor idle")
+    if causes:
+        return "; ".join(causes)
     loads = [(s.get("users") or s.get("rate"), s.get("util_proc_s"), s.get("etr_t")) for s in steps]
     loads = [x for x in loads if None not in x]
     if len(loads) >= 2:

@@ -90,3 +90,43 @@ def one_variable_warnings(study: Study) -> list[str]:
             warnings.append(f"{config.name!r} differs from the base in {len(differing)} things ({', '.join(differing)}): "
                             "its effects cannot be attributed to one change")
     return warnings
+
+
+def sqlite_release(workload: Workload) -> tuple[str, str | None] | None:
+    """(binding, SQLite version) of a SQLite workload, as far as perflab can tell without running
+    it: the stdlib module's library is this interpreter's; an apsw wheel's version starts with
+    the SQLite release it bundles (apsw 3.40.1.0 bundles SQLite 3.40.1). None: not SQLite."""
+    from perflab.workload.model import SqliteTarget
+
+    target = workload.target
+    if not isinstance(target, SqliteTarget):
+        return None
+    if target.driver == "stdlib":
+        import sqlite3
+
+        return "stdlib sqlite3", sqlite3.sqlite_version
+    if target.release is not None:
+        from perflab.workload.requirement import parse_requirement
+
+        version = parse_requirement(target.release).version
+    else:
+        from importlib.metadata import PackageNotFoundError, version as installed_version
+
+        try:
+            version = installed_version("apsw")
+        except PackageNotFoundError:
+            return "apsw", None
+    return "apsw", ".".join(version.split(".")[:3])
+
+
+def two_changes(base: Workload, other: Workload) -> str | None:
+    """Why `other` differs from `base` in more than one thing, when perflab can tell: a SQLite
+    study that changes the binding changes the library with it (Python's sqlite3 links the
+    system's SQLite, each apsw wheel bundles its own), so its ratio is not the release's."""
+    a, b = sqlite_release(base), sqlite_release(other)
+    if a is None or b is None or a[0] == b[0] or a[1] == b[1] or None in (a[1], b[1]):
+        return None
+    return (f"differs from the base in the SQLite binding ({a[0]} -> {b[0]}) and in the SQLite release "
+            f"({a[1]} -> {b[1]}): two changes at once, so neither can be measured. Compare releases through "
+            f"one binding: driver: apsw with release: apsw=={a[1]}.0 in the base and release: apsw=={b[1]}.0 here "
+            f"(or compare bindings on one release: stdlib against apsw=={a[1]}.0)")

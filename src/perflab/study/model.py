@@ -160,6 +160,8 @@ class Study(Strict):
     gates: Gates = Field(default_factory=Gates)
     sweep: Sweep | None = None
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
+    notes: list[str] = Field(default_factory=list, description="remarks the report prints with its General "
+                             "Observations (how a short default differs from the full study, for example)")
     gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "
                                                 "its exit code")

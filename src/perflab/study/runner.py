@@ -27,9 +27,9 @@ from perflab.stats.schedule import interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
-from perflab.study.calibrate import calibrate
+from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
-from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings
+from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
@@ -65,9 +65,10 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
         raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
                          field="workload")
     workload = load_workload(workload_path)
+    configured = []
     for i, config in enumerate(study.configurations):
         try:
-            configured_workload(workload, config)
+            configured.append(configured_workload(workload, config))
         except ChangeError as exc:
             raise InputError(str(exc), file=path, line=line_of(data, ("configurations", i, "set", exc.path)),
                              field=f"configurations[{i}].set.{exc.path}") from None
@@ -81,6 +82,11 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
                 except ChangeError as exc:
                     raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
                                      field=f"sweep.values[{i}]") from None
+    for i, other in enumerate(configured[1:], start=1):
+        why = two_changes(configured[0], other)
+        if why is not None:
+            raise InputError(f"configuration {study.configurations[i].name!r} {why}", file=path,
+                             line=line_of(data, ("configurations", i)), field=f"configurations[{i}]")
     return study, workload, workload_path
 
 
@@ -173,8 +179,11 @@ class StudyRunner:
             users, rate = int(self._sweep_values[config.name]), None
         if sweep is not None and sweep.factor == "rate" and purpose == "measure":
             users, rate = None, float(self._sweep_values[config.name])
+        workload = configured_workload(self.workload, config)
+        if self.study.timing is not None and "first_think" in self.study.timing.model_fields_set:
+            workload.timing.first_think = self.study.timing.first_think
         request = RunRequest(
-            workload=configured_workload(self.workload, config), workload_path=self.workload_path,
+            workload=workload, workload_path=self.workload_path,
             users=users, rate=rate, duration=measurement, stagger=timing["stagger"],
             stabilization=timing["stabilization"], seed=None, label=config.name, study=self.study_id,
             workers=config.workers, sut_cpus=config.sut_cpus, monitor=self.options.monitor,
@@ -302,7 +311,8 @@ class StudyRunner:
             if util is None:
                 util = values.get("util_proc_h")
             return {"util": util, "etr_t": values.get("etr_t"), "run_id": result.run_id, "valid": result.valid,
-                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu"), "values": values}
+                    "reasons": metrics.warnings, "driver_util": values.get("driver_cpu"), "values": values,
+                    **{key: values.get(key) for key in EVIDENCE}}
 
         outcome = calibrate(cal, measure, closed, getattr(w.load, "users", None), getattr(w.load, "rate", None),
                             on_step=lambda step: self.on_event("calibration-step", step))

@@ -122,6 +122,7 @@ class PostgresServer:
         if self.from_template:
             _copy_tree(self.template, self.data_dir)
             self.account.chown_tree(self.data_dir)
+            self._drop_pages_charged_elsewhere()
         else:
             self.data_dir.mkdir(mode=0o700)
             self.account.chown(self.data_dir)
@@ -135,6 +136,14 @@ class PostgresServer:
         if self.data_note:
             facts["postgres_data_note"] = self.data_note
         return facts
+
+    def _drop_pages_charged_elsewhere(self) -> None:
+        """Under a memory limit, drop the data directory's pages from the page cache. A copy made
+        by perflab (from the template, or to save one) leaves them cached and charged to
+        perflab's own cgroup, not the server's: the server would then read past its limit for
+        free (no refaults, no reads). Dropped, it reads them in under its own limit."""
+        if getattr(self.process.cgroup, "memory_limit_bytes", None) is not None:
+            _drop_cached_pages(self.data_dir)
 
     def _write_settings(self) -> dict[str, Any]:
         """Append this run's settings to postgresql.conf (the last line of a setting wins, so a
@@ -168,6 +177,7 @@ class PostgresServer:
                 _copy_tree(self.data_dir, staging)
                 (staging / "postmaster.pid").unlink(missing_ok=True)
                 os.replace(staging, self.template)
+        self._drop_pages_charged_elsewhere()
         self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
                                       self.run_dir / "postgres.log", account=self.account, cpus=self.process.cpus,
                                       cgroup=self.process.cgroup, env=self.process.env)
@@ -243,6 +253,20 @@ def _copy_tree(source: Path, target: Path) -> None:
     done = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)], capture_output=True, text=True)
     if done.returncode != 0:
         raise SutFailure(f"copying the data directory failed: {done.stderr.strip()[-400:]}")
+
+
+def _drop_cached_pages(root: Path) -> None:
+    """Write back and drop every file's pages under `root` from the page cache (per file: no
+    system-wide drop_caches, which would disturb everything else on the machine)."""
+    for path in root.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def _conf_value(value: Any) -> str:

@@ -257,6 +257,9 @@ class Timing(Strict):
     stagger: Duration = Field(default=0.0, description="users start spread over this period")
     stabilization: Duration = Field(default=0.0, description="warm-up after the stagger, excluded from results")
     measurement: Duration = Field(default=30.0, description="the measurement window")
+    first_think: Literal["full", "residual"] = Field(
+        default="full", description="full: each user thinks a whole think after logon; residual: the rest of a "
+        "think, drawn as a user of a running system is caught mid-think, so the run is in steady state at once")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod
@@ -281,12 +284,43 @@ class SqliteTarget(Strict):
     setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
     pragmas: dict[str, str | int] = Field(default_factory=dict)
     busy_timeout_ms: int = 30000
+    release: str | None = Field(default=None, description="the release under test by pinned pip requirement "
+                                "(driver apsw): apsw==3.40.1.0 bundles SQLite 3.40.1; installed once into "
+                                "perflab's release cache (perflab.sut.releases)")
+
+    @model_validator(mode="after")
+    def _release_of_binding(self) -> "SqliteTarget":
+        if self.release is not None:
+            from perflab.workload.requirement import parse_requirement
+
+            name = parse_requirement(self.release).name.lower()
+            if self.driver != "apsw" or name != "apsw":
+                raise ValueError("a release names the apsw wheel that bundles the SQLite under test "
+                                 "(driver: apsw, release: apsw==3.40.1.0); the stdlib module links the "
+                                 "system's SQLite")
+        return self
 
 
 class PythonTarget(Strict):
     kind: Literal["python"]
     path: list[str] = Field(default_factory=list, description="directories added to sys.path (relative to the workload)")
     setup: str | None = Field(default=None, description="module:function called once in each worker at start")
+    release: list[str] = Field(default_factory=list, description="packages under test by pinned pip requirement "
+                               "(name==version), installed once into perflab's release cache and imported first")
+
+    @field_validator("release", mode="before")
+    @classmethod
+    def _one_or_more(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("release")
+    @classmethod
+    def _pinned(cls, v: list[str]) -> list[str]:
+        from perflab.workload.requirement import parse_requirement
+
+        for text in v:
+            parse_requirement(text)
+        return v
 
 
 class CommandTarget(Strict):
@@ -541,6 +575,9 @@ class Placement(Strict):
     driver_cpus: list[int] | None = None
     sut_cpus: list[int] | None = None
     workers: int | None = Field(default=None, ge=1, description="SUT worker processes (default: users, at most 8)")
+    depth: int | None = Field(default=None, ge=1, le=64, description="requests each SUT worker holds at once, one "
+                              "running and the rest waiting in its pipe (default 2); a fast SUT on one worker needs "
+                              "more, or it idles while the driver catches up")
 
 
 class Workload(Strict):

@@ -15,6 +15,14 @@ own and documents them (docs/workloads.md):
   which puts the idle hump's mean at (30 − 0.85 x 8) / 0.15 = 154.7 s: thinking a few
   seconds between commands, and now and then a coffee break of two to three minutes.
 Scaling `mean` alone scales both humps, so a short demo can keep the shape.
+
+Starting in steady state. A user who logs on and then thinks a whole think is not where a user
+of a running system is: there, a user is caught part-way through a think, and long thinks are
+more likely to be the ones caught (the inspection paradox). `sample_residual` draws what is
+left of the think a user is in at a random moment of a stationary system -- the equilibrium
+residual, density (1 − F(x)) / E[Z]: a length-biased think (density z f(z) / E[Z]) times a
+uniform fraction of it. Users whose first think is drawn so (timing.first_think: residual) put
+the run in its steady state from the start, instead of after their first cycles have mixed.
 """
 
 from __future__ import annotations
@@ -51,6 +59,12 @@ class ConstantThink(_Dist):
     def sample(self, rng: UserRandom) -> float:
         return self.value
 
+    def length_biased(self, rng: UserRandom) -> float:
+        return self.value
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.random() * self.length_biased(rng)
+
 
 class UniformThink(_Dist):
     dist: Literal["uniform"]
@@ -69,6 +83,14 @@ class UniformThink(_Dist):
     def sample(self, rng: UserRandom) -> float:
         return rng.uniform(self.low, self.high)
 
+    def length_biased(self, rng: UserRandom) -> float:
+        # density z / E[Z]·(high − low) on [low, high]: CDF (z² − low²) / (high² − low²), inverted
+        low2, high2 = self.low * self.low, self.high * self.high
+        return math.sqrt(low2 + rng.random() * (high2 - low2))
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.random() * self.length_biased(rng)
+
 
 class ExponentialThink(_Dist):
     dist: Literal["exponential"]
@@ -79,6 +101,9 @@ class ExponentialThink(_Dist):
 
     def sample(self, rng: UserRandom) -> float:
         return rng.exponential(self.mean_s)
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.exponential(self.mean_s)  # memoryless: what is left of a think is a whole think
 
 
 class LognormalThink(_Dist):
@@ -91,6 +116,13 @@ class LognormalThink(_Dist):
 
     def sample(self, rng: UserRandom) -> float:
         return rng.lognormal(_lognormal_mu(self.mean_s, self.sigma), self.sigma)
+
+    def length_biased(self, rng: UserRandom) -> float:
+        # z·f(z)/E[Z] of lognormal(mu, sigma) is lognormal(mu + sigma², sigma)
+        return rng.lognormal(_lognormal_mu(self.mean_s, self.sigma) + self.sigma ** 2, self.sigma)
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.random() * self.length_biased(rng)
 
 
 class BactrianThink(_Dist):
@@ -120,6 +152,19 @@ class BactrianThink(_Dist):
         active = self._active_mean()
         return rng.lognormal(_lognormal_mu(active, BACTRIAN_ACTIVE_SIGMA), BACTRIAN_ACTIVE_SIGMA)
 
+    def length_biased(self, rng: UserRandom) -> float:
+        # A mixture's length-biased law: each hump in proportion to weight x mean (the idle hump
+        # holds idle_fraction x idle_mean / mean of the time), then that hump length-biased.
+        idle_mean = self.idle_mean()
+        if rng.random() < self.idle_fraction * idle_mean / self.mean_s:
+            mean, sigma = idle_mean, BACTRIAN_IDLE_SIGMA
+        else:
+            mean, sigma = self._active_mean(), BACTRIAN_ACTIVE_SIGMA
+        return rng.lognormal(_lognormal_mu(mean, sigma) + sigma ** 2, sigma)
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.random() * self.length_biased(rng)
+
 
 class EmpiricalThink(_Dist):
     """Think times resampled from observations: a file with one number (seconds) per line."""
@@ -128,6 +173,7 @@ class EmpiricalThink(_Dist):
     file: str | None = Field(default=None, description="path relative to the workload file")
     values: list[float] | None = Field(default=None, description="observed think times inline")
     _data: list[float] = PrivateAttr(default_factory=list)
+    _cumulative: list[float] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _one_source(self) -> "EmpiricalThink":
@@ -167,6 +213,21 @@ class EmpiricalThink(_Dist):
 
     def sample(self, rng: UserRandom) -> float:
         return self._data[int(rng.random() * len(self._data))]
+
+    def length_biased(self, rng: UserRandom) -> float:
+        """An observation picked with probability proportional to its length."""
+        if not self._cumulative:
+            total, cumulative = 0.0, []
+            for value in self._data:
+                total += value
+                cumulative.append(total)
+            self._cumulative = cumulative
+        if self._cumulative[-1] <= 0:
+            return 0.0
+        return self._data[rng.pick(self._cumulative)]
+
+    def sample_residual(self, rng: UserRandom) -> float:
+        return rng.random() * self.length_biased(rng)
 
 
 def _number_is_constant(value: Any) -> Any:

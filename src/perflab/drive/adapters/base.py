@@ -32,6 +32,12 @@ class SutAdapter(ABC):
     tx_counter: str | None = None
 
     @classmethod
+    def counters_for(cls, workload: Workload) -> tuple[tuple[str, ...], str | None]:
+        """The SUT's own counters for this workload, and which of them is its transaction count
+        (an adapter whose counters depend on the workload -- SQLite's on the binding -- overrides)."""
+        return cls.counter_names, cls.tx_counter
+
+    @classmethod
     def prepare(cls, workload: Workload, workload_dir: Path, run_dir: Path) -> dict[str, Any]:
         """One-time set-up in the parent before workers start (create a database...).
 
@@ -65,3 +71,10 @@ def adapter_class(kind: str) -> type[SutAdapter]:
         from perflab.drive.adapters.command import CommandAdapter
         return CommandAdapter
     raise ValueError(f"no in-process adapter for target kind {kind!r}")
+
+
+def prepare_sut(kind: str, workload: dict, workload_dir: str, run_dir: str) -> dict[str, Any]:
+    """An adapter's one-time set-up, run by perflab.sut.releases.call_with_path in a process that
+    imports the release under test (the driver's process may hold another release of the same
+    package). It lives here, not beside the run, so that process imports only the adapters."""
+    return adapter_class(kind).prepare(Workload.model_validate(workload), Path(workload_dir), Path(run_dir))

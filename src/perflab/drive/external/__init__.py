@@ -79,7 +79,7 @@ class TableBuilder:
                                                              pa.array(names[f.name], pa.string())))
             elif f.name == "think":
                 arrays.append(pa.array([NAN] * n, pa.float64()))
-            elif f.name in ("cpu", "cpu_user", "cpu_sys", "instructions"):
+            elif f.name in ("cpu", "cpu_user", "cpu_sys", "instructions", "harness_cpu"):
                 arrays.append(pa.array([NAN] * n, pa.float64()))
             elif f.name == "worker":
                 arrays.append(pa.array([-1] * n, pa.int16()))
