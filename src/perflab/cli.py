@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
+from perflab.monitor.agent_command import agent_command
 from perflab.report.safe_text import terminal as escape
 from perflab.serve.command import serve_command, write_show_html
 
@@ -306,6 +307,7 @@ def derive(
 
 
 app.command("serve")(serve_command)
+app.command("agent")(agent_command)
 
 
 def main() -> None:

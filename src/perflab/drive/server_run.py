@@ -22,6 +22,8 @@ from perflab.drive.engine import Engine
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.plan import RunPlan
 from perflab.drive.recorder import Recorder
+from perflab.drive.remote_sut import host_record
+from perflab.monitor.sources.remote import HostInfo
 from perflab.errors import SutFailure
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
@@ -29,6 +31,12 @@ from perflab.sut.service import Service
 from perflab.workload.model import PostgresTarget, Workload
 
 PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit"]
+
+
+def manages_sut(plan: RunPlan) -> bool:
+    """Whether perflab starts this run's server (and so can measure its processes here)."""
+    target = plan.workload.target
+    return plan.workload.service is not None or (isinstance(target, PostgresTarget) and target.server is not None)
 
 
 def start_sut(plan: RunPlan, life: RunLifecycle):
@@ -95,14 +103,16 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int):
     return TcpExecutor(workload, failure, pool_size)
 
 
-def execute_server_run(life: RunLifecycle) -> RunResult:
+def execute_server_run(life: RunLifecycle, host: HostInfo | None = None) -> RunResult:
+    """`host`: the SUT host's monitor as probed before the run (workload `monitor:`)."""
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
     server = recorder = engine = table = window = None
     try:
         with recording_ending(life.ending) as ending:
-            life.make_cgroup([])
+            if manages_sut(plan):
+                life.make_cgroup([])  # the server is started inside it
             server = start_sut(plan, life)
             failure = server.failure if server is not None else None
             if server is not None:
@@ -115,9 +125,18 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
             record.fingerprint["driver"] = driver_kind
             components = dict(server.components) if server is not None else {}
             pids = [server.pid] if server is not None else []
+            sut_host = None
+            if host is not None:
+                # The SUT's own host: its processors are what PROCESSORS and the (H) rows count.
+                sut_host = host_record(plan.remote, host, workload.monitor.cpus)
+                record.config = record.config.model_copy(update={
+                    "sut_cpus": sut_host.cpus, "processors": len(sut_host.cpus), "shared_cpus": False})
+                if "sut" in host.provides:
+                    counter_spec = None  # the agent reads the SUT's counters where it runs
+            counted = counter_spec is not None or (host is not None and "sut" in host.provides)
             life.describe_sut(pids=pids, service=type(server).__name__ if server else None,
-                              counters=PG_COUNTERS if counter_spec else [],
-                              tx_counter="xact_commit" if counter_spec else None, components=components)
+                              counters=PG_COUNTERS if counted else [], tx_counter="xact_commit" if counted else None,
+                              components=components, host=sut_host)
             life.save()
             life.pin_driver()
             t0 = time.monotonic()
