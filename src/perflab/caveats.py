@@ -187,7 +187,8 @@ def monitor_lost(monitor: str, url: str, lost_at: float | None, reason: str | No
     when = "" if lost_at is None else f" at {lost_at:.1f} s"
     return Caveat(code=Code.MONITOR_LOST,
                   text=f"the SUT host's monitor ({monitor} {url}) stopped answering{when}"
-                       + (f" ({reason})" if reason else "") + f": {', '.join(rows)} na for the window it left uncovered",
+                       + (f" ({reason})" if reason else "")
+                       + f": {', '.join(rows)} na for the window it left uncovered",
                   values={"monitor": monitor, "url": url, "lost_at": lost_at, "reason": reason, "rows": rows})
 
 

@@ -80,6 +80,10 @@ def run(
     sut_cpus: Optional[str] = typer.Option(None, "--sut-cpus", help="CPUs for the SUT, e.g. 1 or 1-3"),
     driver_cpus: Optional[str] = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
     no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
+    drivers: Optional[str] = typer.Option(None, "--drivers", help="drive from several hosts: a Ray cluster, "
+                                          "ray://HEAD:10001 or auto (pip install 'perflab[ray]')"),
+    driver_count: Optional[int] = typer.Option(None, "--driver-count", min=1, help="driver processes on the "
+                                               "cluster (default: one per node)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
@@ -96,7 +100,8 @@ def run(
     w = load_workload(workload)
     request = RunRequest(w, workload, users=users, rate=rate, duration=_seconds(duration, "--duration"), seed=seed,
                          label=label, workers=workers, sut_cpus=parse_cpus(sut_cpus, "--sut-cpus"),
-                         driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor)
+                         driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor,
+                         drivers=drivers, driver_count=driver_count)
     st = Store(store)
     progress = None if quiet else RunProgress(err)
     try:

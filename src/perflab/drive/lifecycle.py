@@ -298,6 +298,15 @@ class RunLifecycle:
                                          saturated=saturated, dropped=engine.outcome.dropped)
             if saturated:
                 invalid.append(caveats.driver_saturated(util))
+        elif record.drivers:
+            # Several drivers (drive/distributed.py): each gated on its own CPU.
+            for d in record.drivers:
+                if d.saturated:
+                    invalid.append(caveats.driver_saturated(d.util_pct, f"driver {d.index} on {d.node}"))
+                if d.lost:
+                    invalid.append(caveats.driver_lost(d.index, d.node, d.lost))
+            busiest = max(record.drivers, key=lambda d: -1.0 if d.util_pct is None else d.util_pct)
+            record.driver = DriverRecord.model_validate(busiest.model_dump(include=set(DriverRecord.model_fields)))
         elif record.driver is not None and record.driver.saturated:
             # An external tool's CPU (its rusage over its run, pinned to the driver's CPU): the same
             # rule -- a k6 at 98% of its core set the pace as surely as perflab's own driver would.

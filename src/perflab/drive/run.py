@@ -22,8 +22,18 @@ def execute_run(request: RunRequest | RunPlan, store: Store, observer: RunObserv
     plan = request if isinstance(request, RunPlan) else resolve_plan(request)
     # A SUT host's monitor that cannot be reached is bad input, found before any run is stored.
     host = probe_sut_host(plan.remote, plan.workload_path) if plan.remote is not None and plan.monitor else None
+    cluster = None
+    if plan.drivers is not None:
+        from perflab.drive.distributed import DriverCluster
+
+        cluster = DriverCluster.connect(plan)  # placed before any run is stored
     life = RunLifecycle(plan, store, observer)
-    life.open()
+    try:
+        life.open()
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
     if plan.workload.target.kind in NETWORK_KINDS:
-        return execute_server_run(life, host)
+        return execute_server_run(life, host, cluster)
     return execute_local_run(life)

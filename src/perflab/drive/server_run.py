@@ -103,8 +103,9 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int):
     return TcpExecutor(workload, failure, pool_size)
 
 
-def execute_server_run(life: RunLifecycle, host: HostInfo | None = None) -> RunResult:
-    """`host`: the SUT host's monitor as probed before the run (workload `monitor:`)."""
+def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster: Any = None) -> RunResult:
+    """`host`: the SUT host's monitor as probed before the run (workload `monitor:`); `cluster`:
+    the drivers placed on other hosts (distributed.DriverCluster, workload `drivers:`)."""
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
@@ -138,29 +139,33 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None) -> RunR
                               counters=PG_COUNTERS if counted else [], tx_counter="xact_commit" if counted else None,
                               components=components, host=sut_host)
             life.save()
-            life.pin_driver()
-            t0 = time.monotonic()
-            life.start_clock(t0, time.time())
-            # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
-            life.start_monitor(pids, counter_spec, components, driver_pid=-1 if driver_kind == "native" else None)
-            if driver_kind == "native":
-                recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
-                                    t0)
-                executor = make_executor(workload, dsn, failure, plan.workers)
-                engine = Engine(workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
-                                seed=plan.seed)
-                recorder.class_names = engine.class_names
-                outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
-                                     failure=failure)
-                ending.status, ending.reason = outcome.status, outcome.reason
+            if cluster is not None:
+                _drive_distributed(life, cluster, pids, counter_spec, components, dsn, failure)
             else:
-                from perflab.drive.external import run_external
+                life.pin_driver()
+                t0 = time.monotonic()
+                life.start_clock(t0, time.time())
+                # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
+                life.start_monitor(pids, counter_spec, components,
+                                   driver_pid=-1 if driver_kind == "native" else None)
+                if driver_kind == "native":
+                    recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
+                                        t0)
+                    executor = make_executor(workload, dsn, failure, plan.workers)
+                    engine = Engine(workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
+                                    seed=plan.seed)
+                    recorder.class_names = engine.class_names
+                    outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
+                                         failure=failure)
+                    ending.status, ending.reason = outcome.status, outcome.reason
+                else:
+                    from perflab.drive.external import run_external
 
-                result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
-                table, ending.status, ending.reason = result.table, result.status, result.reason
-                record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
-                record.external = {"tool": driver_kind, **result.summary}
-                window = result.window
+                    result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
+                    table, ending.status, ending.reason = result.table, result.status, result.reason
+                    record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
+                    record.external = {"tool": driver_kind, **result.summary}
+                    window = result.window
     finally:
         life.stop_monitor()
         if server is not None:
@@ -175,5 +180,19 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None) -> RunR
         life.release()
         if recorder is not None:
             table = recorder.table()
+        if cluster is not None:
+            table = cluster.table()
+            record.drivers = cluster.records()
+            cluster.close()
         result = life.finish(table, engine, window)
     return result
+
+
+def _drive_distributed(life: RunLifecycle, cluster: Any, pids, counter_spec, components, dsn, failure) -> None:
+    """The load from the cluster's drivers; this process only coordinates (and monitors), so it
+    is neither pinned nor counted as a driver. The transactions are taken at the ending."""
+    t0 = cluster.start_time()
+    life.start_clock(t0, time.time() + (t0 - time.monotonic()))
+    life.start_monitor(pids, counter_spec, components, driver_pid=None)
+    life.record.config = life.record.config.model_copy(update={"driver_cpus": []})
+    life.ending.status, life.ending.reason = cluster.drive(life.plan, t0, dsn, failure)

@@ -64,7 +64,8 @@ def agent_command(
 
     host, port = _split_listen(listen)
     if (cgroup is None) == (pid_match is None):
-        raise InputError("give the SUT as --cgroup PATH or --pid-match REGEX (one of them)", field="--cgroup/--pid-match")
+        raise InputError("give the SUT as --cgroup PATH or --pid-match REGEX (one of them)",
+                         field="--cgroup/--pid-match")
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise InputError(f"a token needs at least {MIN_TOKEN_CHARS} characters", field="--token")
     if token is None and not _is_loopback(host):
