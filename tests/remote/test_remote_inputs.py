@@ -154,3 +154,23 @@ def test_a_counter_whose_samples_stop_is_na_at_the_window_end_not_flat():
     samples = Samples(t, {"c": gap}, interval=1.0)
     assert samples.delta(["c"], Window(0.0, 5.0), "C") is None
     assert samples.delta(["c"], Window(0.0, 10.0), "C") == pytest.approx(10.0)
+
+
+def test_drivers_option_overrides_the_block_and_needs_a_network_target(tmp_path):
+    from perflab.drive.plan import RunRequest, resolve_plan
+
+    path = tmp_path / "w.yaml"
+    path.write_text(BASE + "drivers: {ray: auto, count: 2, cpus: [1]}\n")
+    workload = load_workload(path)
+    plan = resolve_plan(RunRequest(workload, path, drivers="ray://10.0.0.2:10001", driver_count=3))
+    assert (plan.drivers.ray, plan.drivers.count, plan.drivers.cpus) == ("ray://10.0.0.2:10001", 3, [1])
+    assert resolve_plan(RunRequest(workload, path)).drivers.count == 2
+    with pytest.raises(InputError) as info:
+        resolve_plan(RunRequest(workload, path, drivers="head:10001"))
+    assert info.value.field == "--drivers" and "ray://HOST:PORT" in info.value.message
+    local = tmp_path / "local.yaml"
+    local.write_text("name: l\ntarget: {kind: python}\ntransactions: [{name: t, call: 'os:getpid'}]\n"
+                     "scripts: [{name: s, steps: [t]}]\nload: {users: 1}\n")
+    with pytest.raises(InputError) as info:
+        resolve_plan(RunRequest(load_workload(local), local, drivers="auto"))
+    assert "network target" in info.value.message
