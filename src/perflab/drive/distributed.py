@@ -271,11 +271,6 @@ class DriverCluster:
                 dropped=outcome.get("dropped"), transactions=sum(t.num_rows for t in d.tables), lost=d.lost))
         return out
 
-    def hung(self) -> tuple[int, float | None]:
-        outcomes = [d.outcome for d in self.drivers if d.outcome]
-        return sum(o.get("hung") or 0 for o in outcomes), next((o["deadline_s"] for o in outcomes
-                                                                  if o.get("deadline_s")), None)
-
     def close(self, shutdown: bool = True) -> None:
         """The drivers, their placement group and the connection, released (idempotent)."""
         ray = self.ray
