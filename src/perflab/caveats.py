@@ -59,6 +59,9 @@ class Code(StrEnum):
     SAMPLES_MISSING = "samples_missing"
     MONITOR = "monitor"
     SCATTER = "scatter"
+    SUT_UNMONITORED = "sut_unmonitored"    # a SUT perflab did not start, with no monitor on its host
+    MONITOR_LOST = "monitor_lost"          # the SUT host's monitor stopped answering during the window
+    DRIVER_LOST = "driver_lost"            # one of several drivers stopped answering: the run failed
     NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
     LEGACY = "legacy"          # a reason stored as plain text by an older perflab
 
@@ -178,8 +181,32 @@ def refaults_unmeasured() -> Caveat:
                 "and BLKS READ still show what the limit cost")
 
 
+def sut_unmonitored(target: str) -> Caveat:
+    return Caveat(code=Code.SUT_UNMONITORED,
+                  text=f"the SUT ({target}) was not started by perflab and no monitor on its host was named: (S) rows "
+                       f"are na and the (H) rows are the driver's machine; name one with `monitor: {{agent: URL}}` or "
+                       f"`{{node_exporter: URL}}` (docs/distributed.md)",
+                  values={"target": target})
+
+
+def monitor_lost(monitor: str, url: str, lost_at: float | None, reason: str | None, rows: list[str]) -> Caveat:
+    when = "" if lost_at is None else f" at {lost_at:.1f} s"
+    return Caveat(code=Code.MONITOR_LOST,
+                  text=f"the SUT host's monitor ({monitor} {url}) stopped answering{when}"
+                       + (f" ({reason})" if reason else "")
+                       + f": {', '.join(rows)} na for the window it left uncovered",
+                  values={"monitor": monitor, "url": url, "lost_at": lost_at, "reason": reason, "rows": rows})
+
+
+def driver_lost(index: int, node: str | None, reason: str) -> Caveat:
+    where = f" on {node}" if node else ""
+    return Caveat(code=Code.DRIVER_LOST, text=f"driver {index}{where} was lost: {reason}; run failed (its transactions "
+                                              f"up to its last report are kept)",
+                  values={"index": index, "node": node, "reason": reason})
+
+
 #: Codes that make a run invalid wherever they are raised (the run's own record carries them).
-RUN_INVALIDATING = frozenset({Code.RUN_NOT_COMPLETE, Code.DRIVER_SATURATED, Code.HUNG_TRANSACTIONS})
+RUN_INVALIDATING = frozenset({Code.RUN_NOT_COMPLETE, Code.DRIVER_SATURATED, Code.HUNG_TRANSACTIONS, Code.DRIVER_LOST})
 
 
 def texts(caveats: list[Caveat]) -> list[str]:

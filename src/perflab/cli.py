@@ -18,6 +18,7 @@ from rich.console import Console
 
 from perflab.capacity.command import capacity_app
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
+from perflab.monitor.agent_command import agent_command
 from perflab.report.safe_text import terminal as escape
 from perflab.serve.command import serve_command, write_show_html
 
@@ -80,6 +81,10 @@ def run(
     sut_cpus: Optional[str] = typer.Option(None, "--sut-cpus", help="CPUs for the SUT, e.g. 1 or 1-3"),
     driver_cpus: Optional[str] = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
     no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
+    drivers: Optional[str] = typer.Option(None, "--drivers", help="drive from several hosts: a Ray cluster, "
+                                          "ray://HEAD:10001 or auto (pip install 'perflab[ray]')"),
+    driver_count: Optional[int] = typer.Option(None, "--driver-count", min=1, help="driver processes on the "
+                                               "cluster (default: one per node)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
     threshold: Optional[list[str]] = typer.Option(
         None, "--threshold", metavar="EXPR", help="a limit the run must meet, e.g. 'resp_p95_t < 0.5' (repeatable; "
@@ -108,7 +113,8 @@ def run(
         w = w.model_copy(update={"thresholds": list(dict.fromkeys([*w.thresholds, *extra]))})
     request = RunRequest(w, workload, users=users, rate=rate, duration=_seconds(duration, "--duration"), seed=seed,
                          label=label, workers=workers, sut_cpus=parse_cpus(sut_cpus, "--sut-cpus"),
-                         driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor)
+                         driver_cpus=parse_cpus(driver_cpus, "--driver-cpus"), monitor=not no_monitor,
+                         drivers=drivers, driver_count=driver_count)
     st = Store(store)
     progress = None if quiet else RunProgress(err)
     try:
@@ -321,6 +327,7 @@ def derive(
 
 
 app.command("serve")(serve_command)
+app.command("agent")(agent_command)
 
 
 def main() -> None:

@@ -63,6 +63,23 @@ class Executor(Protocol):
     def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Awaitable: ...
 
 
+@dataclass(frozen=True)
+class Share:
+    """This engine's part of a load driven from several processes (drive/distributed.py).
+
+    Closed loop: users `first_user` .. `first_user + users - 1` of `all_users`, each with the
+    random streams and the logon time it has in a single driver's run. Open loop: arrival
+    stream `index` of `count` (each at rate / count; independent Poisson streams add up to a
+    Poisson stream at the full rate), numbered index, index + count, ... so that numbers, and
+    the streams drawn from them, are unique across the drivers.
+    """
+
+    index: int = 0
+    count: int = 1
+    first_user: int = 0
+    all_users: int | None = None
+
+
 @dataclass
 class Phases:
     """The run's time line, in seconds after t0."""
@@ -117,8 +134,10 @@ class Outcome:
 
 class Engine:
     def __init__(self, workload: Workload, executor: Executor, recorder: Recorder, phases: Phases, t0: float,
-                 users: int | None = None, rate: float | None = None, seed: int | None = None):
+                 users: int | None = None, rate: float | None = None, seed: int | None = None,
+                 share: Share = Share()):
         self.workload = workload
+        self.share = share
         self.executor = executor
         self.recorder = recorder
         self.phases = phases
@@ -199,10 +218,11 @@ class Engine:
         (t0 + stagger * uid / users), not by when the task is created, so batching moves no
         logon.
         """
-        for first in range(0, self.users, USER_START_BATCH):
+        base = self.share.first_user
+        for first in range(base, base + self.users, USER_START_BATCH):
             if self.stopping:
                 return
-            last = min(self.users, first + USER_START_BATCH)
+            last = min(base + self.users, first + USER_START_BATCH)
             tasks.extend(asyncio.ensure_future(self._user(uid)) for uid in range(first, last))
             await asyncio.sleep(0)
 
@@ -333,7 +353,7 @@ class Engine:
     async def _user(self, uid: int) -> None:
         rng = UserRandom(self.seed, uid, 0)
         prng = UserRandom(self.seed, uid, 1)
-        logon = self.t0 + self.phases.stagger * uid / max(1, self.users)
+        logon = self.t0 + self.phases.stagger * uid / max(1, self.share.all_users or self.users)
         if self._stopped_for(logon):
             return
         try:
@@ -359,7 +379,7 @@ class Engine:
     def _arrival_times(self) -> Iterator[float]:
         """Intended start of every arrival, from the schedule's own seeded stream (nothing else
         draws from it, so the same seed gives the same times whatever is dropped)."""
-        rng = UserRandom(self.seed, 0, 2)
+        rng = UserRandom(self.seed, self.share.index, 2)
         mean_gap = 1.0 / self.rate
         poisson = self.arrival == "poisson"
         t = self.t0
@@ -372,7 +392,8 @@ class Engine:
         on a timer tick (1 ms), so at higher rates several are due at once. Each still starts
         at or after its intended time, and its lateness is recorded."""
         running: set[asyncio.Task] = set()
-        schedule = enumerate(self._arrival_times())
+        index, count = self.share.index, self.share.count
+        schedule = ((i * count + index, t) for i, t in enumerate(self._arrival_times()))
         n, t = next(schedule)
         while not self._stopped_for(t):
             try:

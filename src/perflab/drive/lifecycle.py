@@ -31,6 +31,7 @@ from perflab import caveats
 from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
 from perflab.drive.plan import RunPlan
+from perflab.drive.remote_sut import account, redacted
 from perflab.errors import SutFailure
 from perflab.monitor.sampler import MonitorSpec, Sampler
 from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
@@ -112,7 +113,7 @@ class RunLifecycle:
         position = plan.position
         self.record = RunRecord(
             run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
-            workload=plan.workload.model_dump(mode="json", by_alias=True),
+            workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
             config=RunConfig(
                 users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
                 processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
@@ -185,10 +186,16 @@ class RunLifecycle:
             out_path=self.run_dir / "samples.parquet", sut_pids=pids,
             sut_cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
             components=components or {}, driver_pid=os.getpid() if driver_pid == -1 else driver_pid,
-            cpus=plan.placement.driver_cpus, counters=counters)
+            cpus=plan.placement.driver_cpus, counters=counters, remote=plan.remote,
+            # The SUT's host is measured there: this host's /proc/stat is not the SUT's (H).
+            machine_sources=() if plan.remote is not None else MonitorSpec.machine_sources)
         self.sampler = Sampler(spec)
         self.sampler.start()
         self.record.monitor = MonitorRecord(interval_s=interval)
+        remote = self.sampler.sources.get("remote")
+        if plan.remote is not None and not (remote or {}).get("available"):
+            raise SutFailure(f"the SUT host's monitor ({plan.remote.describe()}) could not be read when the run "
+                             f"started: {(remote or {}).get('reason')}")
 
     def stop_monitor(self) -> None:
         """Stop the monitors and keep their summary; a monitor problem must not lose the transactions."""
@@ -200,6 +207,11 @@ class RunLifecycle:
             self.record.monitor = MonitorRecord.model_validate({**self.record.monitor.model_dump(), **summary})
         except Exception as exc:
             self.record.monitor.error = f"{type(exc).__name__}: {exc}"
+            return
+        sut = self.record.sut
+        remote = (summary.get("sources") or {}).get("remote")
+        if sut is not None and sut.host is not None and remote:
+            sut.host = account(sut.host, remote)
 
     def release(self) -> None:
         """Monitor, cgroup and the driver's CPU affinity back as they were (idempotent)."""
@@ -295,6 +307,15 @@ class RunLifecycle:
                                          saturated=saturated, dropped=engine.outcome.dropped)
             if saturated:
                 invalid.append(caveats.driver_saturated(util))
+        elif record.drivers:
+            # Several drivers (drive/distributed.py): each gated on its own CPU.
+            for d in record.drivers:
+                if d.saturated:
+                    invalid.append(caveats.driver_saturated(d.util_pct, f"driver {d.index} on {d.node}"))
+                if d.lost:
+                    invalid.append(caveats.driver_lost(d.index, d.node, d.lost))
+            busiest = max(record.drivers, key=lambda d: -1.0 if d.util_pct is None else d.util_pct)
+            record.driver = DriverRecord.model_validate(busiest.model_dump(include=set(DriverRecord.model_fields)))
         elif record.driver is not None and record.driver.saturated:
             # An external tool's CPU (its rusage over its run, pinned to the driver's CPU): the same
             # rule -- a k6 at 98% of its core set the pace as surely as perflab's own driver would.

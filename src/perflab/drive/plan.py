@@ -12,6 +12,8 @@ Resolution rules (each decided here and nowhere else):
 * phases: the request's stagger / stabilization / measurement, else the workload's timing.
 * placement: requested CPUs, else the workload's, else driver on the first CPU, SUT on the rest.
 * workers: requested, else the workload's, else one per user up to `MAX_DEFAULT_WORKERS`.
+* the SUT host's monitor: the workload's `monitor:` (its token read from `token_env` now).
+* drivers: `--drivers` (and `--driver-count`) over the workload's `drivers:` block.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perflab.drive.engine import Phases
+from perflab.drive.remote_sut import remote_spec
 from perflab.errors import InputError
+from perflab.monitor.sources.remote import RemoteSpec
 from perflab.sut.placement import Placement, resolve_placement
-from perflab.workload.model import BatchLoad, ClosedLoad, OpenLoad, Workload
+from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 
 MAX_DEFAULT_WORKERS = 8
 
@@ -50,6 +54,8 @@ class RunRequest:
     order: int | None = None
     purpose: str | None = None
     configuration: str | None = None
+    drivers: str | None = None  # --drivers: ray://HEAD:PORT or auto
+    driver_count: int | None = None  # --driver-count
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ class RunPlan:
     position: StudyPosition = field(default_factory=StudyPosition)
     jobs: int | None = None          # a job stream: how many jobs ...
     initiators: int | None = None    # ... run by how many initiators at once
+    remote: RemoteSpec | None = None  # the SUT host's monitor (workload `monitor:`)
+    drivers: Drivers | None = None  # drivers on several hosts (workload `drivers:`, --drivers)
 
     @property
     def closed(self) -> bool:
@@ -115,6 +123,7 @@ def resolve_plan(request: RunRequest) -> RunPlan:
                                   request.sut_cpus or workload.placement.sut_cpus)
     workers = request.workers or workload.placement.workers or min(users or initiators or MAX_DEFAULT_WORKERS,
                                                                    MAX_DEFAULT_WORKERS)
+    drivers = _drivers(request)
     return RunPlan(
         workload=workload, workload_path=Path(request.workload_path),
         workload_dir=Path(request.workload_path).resolve().parent,
@@ -123,4 +132,27 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         label=request.label, monitor=request.monitor,
         position=StudyPosition(request.study, request.block, request.order, request.purpose, request.configuration),
         jobs=jobs, initiators=initiators,
+        remote=remote_spec(workload, Path(request.workload_path)), drivers=drivers,
     )
+
+
+def _drivers(request: RunRequest) -> Drivers | None:
+    """The workload's drivers block with the command line's address and count over it."""
+    block = request.workload.drivers
+    if request.drivers is None:
+        if request.driver_count is not None and block is None:
+            raise InputError("--driver-count needs --drivers (or a drivers: block)", field="--driver-count")
+        return block if request.driver_count is None else block.model_copy(update={"count": request.driver_count})
+    data = {**(block.model_dump() if block is not None else {}), "ray": request.drivers}
+    if request.driver_count is not None:
+        data["count"] = request.driver_count
+    try:
+        drivers = Drivers.model_validate(data)
+    except ValueError as exc:
+        first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise InputError(first.removeprefix("Value error, "), field="--drivers") from None
+    workload = request.workload
+    if workload.target.kind not in ("postgres", "http", "tcp") or workload.driver.kind != "native":
+        raise InputError("--drivers runs perflab's own driver against a network target (postgres, http, tcp)",
+                         field="--drivers")
+    return drivers

@@ -119,26 +119,32 @@ class Recorder:
     def __len__(self) -> int:
         return len(self.end)
 
-    def table(self) -> pa.Table:
+    def table(self, start: int = 0) -> pa.Table:
+        """The transactions recorded so far, from the `start`-th on (a driver on another host
+        reports its new rows every second: drive/distributed.py)."""
         def names(indices: list[int], dictionary: list[str]) -> pa.DictionaryArray:
-            return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int16()), pa.array(dictionary, pa.string()))
+            return pa.DictionaryArray.from_arrays(pa.array(indices[start:], pa.int16()),
+                                                  pa.array(dictionary, pa.string()))
+
+        def column(values: list, kind: pa.DataType) -> pa.Array:
+            return pa.array(values[start:], kind)
 
         return pa.Table.from_arrays([
-            pa.array(self.user, pa.int32()),
+            column(self.user, pa.int32()),
             names(self.script, self.script_names),
             names(self.tx, self.tx_names),
             names(self.klass, self.class_names),
-            pa.array(self.intended, pa.float64()),
-            pa.array(self.actual, pa.float64()),
-            pa.array(self.first, pa.float64()),
-            pa.array(self.end, pa.float64()),
-            pa.array(self.ok, pa.bool_()),
-            pa.array(self.error, pa.string()),
-            pa.array(self.think, pa.float64()),
-            pa.array(self.cpu, pa.float64()),
-            pa.array(self.cpu_user, pa.float64()),
-            pa.array(self.cpu_sys, pa.float64()),
-            pa.array(self.instructions, pa.float64()),
-            pa.array(self.worker, pa.int16()),
-            pa.array(self.harness_cpu, pa.float64()),
+            column(self.intended, pa.float64()),
+            column(self.actual, pa.float64()),
+            column(self.first, pa.float64()),
+            column(self.end, pa.float64()),
+            column(self.ok, pa.bool_()),
+            column(self.error, pa.string()),
+            column(self.think, pa.float64()),
+            column(self.cpu, pa.float64()),
+            column(self.cpu_user, pa.float64()),
+            column(self.cpu_sys, pa.float64()),
+            column(self.instructions, pa.float64()),
+            column(self.worker, pa.int16()),
+            column(self.harness_cpu, pa.float64()),
         ], schema=SCHEMA)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from perflab.drive.lifecycle import RunLifecycle, RunObserver, RunResult
 from perflab.drive.local_run import execute_local_run
 from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
+from perflab.drive.remote_sut import probe_sut_host
 from perflab.drive.server_run import execute_server_run
 from perflab.store.catalog import Store
 from perflab.workload.model import NETWORK_KINDS
@@ -19,8 +20,20 @@ __all__ = ["RunPlan", "RunRequest", "RunResult", "execute_run", "resolve_plan"]
 def execute_run(request: RunRequest | RunPlan, store: Store, observer: RunObserver | None = None) -> RunResult:
     """Drive one run and store it; the result names its directory, status and validity."""
     plan = request if isinstance(request, RunPlan) else resolve_plan(request)
+    # A SUT host's monitor that cannot be reached is bad input, found before any run is stored.
+    host = probe_sut_host(plan.remote, plan.workload_path) if plan.remote is not None and plan.monitor else None
+    cluster = None
+    if plan.drivers is not None:
+        from perflab.drive.distributed import DriverCluster
+
+        cluster = DriverCluster.connect(plan)  # placed before any run is stored
     life = RunLifecycle(plan, store, observer)
-    life.open()
+    try:
+        life.open()
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
     if plan.workload.target.kind in NETWORK_KINDS:
-        return execute_server_run(life)
+        return execute_server_run(life, host, cluster)
     return execute_local_run(life)

@@ -22,6 +22,8 @@ from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.plan import RunPlan
 from perflab.drive.recorder import Recorder
+from perflab.drive.remote_sut import host_record
+from perflab.monitor.sources.remote import HostInfo
 from perflab.errors import SutFailure
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
@@ -29,6 +31,12 @@ from perflab.sut.service import Service
 from perflab.workload.model import PostgresTarget, Workload
 
 PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit"]
+
+
+def manages_sut(plan: RunPlan) -> bool:
+    """Whether perflab starts this run's server (and so can measure its processes here)."""
+    target = plan.workload.target
+    return plan.workload.service is not None or (isinstance(target, PostgresTarget) and target.server is not None)
 
 
 def start_sut(plan: RunPlan, life: RunLifecycle):
@@ -113,14 +121,17 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
     return TcpExecutor(workload, failure, pool_size, tokens, counts or NO_COUNTS)
 
 
-def execute_server_run(life: RunLifecycle) -> RunResult:
+def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster: Any = None) -> RunResult:
+    """`host`: the SUT host's monitor as probed before the run (workload `monitor:`); `cluster`:
+    the drivers placed on other hosts (distributed.DriverCluster, workload `drivers:`)."""
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
     server = recorder = engine = table = window = counts = None
     try:
         with recording_ending(life.ending) as ending:
-            life.make_cgroup([])
+            if manages_sut(plan):
+                life.make_cgroup([])  # the server is started inside it
             server = start_sut(plan, life)
             failure = server.failure if server is not None else None
             if server is not None:
@@ -134,42 +145,54 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
             record.fingerprint["driver"] = driver_kind
             components = dict(server.components) if server is not None else {}
             pids = [server.pid] if server is not None else []
+            sut_host = None
+            if host is not None:
+                # The SUT's own host: its processors are what PROCESSORS and the (H) rows count.
+                sut_host = host_record(plan.remote, host, workload.monitor.cpus)
+                record.config = record.config.model_copy(update={
+                    "sut_cpus": sut_host.cpus, "processors": len(sut_host.cpus), "shared_cpus": False})
+                if "sut" in host.provides:
+                    counter_spec = None  # the agent reads the SUT's counters where it runs
+            counted = counter_spec is not None or (host is not None and "sut" in host.provides)
             life.describe_sut(pids=pids, service=type(server).__name__ if server else None,
-                              counters=PG_COUNTERS if counter_spec else [],
-                              tx_counter="xact_commit" if counter_spec else None, components=components)
+                              counters=PG_COUNTERS if counted else [], tx_counter="xact_commit" if counted else None,
+                              components=components, host=sut_host)
             life.save()
-            life.pin_driver()
-            t0 = time.monotonic()
-            life.start_clock(t0, time.time())
-            if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
-                from perflab.drive.adapters.counts import ConnectionCounts
-
-                counts = ConnectionCounts()  # driver.connects, driver.tls_*: sampled with the SUT's counters
-            from perflab.monitor.sources.counters import combine_counter_specs
-
-            monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None)
-            # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
-            life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
-            if driver_kind == "native":
-                recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
-                                    t0)
-                tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir),
-                          "run_id": record.run_id,
-                          "service_address": workload.service.address if workload.service else "127.0.0.1"}
-                executor = make_executor(workload, dsn, failure, plan.workers, tokens, counts)
-                engine = engine_for(plan, executor, recorder, t0)
-                recorder.class_names = engine.class_names
-                outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
-                                     failure=failure)
-                ending.status, ending.reason = outcome.status, outcome.reason
+            if cluster is not None:
+                _drive_distributed(life, cluster, pids, counter_spec, components, dsn, failure)
             else:
-                from perflab.drive.external import run_external
+                life.pin_driver()
+                t0 = time.monotonic()
+                life.start_clock(t0, time.time())
+                if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
+                    from perflab.drive.adapters.counts import ConnectionCounts
 
-                result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
-                table, ending.status, ending.reason = result.table, result.status, result.reason
-                record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
-                record.external = {"tool": driver_kind, **result.summary}
-                window = result.window
+                    counts = ConnectionCounts()  # driver.connects, driver.tls_*: sampled with the SUT's counters
+                from perflab.monitor.sources.counters import combine_counter_specs
+
+                monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None)
+                # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
+                life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
+                if driver_kind == "native":
+                    recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
+                                        t0)
+                    tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir),
+                              "run_id": record.run_id,
+                              "service_address": workload.service.address if workload.service else "127.0.0.1"}
+                    executor = make_executor(workload, dsn, failure, plan.workers, tokens, counts)
+                    engine = engine_for(plan, executor, recorder, t0)
+                    recorder.class_names = engine.class_names
+                    outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
+                                         failure=failure)
+                    ending.status, ending.reason = outcome.status, outcome.reason
+                else:
+                    from perflab.drive.external import run_external
+
+                    result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
+                    table, ending.status, ending.reason = result.table, result.status, result.reason
+                    record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
+                    record.external = {"tool": driver_kind, **result.summary}
+                    window = result.window
     finally:
         life.stop_monitor()
         if counts is not None:
@@ -186,5 +209,19 @@ def execute_server_run(life: RunLifecycle) -> RunResult:
         life.release()
         if recorder is not None:
             table = recorder.table()
+        if cluster is not None:
+            table = cluster.table()
+            record.drivers = cluster.records()
+            cluster.close()
         result = life.finish(table, engine, window)
     return result
+
+
+def _drive_distributed(life: RunLifecycle, cluster: Any, pids, counter_spec, components, dsn, failure) -> None:
+    """The load from the cluster's drivers; this process only coordinates (and monitors), so it
+    is neither pinned nor counted as a driver. The transactions are taken at the ending."""
+    t0 = cluster.start_time()
+    life.start_clock(t0, time.time() + (t0 - time.monotonic()))
+    life.start_monitor(pids, counter_spec, components, driver_pid=None)
+    life.record.config = life.record.config.model_copy(update={"driver_cpus": []})
+    life.ending.status, life.ending.reason = cluster.drive(life.plan, t0, dsn, failure)

@@ -40,8 +40,9 @@ from .sampler import MonitorSpec
 from .sources import SourceUnavailable
 
 
-def _build_sources(spec: MonitorSpec):
-    """-> (sources in read order, status per source name, the SUT tree holder)."""
+def build_sources(spec: MonitorSpec):
+    """-> (sources in read order, status per source name, the SUT tree holder). The monitor
+    process reads them on its grid; `perflab agent` (agent.py) reads them when asked."""
     from .sources.cgroup import CgroupSource
     from .sources.diskstats import DiskstatsSource
     from .sources.netdev import NetdevSource
@@ -92,6 +93,13 @@ def _build_sources(spec: MonitorSpec):
         add("driver_cpu", lambda: DriverCpuSource(spec.driver_pid))
     if spec.counters is not None:
         add("sut_counters", lambda: spec.counters.open())
+    if spec.remote is not None:
+        from .sources.remote import RemoteSource
+
+        # The SUT host's monitor (node_exporter or perflab agent): its h.*, s.*, v.*, sut.*.
+        remote = add("remote", lambda: RemoteSource(spec.remote, spec.t0_monotonic))
+        if remote is not None:
+            status["remote"].update(remote.status())
     if spec.perf_counters:
         from .sources.perf_counters import probe
 
@@ -174,7 +182,7 @@ class _TreeHolder:
 class _Monitor:
     def __init__(self, spec: MonitorSpec) -> None:
         self.spec = spec
-        self.sources, self.status, self.tree = _build_sources(spec)
+        self.sources, self.status, self.tree = build_sources(spec)
         self.rows: list[dict[str, float]] = []
         self.columns: dict[str, None] = {"t": None}  # insertion-ordered set
         self.errors: dict[str, str] = {}
@@ -227,6 +235,9 @@ class _Monitor:
             - first.get("monitor.cpu_user", 0.0) - first.get("monitor.cpu_sys", 0.0)
         )
         status = {k: dict(v) for k, v in self.status.items()}
+        for src in self.sources:
+            if hasattr(src, "status"):  # a source that keeps its own account (remote: losses, clocks)
+                status.setdefault(src.name, {"available": True, "reason": None}).update(src.status())
         for name, err in self.errors.items():
             status.setdefault(name, {"available": True, "reason": None})["error"] = err
         return {

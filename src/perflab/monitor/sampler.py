@@ -56,6 +56,7 @@ class MonitorSpec:
     cpus: list[int] | None = None  # pin the monitor here: the driver's CPUs, not the SUT's
     perf_counters: bool = True  # try i.* (perf_event)
     pss_refresh_s: float = 5.0  # PSS is re-read at most this often (see ProcessTreeSource)
+    remote: Any = None  # a sources.remote.RemoteSpec: the SUT host's monitor (docs/distributed.md)
 
     def __post_init__(self) -> None:
         if not self.interval_s > 0:

@@ -80,6 +80,44 @@ class DriverRecord(Record):
                                                           'as errors)')
 
 
+class SutHostRecord(Record):
+    """The host of a SUT perflab does not start, as its monitor there saw it (workload `monitor:`)."""
+
+    monitor: str = Field(description="node_exporter or agent")
+    url: str = Field(description="where it was read")
+    process_exporter: str | None = Field(default=None, description="the process-exporter read beside node_exporter")
+    hostname: str | None = Field(default=None, description="the host's name (agent)")
+    same_machine: bool | None = Field(default=None, description="the agent's boot id is the driver's: one machine "
+                                                                "(network namespaces, containers)")
+    cpus: list[int] = Field(default_factory=list, description="the SUT host's processors the (H) rows sum over")
+    memory_bytes: int | None = Field(default=None, description="the SUT host's memory (REAL STORAGE)")
+    provides: list[str] = Field(default_factory=list, description="column groups it gave: h, s, v, sut")
+    clock_offset_s: float | None = Field(default=None, description="its CLOCK_MONOTONIC minus the driver's (agent)")
+    clock_error_s: float | None = Field(default=None, description="half the round trip of that measurement")
+    clock_drift_s: float | None = Field(default=None, description="change of the offset from start to end")
+    wall_offset_s: float | None = Field(default=None, description="its wall clock minus the driver's")
+    samples: int | None = Field(default=None, description="samples read")
+    failures: int | None = Field(default=None, description="samples it did not answer")
+    lost_at: float | None = Field(default=None, description="when it first stopped answering, seconds since t0")
+    lost_reason: str | None = Field(default=None, description="why")
+    gaps: list[dict[str, Any]] = Field(default_factory=list, description="every span it did not answer: from, to "
+                                                                         "(null: to the end), reason")
+
+
+class DriverHostRecord(DriverRecord):
+    """One of several drivers (workload `drivers:`, on Ray): where it ran and what it did."""
+
+    index: int = Field(description="driver number")
+    node: str | None = Field(default=None, description="the Ray node it ran on (its address)")
+    cpus: list[int] = Field(default_factory=list, description="the CPUs it was pinned to on its node")
+    users: int | None = Field(default=None, description="its users (closed loop)")
+    rate: float | None = Field(default=None, description="its arrival rate (open loop)")
+    clock_offset_s: float | None = Field(default=None, description="its CLOCK_MONOTONIC minus the coordinator's")
+    clock_error_s: float | None = Field(default=None, description="half the round trip of that measurement")
+    transactions: int = Field(default=0, description="transactions it recorded (in transactions.parquet)")
+    lost: str | None = Field(default=None, description="why it stopped answering, when it did")
+
+
 class SutRecord(Record):
     pids: list[int] = Field(default_factory=list, description="the SUT's processes (workers or server)")
     service: str | None = Field(default=None, description='the server class perflab started, if any')
@@ -92,6 +130,8 @@ class SutRecord(Record):
     cgroup_note: str | None = Field(default=None, description='why there is no cgroup, when there is none')
     memory_limit: int | None = Field(default=None, description="the cgroup's memory limit, bytes")
     stop_note: str | None = Field(default=None, description='how the server stopped, when not cleanly')
+    host: SutHostRecord | None = Field(default=None, description="the SUT's own host, when a monitor there measured "
+                                                                 "it (workload `monitor:`)")
 
 
 class MonitorRecord(Record):
@@ -125,6 +165,8 @@ class RunRecord(Record):
     monitor: MonitorRecord | None = Field(default=None, description="the monitor's summary")
     sut: SutRecord | None = Field(default=None, description='the system under test')
     external: dict[str, Any] | None = Field(default=None, description="an external driver's own summary")
+    drivers: list[DriverHostRecord] = Field(default_factory=list, description="each driver of a run driven from "
+                                            "several hosts; `driver` is then the busiest")
     pid: int | None = Field(default=None, description="the driver's pid while running")
     created: str = Field(default="", description='ISO-8601')
     finished: str | None = Field(default=None, description='ISO-8601')

@@ -134,6 +134,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     samples_path = run_dir / "samples.parquet"
     if samples_path.exists():
         samples = Samples.read(samples_path)
+        samples.interval = monitor_interval
         covered, notes = coverage(samples.t, window, monitor_interval)
         warnings += [cav.note(n) for n in notes]
     else:
@@ -145,16 +146,21 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     machine_cpus = samples.cpus() if samples is not None else []
     all_cpus = len(machine_cpus) or _number(fingerprint.get("cpus")) or _number(fingerprint.get("cores"))
     h_cpus = sorted(set(sut_cpus) | set(driver_cpus)) or machine_cpus
+    host = run.sut.host if run.sut is not None else None
+    if host is not None:
+        # The SUT's own host: its h.* columns are that host's; the driver's CPUs are elsewhere.
+        h_cpus = sorted(set(sut_cpus)) or machine_cpus
 
     measured: dict[str, float | None] = {
         "window_s": window.duration,
         "users": _number(config.users),
         "rate": _number(config.rate),
         "processors": float(len(sut_cpus)) if sut_cpus else all_cpus,
-        "processors_h": float(len(h_cpus)) if (sut_cpus or driver_cpus) else all_cpus,
+        "processors_h": float(len(h_cpus)) if (sut_cpus or driver_cpus) and h_cpus else all_cpus,
         "driver_processors": float(len(driver_cpus) or 1),
         # the SUT's memory limit (cgroup) when the configuration set one, else the machine's memory
-        "real_storage": (_number(config.real_storage_bytes) or _number(fingerprint.get("memory_bytes"))
+        "real_storage": (_number(config.real_storage_bytes)
+                         or _number(host.memory_bytes if host is not None else fingerprint.get("memory_bytes"))
                          or 0.0) / MB or None,
     }
     if tx is not None:
@@ -166,7 +172,12 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
             warnings.append(cav.note(note))
     if samples is not None and covered:
         _sample_totals(samples, window, h_cpus, run, measured, warnings)
-        warnings += [cav.note(n) for n in samples.notes]
+        if samples.uncovered and host is not None and host.lost_at is not None:
+            # The notes say which quantity; the caveat says why (the monitor's own account).
+            warnings.append(cav.monitor_lost(host.monitor, host.url, host.lost_at, host.lost_reason,
+                                             samples.uncovered))
+        else:
+            warnings += [cav.note(n) for n in samples.notes]
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
 
@@ -183,6 +194,8 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None)
     if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
         warnings.append(cav.refaults_unmeasured())
+    if _unmonitored(run):
+        warnings.append(cav.sut_unmonitored(_target_name(run.workload.get("target") or {})))
     attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
@@ -305,6 +318,22 @@ def _memory_and_connection_totals(samples: Samples, window: Window, measured: di
                 break
 
 
+def _unmonitored(run: RunRecord) -> bool:
+    """A server perflab did not start and nothing measured where it runs: its (S) rows are na."""
+    sut, target = run.sut, run.workload.get("target") or {}
+    return (target.get("kind") in ("postgres", "http", "tcp") and sut is not None and not sut.pids
+            and sut.host is None and sut.cgroup is None)
+
+
+def _target_name(target: dict[str, Any]) -> str:
+    if target.get("kind") == "http":
+        return str(target.get("base_url"))
+    if target.get("kind") == "tcp":
+        return f"tcp {target.get('host')}:{target.get('port')}"
+    dsn = str(target.get("dsn") or "postgres")
+    return dsn.split("@")[-1] if "@" in dsn else dsn  # never a password
+
+
 def _driver_from_run(run: RunRecord, measured: dict[str, float | None]) -> None:
     """Without the driver's sampled counters, its own account in run.json."""
     driver = run.driver
@@ -378,7 +407,9 @@ def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window
         for key, names in sources.items():
             counter = samples.counter(names) if names else None
             if counter is not None and len(counter.t):
-                series[key] = np.diff(counter.at(edges))
+                # An edge the counter's samples do not reach (a lost monitor) is na, not flat.
+                values = np.where(samples.covers(counter, edges), counter.at(edges), np.nan)
+                series[key] = np.diff(values)
     out = []
     for b in range(buckets):
         raw = dict(rows[b])

@@ -27,11 +27,19 @@ EMUL_FIELDS = ("user", "nice")
 TX_COUNTER_NAMES = ("xact_commit", "transactions", "commits")
 
 
+#: A counter's value at a window edge is measured when a sample lies within half an interval of
+#: the edge outside the sampled span, or its two neighbours are at most this many intervals
+#: apart (a monitor starved for a moment skips grid points; one lost for longer leaves a gap).
+MAX_GAP_INTERVALS = 5.0
+
+
 @dataclass
 class Samples:
     t: np.ndarray
     columns: dict[str, np.ndarray]
     notes: list[str] = field(default_factory=list)
+    interval: float | None = None  # the monitor's sampling interval (else the median spacing)
+    uncovered: list[str] = field(default_factory=list)  # quantities na: their columns left the window
 
     @classmethod
     def read(cls, path: Path) -> Samples:
@@ -68,9 +76,24 @@ class Samples:
             total = one if total is None else total + one
         return total
 
+    def step(self) -> float:
+        if self.interval and self.interval > 0:
+            return float(self.interval)
+        return float(np.median(np.diff(self.t))) if len(self.t) > 1 else 1.0
+
+    def covers(self, counter: Counter, times) -> np.ndarray:
+        step = self.step()
+        return counter.covered(times, 0.5 * step, MAX_GAP_INTERVALS * step)
+
     def delta(self, names: Iterable[str], window: Window, what: str) -> float | None:
         counter = self.counter(list(names))
         if counter is None:
+            return None
+        if not self.covers(counter, [window.start, window.end]).all():
+            last = float(counter.t[-1]) if len(counter.t) else float("nan")
+            self.notes.append(f"{what}: its samples end at {last:.1f} s or leave a gap at a window edge "
+                              f"({window.start:.1f}–{window.end:.1f} s): na")
+            self.uncovered.append(what)
             return None
         value = counter.delta(window.start, window.end)
         if value is not None and value < 0:

@@ -97,6 +97,25 @@ class Counter:
         a, b = self.at(np.array([start, end]))
         return float(b - a)
 
+    def covered(self, times: np.ndarray, slack: float, max_gap: float) -> np.ndarray:
+        """Whether the counter's value at each time is measured rather than made up: within
+        `slack` of its first or last sample, or between two samples at most `max_gap` apart.
+        A column whose source was lost (a remote monitor that stopped answering) has no
+        samples after the loss; clamping it to its last value would report zero activity."""
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        t = self.t
+        if len(t) == 0:
+            return np.zeros(times.shape, dtype=bool)
+        index = np.searchsorted(t, times)
+        inside = (index > 0) & (index < len(t))
+        gap = np.full(times.shape, np.inf)
+        gap[inside] = t[index[inside]] - t[index[inside] - 1]
+        ok = inside & (gap <= max_gap)
+        ok |= (index < len(t)) & (t[np.minimum(index, len(t) - 1)] == times)
+        ok |= (times <= t[0]) & (t[0] - times <= slack)
+        ok |= (times >= t[-1]) & (times - t[-1] <= slack)
+        return ok
+
 
 def coverage(times: np.ndarray, window: Window, interval: float | None) -> tuple[bool, list[str]]:
     """Whether the samples span the window (within half a sampling interval at each edge)."""

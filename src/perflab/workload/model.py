@@ -580,6 +580,78 @@ class Placement(Strict):
                               "more, or it idles while the driver catches up")
 
 
+# --- a SUT on another host: its monitor, and drivers on several hosts (docs/distributed.md) -----
+
+
+def _http_url(v: str | None) -> str | None:
+    if v is not None and not re.match(r"^https?://[^/\s]+", v):
+        raise ValueError("expected a URL such as http://db1:9100/metrics")
+    return v
+
+
+class RemoteMonitor(Strict):
+    """The monitor on the SUT's host, for a SUT perflab does not start: a Prometheus
+    node_exporter (and optionally a process-exporter), or `perflab agent`."""
+
+    node_exporter: str | None = Field(default=None, description="node_exporter's URL, e.g. http://db1:9100/metrics: "
+                                                               "the SUT host's (H) rows")
+    process_exporter: str | None = Field(default=None, description="a process-exporter's URL beside it: (S) and "
+                                                                  "per-group (V) rows")
+    groups: list[str] | None = Field(default=None, min_length=1, description="process-exporter groups that are the "
+                                                                             "SUT (default: every group)")
+    agent: str | None = Field(default=None, description="`perflab agent`'s URL, e.g. http://db1:8766: (H), (S), (V) "
+                                                       "and the SUT's counters")
+    token: str | None = Field(default=None, description="the agent's token")
+    token_env: str | None = Field(default=None, description="or the environment variable that holds it")
+    cpus: list[int] | None = Field(default=None, min_length=1, description="the SUT's processors on its host "
+                                   "(default: the agent's cgroup cpuset, else every CPU the monitor sees)")
+    timeout: Duration = Field(default=2.0, description="per request; a monitor silent longer is lost")
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @field_validator("node_exporter", "process_exporter", "agent")
+    @classmethod
+    def _urls(cls, v: str | None) -> str | None:
+        return _http_url(v)
+
+    @model_validator(mode="after")
+    def _one_monitor(self) -> "RemoteMonitor":
+        if (self.node_exporter is None) == (self.agent is None):
+            raise ValueError("give node_exporter: URL or agent: URL (one of them)")
+        if self.agent is None and (self.token is not None or self.token_env is not None):
+            raise ValueError("token and token_env belong to agent:")
+        if self.node_exporter is None and (self.process_exporter is not None or self.groups is not None):
+            raise ValueError("process_exporter and groups belong to node_exporter:")
+        if self.groups is not None and self.process_exporter is None:
+            raise ValueError("groups name process-exporter groups: give process_exporter: URL")
+        if self.token is not None and self.token_env is not None:
+            raise ValueError("give token or token_env, not both")
+        return self
+
+
+class Drivers(Strict):
+    """perflab's driver in several processes placed by Ray on a cluster's nodes."""
+
+    ray: str = Field(description="the cluster: ray://HEAD:10001 (Ray Client), or `auto` (RAY_ADDRESS, or the "
+                                 "cluster running on this host)")
+    count: int | None = Field(default=None, ge=1, le=256, description="driver processes (default: one per alive "
+                                                                      "node)")
+    cpus: list[int] | None = Field(default=None, min_length=1, description="pin driver i to CPU cpus[i mod len] on "
+                                                                          "its node")
+    spread: bool = Field(default=True, description="at most one driver per node (Ray's STRICT_SPREAD) when the "
+                                                   "cluster has nodes enough")
+
+    @field_validator("ray")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if v != "auto" and not re.match(r"^ray://[^/\s]+:\d+$", v):
+            raise ValueError("expected ray://HOST:PORT (the head's Ray Client port, 10001 by default) or auto")
+        return v
+
+
 class Workload(Strict):
     name: str
     description: str = ""
@@ -593,6 +665,10 @@ class Workload(Strict):
     placement: Placement = Field(default_factory=Placement)
     service: Service | None = Field(default=None, description="a server to start for each run: the SUT")
     driver: Driver = Field(default_factory=Driver)
+    monitor: RemoteMonitor | None = Field(default=None, description="the monitor on the host of a SUT perflab does "
+                                          "not start (docs/distributed.md)")
+    drivers: Drivers | None = Field(default=None, description="drivers on several hosts, on Ray "
+                                    "(docs/distributed.md)")
     seed: int = 1
     monitor_interval: Duration = 1.0
     thresholds: list[ThresholdExpression] = Field(
@@ -683,6 +759,7 @@ def check_references(workload: Workload) -> None:
         _check_tls(workload)
     if workload.service is not None and workload.service.network is not None:
         _check_network_target(workload)
+    _check_remote(workload)
 
 
 def _check_network_target(workload: Workload) -> None:
@@ -717,6 +794,25 @@ def _check_tls(workload: Workload) -> None:
         raise LocatedError(("target", "tls", "session_resumption"),
                            "aiohttp cannot offer a saved TLS session on a new connection (asyncio's TLS takes none): "
                            "use client: httptools, whose TLS layer resumes sessions")
+
+
+def _check_remote(workload: Workload) -> None:
+    """A remote monitor measures a SUT perflab does not start; drivers on Ray run perflab's own
+    driver against a network target."""
+    started = workload.service is not None or getattr(workload.target, "server", None) is not None
+    if workload.monitor is not None:
+        if workload.target.kind not in NETWORK_KINDS:
+            raise LocatedError(("monitor",), f"a {workload.target.kind} target runs in perflab's own processes, "
+                                             "which perflab monitors itself: remove monitor")
+        if started:
+            raise LocatedError(("monitor",), "perflab starts this SUT (service or target.server) and monitors it "
+                                             "itself: monitor is for a SUT on a host of its own")
+    if workload.drivers is not None:
+        if workload.target.kind not in NETWORK_KINDS:
+            raise LocatedError(("drivers",), f"drivers on other hosts drive a network target (postgres, http, tcp), "
+                                             f"not a {workload.target.kind} one")
+        if workload.driver.kind != "native":
+            raise LocatedError(("drivers",), f"drivers on Ray run perflab's own driver, not {workload.driver.kind}")
 
 
 def _check_pgbench(workload: Workload) -> None:

@@ -1,0 +1,107 @@
+"""`perflab agent`: the command line of the SUT host's agent (the agent itself: agent.py).
+
+Only typer is imported at module level: cli.py imports this module on every `perflab`
+invocation, and the web framework loads only when the agent starts.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+import sys
+from typing import Optional
+
+import typer
+
+from perflab.errors import InputError
+
+#: A token must be at least this long: it is the only lock on the SUT host's counters.
+MIN_TOKEN_CHARS = 16
+DEFAULT_LISTEN = "127.0.0.1:8766"
+
+
+def _split_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError(f"expected HOST:PORT (e.g. {DEFAULT_LISTEN} or 10.0.0.5:8766), got {listen!r}",
+                         field="--listen")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def agent_command(
+    listen: str = typer.Option(DEFAULT_LISTEN, "--listen", help="HOST:PORT to listen on (port 0: any free port); "
+                               "any address but the loopback needs --token"),
+    token: Optional[str] = typer.Option(None, "--token", envvar="PERFLAB_AGENT_TOKEN",
+                                        help=f"require this token (at least {MIN_TOKEN_CHARS} characters) on every "
+                                             "request"),
+    cgroup: Optional[str] = typer.Option(None, "--cgroup", help="the SUT's cgroup (a directory under "
+                                         "/sys/fs/cgroup, or a cgroup path such as /system.slice/nginx.service)"),
+    pid_match: Optional[str] = typer.Option(None, "--pid-match", help="the SUT's processes: a regular expression "
+                                            "searched in process names and command lines"),
+    component: Optional[list[str]] = typer.Option(None, "--component", help="NAME=REGEX: a SUT component, "
+                                                  "(V) rows (repeatable)"),
+    pg: Optional[str] = typer.Option(None, "--pg", help="PostgreSQL's counters: postgresql://user@host:port/db"),
+    cpus: Optional[str] = typer.Option(None, "--cpus", help="the SUT's processors on this host, e.g. 1-3 "
+                                       "(default: its cgroup's cpuset, else every online CPU)"),
+) -> None:
+    """Serve this host's counters to a perflab driver elsewhere (docs/distributed.md).
+
+    Prints the agent's URL, then answers until Ctrl-C or SIGTERM. Read-only.
+    """
+    from perflab.monitor.agent import Agent, AgentConfig, pg_counter_spec, resolve_cgroup, serve
+    from perflab.sut.placement import parse_cpus
+
+    host, port = _split_listen(listen)
+    if (cgroup is None) == (pid_match is None):
+        raise InputError("give the SUT as --cgroup PATH or --pid-match REGEX (one of them)",
+                         field="--cgroup/--pid-match")
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise InputError(f"a token needs at least {MIN_TOKEN_CHARS} characters", field="--token")
+    if token is None and not _is_loopback(host):
+        raise InputError(f"{host} is not the loopback: give --token (at least {MIN_TOKEN_CHARS} characters), "
+                         "the only lock on this host's counters", field="--token")
+    components: dict[str, str] = {}
+    for item in component or []:
+        name, sep, pattern = item.partition("=")
+        if not sep or not name or "." in name:
+            raise InputError(f"expected NAME=REGEX with a NAME without '.', got {item!r}", field="--component")
+        components[name] = pattern
+    group = None
+    checks = [("--cgroup", lambda: resolve_cgroup(cgroup) if cgroup is not None else None),
+              ("--pg", lambda: pg_counter_spec(pg) if pg is not None else None),
+              ("--pid-match", lambda: re.compile(pid_match) if pid_match is not None else None)]
+    for option, check in checks:
+        try:
+            value = check()
+        except (ValueError, re.error) as exc:  # the user's to fix
+            raise InputError(str(exc), field=option) from None
+        if option == "--cgroup":
+            group = value
+    agent = Agent(AgentConfig(cgroup=group, pid_match=pid_match, components=components, pg_dsn=pg,
+                              cpus=parse_cpus(cpus, "--cpus") if cpus else None))
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(64)
+    except OSError as exc:
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--listen") from None
+    sock.setblocking(False)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"perflab agent: http://{shown}:{sock.getsockname()[1]}", flush=True)
+    print(f"SUT: {group if group is not None else 'processes matching ' + repr(pid_match)}; "
+          f"{'token required' if token else 'no token (loopback only)'}; pid {os.getpid()}; Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    serve(agent, sock, token)
