@@ -147,7 +147,7 @@ def steady_unjudged(intervals: int) -> Caveat:
 
 def util_out_of_band(util: float, low: float, high: float) -> Caveat:
     return Caveat(code=Code.UTIL_OUT_OF_BAND,
-                  text=f"UTIL/PROC (S) {util:.1f}% outside the target band {low:.0f}-{high:.0f}%",
+                  text=f"UTIL/PROC (S) {util:.1f}% outside the utilization band {low:.0f}-{high:.0f}%",
                   values={"util": util, "low": low, "high": high})
 
 

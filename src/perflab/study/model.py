@@ -90,7 +90,7 @@ class LoadRule(Strict):
 class Gates(Strict):
     max_error_rate: float = Field(default=cav.MAX_ERROR_RATE, ge=0, le=1)
     util_band: tuple[float, float] | None = Field(default=None, description="UTIL/PROC (S) band for base runs; "
-                                                  "default: target ± 10 when calibrated")
+                                                  "default: ± 10 around what the calibration reached at its chosen load")
     max_etr_trend: float = Field(default=cav.MAX_DRIFT, gt=0, description="largest drift across the window: closed "
                                  "loop, the relative change of ETR (T); open loop, completions short of arrivals")
 

@@ -233,9 +233,9 @@ class StudyRunner:
         self._save()
         loads = self._decide_loads(configs, doc)
         if gates.util_band is None and study.load.calibrate is not None:
-            target = study.load.calibrate.target_util
-            self.builder.set_util_band((target - cav.UTIL_BAND_HALF_WIDTH,
-                                        min(100.0, target + cav.UTIL_BAND_HALF_WIDTH)))
+            centre = calibrated_utilization(doc.design.load) or study.load.calibrate.target_util
+            self.builder.set_util_band((max(0.0, centre - cav.UTIL_BAND_HALF_WIDTH),
+                                        min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
         for order, (block, name) in enumerate(schedule):
@@ -332,6 +332,19 @@ class StudyRunner:
             out.append(SweepPoint(config=p.config.name, series=p.series, value=p.level, runs=len(runs),
                                   metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
         return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=out)
+
+
+def calibrated_utilization(load: LoadRecord | None) -> float | None:
+    """UTIL/PROC (S) the calibration measured at the load it chose. The band a base run must lie
+    in is centred here, not on the target: when a bottleneck held the SUT short of the target
+    (the report names it), runs at the chosen load are as steady as any, and a band around an
+    unreachable target would exclude every one of them and leave the study without a verdict."""
+    if load is None:
+        return None
+    for step in reversed(load.calibration):
+        if step.valid and step.util_proc_s is not None and (step.users, step.rate) == (load.users, load.rate):
+            return step.util_proc_s
+    return None
 
 
 def aa_result(doc: StudyDocument) -> AAResult | None:
