@@ -83,6 +83,7 @@ def synthetic_run(rows: int, seed: int = 7) -> Path:
         pa.array(rng.exponential(0.1, rows)), pa.array(service * 0.5), pa.array(np.full(rows, np.nan)),
         pa.array(np.full(rows, np.nan)), pa.array(np.full(rows, np.nan)),
         pa.array(rng.integers(0, 8, rows).astype(np.int16)),
+        pa.array(np.full(rows, np.nan)),  # harness_cpu
     ], schema=SCHEMA)
     pq.write_table(table, directory / "transactions.parquet")
     run = {

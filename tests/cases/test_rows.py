@@ -64,14 +64,15 @@ def test_rows_from_counters_of_known_rates(tmp_path):
 
 
 def test_a_burst_of_connections_before_the_window_leaves_none_inside_it(tmp_path):
-    # The users connect at logon, between the monitor's first sample (t=0) and the next, which
-    # lands a few milliseconds after the window opens (t=10.003 here): linear interpolation puts
-    # a hundredth of a connection inside the window, and a fraction of a connection is none.
+    # The users connect at logon, between two of the monitor's samples (t=9.003 and t=10.003,
+    # a few milliseconds after the window opens): linear interpolation puts a hundredth of a
+    # connection inside the window, and a fraction of a connection is none. (The samples are
+    # at most 5 intervals apart, so the counter still covers the window's edges.)
     directory = _run(tmp_path / "burst", {})
     table = pq.read_table(directory / "samples.parquet").to_pydict()
-    t = np.array([0.0, 10.003, 11.003, 15.003, 20.003, 30.0])
+    t = np.array([0.0, 4.003, 9.003, 10.003, 11.003, 15.003, 20.003, 25.003, 30.0])
     rows = {k: np.interp(t, T, np.asarray(v)) for k, v in table.items() if k != "t"}
-    rows["driver.connects"] = np.array([0.0, 4.0, 4.0, 4.0, 4.0, 4.0])
+    rows["driver.connects"] = np.array([0.0, 0.0, 0.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
     pq.write_table(pa.table({"t": t, **rows}), directory / "samples.parquet")
     values = reduce_run(directory).values
     assert values["connects_t"] == 0 and values["connects_cmd"] == 0
