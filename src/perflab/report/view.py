@@ -123,6 +123,9 @@ def seconds(value: Any) -> str:
     return fmt.NA if x is None else f"{x:g} s"
 
 
+_UNITLESS_THINK_KEYS = frozenset({"idle_fraction", "sigma", "shape", "cv", "p", "weight", "seed"})
+
+
 def think_text(think: Any) -> str:
     """{"dist": "exponential", "mean": 0.02} -> "exponential (mean 0.02 s)"."""
     if not think:
@@ -134,7 +137,10 @@ def think_text(think: Any) -> str:
     for key, value in think.items():
         if key in ("dist", "kind") or value is None:
             continue
-        shown = f"{value:g} s" if isinstance(value, (int, float)) and not isinstance(value, bool) else text(value)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        # Fractions, shapes and counts are not durations: only the time parameters carry "s".
+        unit = "" if key in _UNITLESS_THINK_KEYS else " s"
+        shown = f"{value:g}{unit}" if number else text(value)
         params.append(f"{key} {shown}")
     return f"{dist} ({', '.join(params)})" if params else str(dist)
 
