@@ -27,7 +27,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, require_metric
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR
@@ -174,6 +173,7 @@ def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[f
     the logs with Kish's effective number of runs, n_eff = (Σw)²/Σw², and n_eff − 1 df; with
     equal weights this is the ordinary t-interval of the logs.
     """
+    from scipy import stats  # here, not at import: scipy costs most of a second at every command's start
     logs = np.log([r["pbt_cmd_s"] / 1000.0 for _, r in runs])
     w = np.array([r.get("tx_ok") for _, r in runs], dtype=float)
     if not (np.all(np.isfinite(w)) and np.all(w > 0)):
@@ -192,6 +192,7 @@ def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[f
 
 def _fit_delay(runs: list[tuple[float, dict]], processors: float) -> float:
     """d ≥ 0 minimizing Σ (ln R_measured − ln R_model(d))² over the fitting runs."""
+    from scipy import optimize  # here, not at import: scipy costs most of a second at every command's start
 
     def loss(d: float) -> float:
         total = 0.0

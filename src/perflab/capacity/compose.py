@@ -17,7 +17,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
 
 from perflab.errors import InputError
 
@@ -42,6 +41,7 @@ class ITRR:
             raise InputError(f"the SE of ln ITRR must be finite and >= 0, got {self.se!r}")
 
     def ci(self, confidence: float = 0.90) -> tuple[float, float]:
+        from scipy import stats  # here, not at import: scipy costs most of a second at every command's start
         if self.se == 0.0:
             return self.ratio, self.ratio
         half = stats.t.ppf(0.5 + confidence / 2.0, self.df) * self.se
@@ -59,6 +59,7 @@ class ITRR:
         label: str = "",
     ) -> ITRR:
         """Recover the log-SE from a symmetric-in-log interval (e.g. a `Comparison`'s)."""
+        from scipy import stats  # here, not at import: scipy costs most of a second at every command's start
         q = stats.t.ppf(0.5 + confidence / 2.0, df)
         return cls(ratio, (math.log(high) - math.log(low)) / (2.0 * q), df, label)
 

@@ -35,7 +35,6 @@ import warnings as _warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize, stats
 
 from perflab.errors import InputError
 
@@ -109,6 +108,7 @@ def fit_usl(
     concurrency: Sequence[float], throughput: Sequence[float], *, confidence: float = 0.90
 ) -> USLFit:
     """Fit the USL to (N, X) measurements; repeated runs at one level are allowed."""
+    from scipy import optimize, stats  # here, not at import: scipy costs most of a second at every command's start
     n = np.asarray(concurrency, dtype=float)
     x = np.asarray(throughput, dtype=float)
     if n.shape != x.shape or n.ndim != 1:
