@@ -427,7 +427,9 @@ _METRICS: list[Metric] = [
              F("100 * harness_sec / busy_sec_s"), decimals=1),
     _perflab("other_util_h", "OTHER UTIL (H)", "%", "H", "Processor Util.",
              "Busy percent of the SUT's processors used by anything but the SUT (other programs on the "
-             "machine, the driver when it shares them): processor time the SUT could not have.",
+             "machine, the driver when it shares them): processor time the SUT could not have. It may read "
+             "a little below 0: /proc/stat counts the CPUs' time in ticks, the cgroup the SUT's in "
+             "nanoseconds, and the two disagree by a percent or two; within that it means none.",
              F("100 * (busy_sec_hs - busy_sec_s) / window_s / processors"), decimals=1, direction=LOWER),
     _perflab("lock_wait_pct", "LOCK WAIT", "%", "", "Processor Util.",
              "Time the SUT's processes slept on a lock another of them held, percent of the window (summed "
