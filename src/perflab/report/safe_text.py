@@ -10,7 +10,9 @@ output format escapes with one function here.
 from __future__ import annotations
 
 import re
+import sys
 
+from rich.console import Console
 from rich.markup import escape as _rich_escape
 
 # C0 and C1 control characters, DEL; tab and newline are handled by the caller's context.
@@ -30,3 +32,13 @@ def visible(text: object, one_line: bool = True) -> str:
 def terminal(text: object, one_line: bool = True) -> str:
     """For rich: control characters escaped, markup characters made literal."""
     return _rich_escape(visible(text, one_line))
+
+
+def console(stderr: bool = False, **kwargs) -> Console:
+    """A rich Console for perflab's output: markup is kept for perflab's own literals (user text
+    goes through `terminal()`), emoji codes are not replaced (":smile:" in a label prints as
+    itself). Piped or captured output is not squeezed to 80 columns: run ids and paths stay whole."""
+    stream = sys.stderr if stderr else sys.stdout
+    if "width" not in kwargs and kwargs.get("file") is None and not stream.isatty():
+        kwargs["width"] = 200
+    return Console(stderr=stderr, emoji=False, **kwargs)

@@ -64,7 +64,7 @@ def render_metrics(metrics: Any, console: Console) -> None:
         dim = group == "Measurement"
         for metric in rows:
             value = metrics.attributes.get(metric.key) if metric.text else metrics.values.get(metric.key)
-            shown = format_value(metric, value)
+            shown = escape(format_value(metric, value))   # text rows (workload, label...) are user text
             if value is None:
                 shown = f"[dim]{shown}[/dim]"
             label = f"[dim]{escape(metric.label)}[/dim]" if dim else escape(metric.label)
