@@ -18,7 +18,7 @@ import typer
 from perflab.capacity.command import capacity_app
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
 from perflab.monitor.agent_command import agent_command
-from perflab.report.safe_text import console, terminal as escape
+from perflab.safe_text import console, terminal as escape
 from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
@@ -30,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(capacity_app, name="capacity")
-# No emoji codes, 200 columns when piped (perflab.report.safe_text.console).
+# No emoji codes, 200 columns when piped (perflab.safe_text.console).
 out = console()
 err = console(stderr=True)
 

@@ -92,7 +92,7 @@ def test_a_hostile_bad_value_in_an_error_is_one_plain_line(tmp_path):
 # -- the renderers, in process ---------------------------------------------------------------
 
 def _console() -> tuple[Console, io.StringIO]:
-    from perflab.report.safe_text import console
+    from perflab.safe_text import console
 
     buffer = io.StringIO()
     return console(file=buffer, width=400), buffer

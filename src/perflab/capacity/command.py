@@ -15,7 +15,7 @@ import typer
 
 from perflab.capacity import render
 from perflab.errors import InputError
-from perflab.report.safe_text import console
+from perflab.safe_text import console
 
 capacity_app = typer.Typer(
     help="Capacity planning from sweeps, studies and seed tables: USL, MVA, bounds, users supported, "

@@ -10,7 +10,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from perflab.report.safe_text import terminal as escape
+from perflab.safe_text import terminal as escape
 
 
 def num(v, fmt: str = ".4g") -> str:

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from perflab.records.study import StudyDocument
 from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
-from perflab.report.safe_text import visible
+from perflab.safe_text import visible
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")

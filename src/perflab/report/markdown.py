@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from perflab.report import view as v
-from perflab.report.safe_text import visible
+from perflab.safe_text import visible
 
 
 def escape(text: Any) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from perflab.report.safe_text import terminal as escape, visible
+from perflab.safe_text import terminal as escape, visible
 
 
 class RunProgress:

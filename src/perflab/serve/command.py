@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from perflab.errors import InputError
-from perflab.report.safe_text import visible
+from perflab.safe_text import visible
 
 #: A token given on the command line must be at least this long: it is the only lock.
 MIN_TOKEN_CHARS = 16
