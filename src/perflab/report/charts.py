@@ -68,7 +68,7 @@ def inline(svg: str, prefix: str, title: str) -> str:
     svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     svg = re.sub(r'(href="#|url\(#)([^")]+)',
                  lambda m: f"{m.group(1)}{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0), svg)
-    label = html.escape(title, quote=True)
+    label = html.escape(visible(title), quote=True)
     return re.sub(r"<svg\b", f'<svg role="img" aria-label="{label}"', svg, count=1).replace(
         ">", f"><title>{label}</title>", 1)
 
