@@ -15,14 +15,17 @@ import sys
 from rich.console import Console
 from rich.markup import escape as _rich_escape
 
+from perflab.redact import redact_text
+
 # C0 and C1 control characters, DEL; tab and newline are handled by the caller's context.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAKS = re.compile(r"[\r\n\t]")
 
 
 def visible(text: object, one_line: bool = True) -> str:
-    """Control characters as \\xNN escapes (and line breaks too, for one-line fields)."""
-    s = str(text)
+    """Control characters as \\xNN escapes (and line breaks too, for one-line fields); passwords
+    in it (a DSN quoted in an error message) as *** (perflab.redact)."""
+    s = redact_text(str(text))
     s = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
     if one_line:
         s = _LINE_BREAKS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": " "}[m.group(0)], s)
