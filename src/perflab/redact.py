@@ -17,6 +17,7 @@ text a URL's password and a `password=...` / `"password": "..."` pair are masked
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -33,10 +34,15 @@ _KEY_VALUE = re.compile(rf"""(\b[\w.-]*{_SECRET_WORD}[\w.-]*\s*=\s*)('[^']*'|"[^
 _QUOTED_PAIR = re.compile(rf"""(['"][\w.-]*{_SECRET_WORD}[\w.-]*['"]\s*:\s*)('[^']*'|"[^"]*")""", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key)) and not key.lower().endswith("_env")
+
+
 def is_secret_key(key: Any) -> bool:
     """A mapping key whose value is a secret (PGPASSWORD, password, api_key, Authorization,
     token), not a key naming where a secret is (token_env)."""
-    return isinstance(key, str) and bool(_SECRET_KEY.search(key)) and not key.lower().endswith("_env")
+    return isinstance(key, str) and _secret_name(key)
 
 
 def redact_text(text: str) -> str:
@@ -49,21 +55,29 @@ def redact_text(text: str) -> str:
                             text)
 
 
+_PLAIN = (int, float, bool, type(None))
+
+
 def redact(value: Any) -> Any:
     """`value` with every secret masked: mappings by key and by text, strings by text, lists and
-    tuples item by item, pydantic models field by field (a copy, when something changed).
+    tuples item by item, pydantic models field by field (a copy, when something changed; a model
+    with a true `redacts_itself` attribute, perflab's records, is already clean).
     Anything else is returned as it is; so is a value with nothing to mask (the same object)."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
+        if all(type(v) in _PLAIN for v in value.values()) and not any(map(is_secret_key, value)):
+            return value   # a row of numbers (per-interval data: thousands of them)
         out = {k: (MASK if is_secret_key(k) and v not in (None, "") and not isinstance(v, (dict, list))
                    else redact(v)) for k, v in value.items()}
         return value if all(_same(out[k], value[k]) for k in value) else out
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):   # per-interval columns: thousands of numbers
+            return value
         items = [redact(v) for v in value]
         return value if all(_same(a, b) for a, b in zip(items, value)) else type(value)(items)
     fields = getattr(type(value), "model_fields", None)
-    if fields is not None and hasattr(value, "model_copy"):
+    if fields is not None and hasattr(value, "model_copy") and not getattr(value, "redacts_itself", False):
         update = {}
         for name in fields:
             old = getattr(value, name, None)

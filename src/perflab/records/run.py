@@ -14,7 +14,7 @@ A newer format than this perflab knows is refused with a message naming both ver
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,6 +35,7 @@ class Record(BaseModel):
     model, which is not a record.)"""
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    redacts_itself: ClassVar[bool] = True   # a record inside a record is not walked again
 
     @field_validator("*", mode="after")
     @classmethod
