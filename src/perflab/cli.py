@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from perflab.capacity.command import capacity_app
 from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
 from perflab.monitor.agent_command import agent_command
-from perflab.report.safe_text import terminal as escape
+from perflab.safe_text import console, terminal as escape
 from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
@@ -31,9 +30,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(capacity_app, name="capacity")
-# Piped or captured output is not squeezed to 80 columns: run ids and paths must stay whole.
-out = Console() if sys.stdout.isatty() else Console(width=200)
-err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
+# No emoji codes, 200 columns when piped (perflab.safe_text.console).
+out = console()
+err = console(stderr=True)
 
 StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
 

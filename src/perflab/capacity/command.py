@@ -8,15 +8,14 @@ are null). A model that cannot be built is an InputError "no curve: <why>" (exit
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 from perflab.capacity import render
 from perflab.errors import InputError
+from perflab.safe_text import console
 
 capacity_app = typer.Typer(
     help="Capacity planning from sweeps, studies and seed tables: USL, MVA, bounds, users supported, "
@@ -26,7 +25,7 @@ capacity_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-out = Console() if sys.stdout.isatty() else Console(width=200)
+out = console()   # no emoji codes, 200 columns when piped
 
 StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
 JsonOpt = typer.Option(False, "--json", help="one JSON document instead of tables")
@@ -319,5 +318,5 @@ def whatif(
     render.steps(out, items, total, confidence)
     ci = render.interval(p_low, p_high, ".0f")
     out.print(f"users supported: {users}" + (f" ({base_low} - {base_high})" if base_low is not None else "")
-              + f" -> {projected:.0f} ({ci})" + (" [extrapolated]" if extrapolated else ""), highlight=False)
+              + f" -> {projected:.0f} ({ci})" + (" \\[extrapolated]" if extrapolated else ""), highlight=False)
     render.notes(out, notes)

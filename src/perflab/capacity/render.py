@@ -10,6 +10,8 @@ import math
 from rich.console import Console
 from rich.table import Table
 
+from perflab.safe_text import terminal as escape
+
 
 def num(v, fmt: str = ".4g") -> str:
     """A number as text, "na" for None/NaN, "inf" for infinity."""
@@ -36,16 +38,21 @@ def interval(lo, hi, fmt: str = ".4g") -> str:
 
 
 def _table(title: str, columns: list[str]) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=escape(title), title_justify="left")   # study titles, factors, labels: user text
     for c in columns:
-        t.add_column(c, justify="left" if c in ("", "rule", "note", "from", "to", "case", "derivation", "source",
+        t.add_column(escape(c), justify="left" if c in ("", "rule", "note", "from", "to", "case", "derivation", "source",
                                                 "symbol", "transition", "pairs", "step", "label") else "right")
     return t
 
 
 def notes(console: Console, items) -> None:
     for n in items:
-        console.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note:[/yellow] {escape(n)}", highlight=False, soft_wrap=True)
+
+
+def _row(t: Table, *cells) -> None:
+    """A row of plain text: labels, sources, release names and notes come from study files and runs."""
+    t.add_row(*("" if c is None else escape(c) for c in cells))
 
 
 def measured(console: Console, s) -> None:
@@ -53,7 +60,7 @@ def measured(console: Console, s) -> None:
                [s.factor, "runs", "ETR (T)", "AVG LAST (T)", "AVG THINK (T)", "PBT/CMD (S)", "UTIL/PROC (S)",
                 "ITR (S)"])
     for p in s.measured:
-        t.add_row(num(p.n, "g"), f"{p.runs}" + (f" (+{p.excluded} excl.)" if p.excluded else ""),
+        _row(t, num(p.n, "g"), f"{p.runs}" + (f" (+{p.excluded} excl.)" if p.excluded else ""),
                   num(p.etr_t, ".2f"), num(p.avg_last_t, ".4f"), num(p.avg_think_t, ".4f"), num(p.pbt_cmd_s, ".3f"),
                   num(p.util_proc_s, ".1f"), num(p.itr_s, ".2f"))
     console.print(t)
@@ -62,16 +69,16 @@ def measured(console: Console, s) -> None:
 def usl(console: Console, fit, residuals, factor: str) -> None:
     conf = f"{100 * fit.confidence:.0f}% CI"
     t = _table(f"USL fit of ETR (T) over {factor}: X(N) = γN / (1 + α(N−1) + βN(N−1))", ["", "value", conf])
-    t.add_row("α (contention)", num(_zero(fit.alpha), ".4g"), interval(*fit.ci["alpha"]))
-    t.add_row("β (coherency)", num(_zero(fit.beta), ".4g"), interval(*fit.ci["beta"]))
-    t.add_row("γ (ETR at N=1)", num(fit.gamma, ".4g"), interval(*fit.ci["gamma"]))
-    t.add_row("peak N", num(fit.peak_n, ".1f"), interval(*fit.peak_ci, ".1f"))
-    t.add_row("peak ETR (T)", num(fit.peak_throughput, ".1f"), interval(*fit.peak_throughput_ci, ".1f"))
-    t.add_row("RMSE of ln X", num(fit.rmse_log, ".4f"), f"{fit.dof} df")
+    _row(t, "α (contention)", num(_zero(fit.alpha), ".4g"), interval(*fit.ci["alpha"]))
+    _row(t, "β (coherency)", num(_zero(fit.beta), ".4g"), interval(*fit.ci["beta"]))
+    _row(t, "γ (ETR at N=1)", num(fit.gamma, ".4g"), interval(*fit.ci["gamma"]))
+    _row(t, "peak N", num(fit.peak_n, ".1f"), interval(*fit.peak_ci, ".1f"))
+    _row(t, "peak ETR (T)", num(fit.peak_throughput, ".1f"), interval(*fit.peak_throughput_ci, ".1f"))
+    _row(t, "RMSE of ln X", num(fit.rmse_log, ".4f"), f"{fit.dof} df")
     console.print(t)
     r = _table("USL residuals", [factor, "runs", "measured", "fitted", "residual"])
     for x in residuals:
-        r.add_row(num(x.n, "g"), str(x.runs), num(x.measured, ".2f"), num(x.fitted, ".2f"), pct(x.residual))
+        _row(r, num(x.n, "g"), str(x.runs), num(x.measured, ".2f"), num(x.fitted, ".2f"), pct(x.residual))
     console.print(r)
     notes(console, fit.warnings)
 
@@ -79,12 +86,12 @@ def usl(console: Console, fit, residuals, factor: str) -> None:
 def model(console: Console, m) -> None:
     conf = f"{100 * m.confidence:.0f}% CI"
     t = _table("closed-loop model (MVA): parameters", ["", "value", conf, "from"])
-    t.add_row("D = PBT/CMD (S)", f"{1000 * m.demand:.4f} ms", interval(*(1000 * v if v is not None and math.isfinite(v)
+    _row(t, "D = PBT/CMD (S)", f"{1000 * m.demand:.4f} ms", interval(*(1000 * v if v is not None and math.isfinite(v)
                                                                         else None for v in m.demand_ci), ".4f"),
               f"{m.n_runs} runs at {', '.join(num(v, 'g') for v in m.fit_levels)} users")
-    t.add_row("Z = AVG THINK (T)", f"{m.think:.4f} s", "", "mean of the fitting runs")
-    t.add_row("d (delay)", f"{1000 * m.delay:.4f} ms", "", "fitted to AVG LAST (T)")
-    t.add_row("PROCESSORS", num(m.processors, "g"), "", "")
+    _row(t, "Z = AVG THINK (T)", f"{m.think:.4f} s", "", "mean of the fitting runs")
+    _row(t, "d (delay)", f"{1000 * m.delay:.4f} ms", "", "fitted to AVG LAST (T)")
+    _row(t, "PROCESSORS", num(m.processors, "g"), "", "")
     console.print(t)
 
 
@@ -93,7 +100,7 @@ def predictions(console: Console, preds, demand: str) -> None:
                ["users", "", "ETR (T) meas.", "MVA", "error", "AVG LAST (T) meas.", "MVA", "error",
                 "UTIL/PROC meas.", "MVA"])
     for p in preds:
-        t.add_row(num(p.n, "g"), "fit" if p.fit else "held out", num(p.etr_t_measured, ".2f"), num(p.etr_t, ".2f"),
+        _row(t, num(p.n, "g"), "fit" if p.fit else "held out", num(p.etr_t_measured, ".2f"), num(p.etr_t, ".2f"),
                   pct(p.etr_error), num(p.avg_last_t_measured, ".4f"), num(p.avg_last_t, ".4f"), pct(p.avg_last_error),
                   num(p.util_proc_s_measured, ".1f"), num(p.util_proc_s, ".1f"))
     console.print(t)
@@ -103,7 +110,7 @@ def bounds(console: Console, rows, knee_n: float | None) -> None:
     t = _table(f"operational-law bounds (knee N* = {num(knee_n, '.1f')} users)",
                ["users", "ETR low", "ETR meas.", "ETR high", "R low", "R meas.", "R high", "inside", "note"])
     for b in rows:
-        t.add_row(num(b.n, "g"), num(b.x_low, ".2f"), num(b.etr_t_measured, ".2f"), num(b.x_high, ".2f"),
+        _row(t, num(b.n, "g"), num(b.x_low, ".2f"), num(b.etr_t_measured, ".2f"), num(b.x_high, ".2f"),
                   num(b.r_low, ".4f"), num(b.avg_last_t_measured, ".4f"), num(b.r_high, ".4f"),
                   "yes" if b.inside else "NO", b.note)
     console.print(t)
@@ -115,7 +122,7 @@ def supported(console: Console, items, confidence: float) -> None:
     for s in items:
         rule = (f"UTIL/PROC ≤ {100 * s.limit:g}%" if s.rule == "utilization" else f"AVG LAST (T) ≤ {s.limit:g} s")
         users = num(s.users, "d") + (" (extrapolated)" if s.extrapolated and s.users is not None else "")
-        t.add_row(rule, users, interval(s.low, s.high, "d"), num(s.x, ".2f"), num(s.r, ".4f"),
+        _row(t, rule, users, interval(s.low, s.high, "d"), num(s.x, ".2f"), num(s.r, ".4f"),
                   num(None if s.u is None else 100 * s.u, ".1f"), s.note)
     console.print(t)
 
@@ -134,7 +141,7 @@ def scaling(console: Console, sc) -> None:
         if has_printed:
             row += [num(lv.printed_itrr, ".3f"), "na" if lv.printed_ok is None else ("yes" if lv.printed_ok else "NO")]
         row += [num(lv.efficiency, ".3f"), num(lv.per_added, ".3f")]
-        t.add_row(*row)
+        _row(t, *row)
     console.print(t)
     notes(console, sc.notes)
 
@@ -144,7 +151,7 @@ def steps(console: Console, items, total, confidence: float, title: str = "ITRR 
     for st in items:
         lo, hi = st.itrr.ci(confidence)
         ci = interval(lo, hi, ".4f") if st.itrr.se > 0 else "exact (given)"
-        t.add_row(st.itrr.label, st.source, num(st.itrr.ratio, ".4f"), ci, num(st.itrr.se, ".4f"),
+        _row(t, st.itrr.label, st.source, num(st.itrr.ratio, ".4f"), ci, num(st.itrr.se, ".4f"),
                   "inf" if math.isinf(st.itrr.df) else num(st.itrr.df, ".1f"))
     lo, hi = total.ci(confidence)
     t.add_row("[bold]product[/bold]", "", f"[bold]{total.ratio:.4f}[/bold]",
@@ -159,7 +166,7 @@ def matrix(console: Console, m) -> None:
                                                       conf])
     for s in m.symbols.values():
         d = s.to_dict(m.confidence)
-        t.add_row(s.name + ("?" if s.doubtful else ""), s.transition, num(s.printed, ".2f"),
+        _row(t, s.name + ("?" if s.doubtful else ""), s.transition, num(s.printed, ".2f"),
                   ", ".join(f"{p}:{v:g}" for p, v in zip(s.pair_ids, s.pairs)) or s.source,
                   num(d["perflab"], ".4f"), interval(d["ci_low"], d["ci_high"], ".3f"))
     console.print(t)
@@ -171,7 +178,7 @@ def matrix(console: Console, m) -> None:
         return "-" if v is None else ("yes" if v else "NO")
 
     for row in m.rows:
-        r.add_row(row.source, row.target, row.case, row.derivation, row.printed_text, row.recomputed_text,
+        _row(r, row.source, row.target, row.case, row.derivation, row.printed_text, row.recomputed_text,
                   num(row.perflab, ".4f"), f"{ok(row.printed_ok)}/{ok(row.recomputed_ok)}", num(row.from_pairs, ".4f"),
                   interval(row.ci_low, row.ci_high, ".3f"), row.note)
     console.print(r)

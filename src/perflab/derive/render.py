@@ -7,12 +7,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table as RichTable
 
 from perflab.derive.checks import Check, Status
 from perflab.derive.interval import Interval
 from perflab.derive.table import Cell, Kind
+from perflab.safe_text import terminal as escape
 
 # Worst first: the mark a cell shows when several formulas check it.
 _SEVERITY = [Status.DISAGREE, Status.APPROX_OFF, Status.UNKNOWN, Status.APPROX, Status.AGREE, Status.DEFINES,

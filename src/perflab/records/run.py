@@ -14,21 +14,33 @@ A newer format than this perflab knows is refused with a message naming both ver
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from perflab.caveats import Caveat, as_caveat
 from perflab.records.documents import read_json, validate
+from perflab.redact import redact
 
 RUN_FORMAT = 2
 RunStatus = Literal["running", "complete", "failed", "interrupted"]
 
 
 class Record(BaseModel):
-    """Stored records ignore fields they do not know (a newer minor addition) but never invent one."""
+    """Stored records ignore fields they do not know (a newer minor addition) but never invent one.
+
+    No record holds a secret: every field is redacted (perflab.redact) as it is built, loaded or
+    assigned, so run.json, study.json, the catalog row and whatever is read back from them show a
+    DSN's password, PGPASSWORD or a token as `***`. (The run itself connects with the workload
+    model, which is not a record.)"""
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    redacts_itself: ClassVar[bool] = True   # a record inside a record is not walked again
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_secrets(cls, value: Any) -> Any:
+        return redact(value)
 
 
 class RunConfig(Record):

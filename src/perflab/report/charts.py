@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from perflab.records.study import StudyDocument
 from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
+from perflab.safe_text import visible
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -67,7 +68,7 @@ def inline(svg: str, prefix: str, title: str) -> str:
     svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     svg = re.sub(r'(href="#|url\(#)([^")]+)',
                  lambda m: f"{m.group(1)}{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0), svg)
-    label = html.escape(title, quote=True)
+    label = html.escape(visible(title), quote=True)
     return re.sub(r"<svg\b", f'<svg role="img" aria-label="{label}"', svg, count=1).replace(
         ">", f"><title>{label}</title>", 1)
 
@@ -81,12 +82,14 @@ def _figure(rows: int, cols: int = 1, **kw: Any) -> tuple[Figure, np.ndarray]:
 
 def plain(text: Any) -> str:
     """User text for matplotlib: a "$" would start mathtext (and an unbalanced one fails the
-    whole render), so it is escaped."""
-    return str(text).replace("$", r"\$")
+    whole render), so it is escaped; control characters are shown as \\xNN (raw, they went into
+    the SVG and matplotlib's missing-glyph warning on the terminal)."""
+    return visible(text, one_line=False).replace("$", r"\$")
 
 
 def _wrap(name: str, width: int = 18) -> str:
-    return plain("\n".join(textwrap.wrap(str(name), width)) or str(name))
+    name = visible(name)
+    return plain("\n".join(textwrap.wrap(name, width)) or name)
 
 
 # -- study data ----------------------------------------------------------------------------

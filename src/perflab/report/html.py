@@ -16,6 +16,7 @@ from markupsafe import Markup
 from perflab.records.study import StudyDocument, as_study_document
 from perflab.report import charts as charts_module
 from perflab.report import view as v
+from perflab.safe_text import visible
 
 _NUMBER = re.compile(r"^[+-]?\d{1,3}(,\d{3})*(\.\d+)?%?$|^[+-]?\d+(\.\d+)?%?$")
 
@@ -30,6 +31,12 @@ def is_number(text: Any) -> bool:
     return bool(_NUMBER.match(str(text)))
 
 
+def plain_text(value: Any) -> Any:
+    """Every value the template prints: control characters as \\xNN (autoescape then does
+    the HTML); markup perflab made itself (the charts' SVG) is left as it is."""
+    return visible(value, one_line=False) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("perflab.report", "templates"),
@@ -38,6 +45,7 @@ def _environment() -> jinja2.Environment:
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        finalize=plain_text,
     )
     env.filters["verdict_class"] = verdict_class
     env.filters["is_number"] = is_number

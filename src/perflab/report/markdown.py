@@ -11,14 +11,29 @@ import re
 from typing import Any
 
 from perflab.report import view as v
-from perflab.report.safe_text import visible
+from perflab.safe_text import visible
+
+
+_INLINE = re.compile(
+    r"[\\`*<~]"                          # code, emphasis, HTML and autolinks, strikethrough
+    r"|\](?=[(\[:])"                      # "](", "][" and "]:" would make a link, an image or a definition
+    r"|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"   # emphasis; "resp_p95_t" keeps its underscores
+    r"|&(?=#?[0-9A-Za-z]+;)")              # an entity ("&amp;" would print as "&")
+# At a line's start: a heading, a quote, a list item, a setext underline or a thematic break.
+_LINE_START = re.compile(r"^([ \t]*\d*)((?<=\d)[.)](?=[ \t]|$)|(?<![0-9])[#>=+-](?=[ \t]|$|[#>=+-]))", re.MULTILINE)
 
 
 def escape(text: Any) -> str:
     """Report text as literal Markdown: a configuration named "B <apsw>" must not become an
-    HTML tag, nor "*fast*" emphasis. Brackets are left alone: without a link target they print
+    HTML tag, "*fast*" emphasis, "[x](http://...)" a link, nor a line "# x" a heading; control
+    characters are written as \\xNN. Brackets without a link target are left alone: they print
     as themselves, and the intervals "[90% CI ...]" stay readable in the raw file."""
-    return re.sub(r"([\\`*<])", r"\\\1", visible(text, one_line=False))
+    return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), _inline(text))
+
+
+def _inline(text: Any) -> str:
+    """Escaped for the middle of a line (a table cell): no line-start markers to defuse."""
+    return _INLINE.sub(lambda m: "\\" + m.group(0), visible(text, one_line=False))
 
 
 class Bold(str):
@@ -27,7 +42,7 @@ class Bold(str):
 
 def cell(text: str) -> str:
     """A table cell: escaped, line breaks flattened and pipes escaped, or the table breaks."""
-    shown = escape(" ".join(str(text).split())).replace("|", "\\|")
+    shown = _inline(" ".join(str(text).split())).replace("|", "\\|")
     return f"**{shown}**" if isinstance(text, Bold) and shown else shown
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from perflab.report.safe_text import terminal as escape
+from perflab.safe_text import terminal as escape, visible
 
 
 class RunProgress:
@@ -21,10 +21,10 @@ class RunProgress:
         self.console = console
         self.announce = announce
         self.progress = Progress(
-            TextColumn("[bold]{task.fields[phase]:<13}"),
+            TextColumn("{task.fields[phase]:<13}", style="bold", markup=False),
             BarColumn(bar_width=30),
             TextColumn("{task.completed:>6.1f}/{task.total:.0f} s"),
-            TextColumn("tx {task.fields[tx]:>8}  ETR {task.fields[etr]:>9}  err {task.fields[errors]}"),
+            TextColumn("tx {task.fields[tx]:>8}  ETR {task.fields[etr]:>9}  err {task.fields[errors]}", markup=False),
             TimeRemainingColumn(),
             console=console,
             transient=False,
@@ -47,7 +47,9 @@ class RunProgress:
         if len(self.history) >= 2 and self.history[-1][0] > self.history[0][0]:
             (t_a, n_a), (t_b, n_b) = self.history[0], self.history[-1]
             etr = f"{(n_b - n_a) / (t_b - t_a):,.1f}/s"
-        fields = dict(phase=phases.name_at(elapsed), tx=f"{done:,}", etr=etr, errors=f"{recorder.errors:,}")
+        # The columns holding values are plain text (markup=False: no markup, no emoji codes).
+        fields = {k: visible(v) for k, v in dict(phase=phases.name_at(elapsed), tx=f"{done:,}", etr=etr,
+                                                  errors=f"{recorder.errors:,}").items()}
         if self.task is None:
             self.progress.start()
             self.task = self.progress.add_task("run", total=phases.window_end, **fields)

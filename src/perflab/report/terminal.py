@@ -15,7 +15,7 @@ from rich.table import Table
 from perflab.catalog.metric import Metric, Origin
 from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.report import numbers as fmt
-from perflab.report.safe_text import terminal as escape
+from perflab.safe_text import terminal as escape
 
 # The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
 SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
@@ -64,7 +64,7 @@ def render_metrics(metrics: Any, console: Console) -> None:
         dim = group == "Measurement"
         for metric in rows:
             value = metrics.attributes.get(metric.key) if metric.text else metrics.values.get(metric.key)
-            shown = format_value(metric, value)
+            shown = escape(format_value(metric, value))   # text rows (workload, label...) are user text
             if value is None:
                 shown = f"[dim]{shown}[/dim]"
             label = f"[dim]{escape(metric.label)}[/dim]" if dim else escape(metric.label)

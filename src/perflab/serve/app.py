@@ -35,6 +35,7 @@ from perflab.serve import run_report
 from perflab.records.live import LiveStatus
 from perflab.records.study import StudyDocument
 from perflab.report import view as report_view
+from perflab.report.html import plain_text
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
@@ -87,7 +88,7 @@ async def _cleanup(app: web.Application) -> None:
 
 def _templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("perflab.serve", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+                             undefined=jinja2.StrictUndefined, finalize=plain_text)   # control chars as \xNN
     env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     env.filters["number"] = lambda value, digits=2: "" if fmt.number(value) is None else f"{fmt.number(value):.{digits}f}"
     env.filters["metric"] = lambda value, key, entry=None: fmt.value(value, key, entry)

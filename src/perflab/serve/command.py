@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from perflab.errors import InputError
+from perflab.safe_text import visible
 
 #: A token given on the command line must be at least this long: it is the only lock.
 MIN_TOKEN_CHARS = 16
@@ -49,7 +50,7 @@ def serve_command(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
     print(f"perflab serve: {url}", flush=True)
-    print(f"store: {home.resolve()} (read-only); Ctrl-C stops", file=sys.stderr, flush=True)
+    print(f"store: {visible(home.resolve())} (read-only); Ctrl-C stops", file=sys.stderr, flush=True)
     _index_if_missing(home)
     _serve(sock, home, token, check_host=loopback and token is None)
 
