@@ -35,7 +35,18 @@ app.add_typer(capacity_app, name="capacity")
 out = Console() if sys.stdout.isatty() else Console(width=200)
 err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
 
-StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
+
+
+def _store_location(value: Optional[Path]) -> Optional[Path]:
+    from perflab.store.catalog import store_home
+    from perflab.store.location import check_store_location
+
+    check_store_location(store_home(value))
+    return value
+
+
+StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", callback=_store_location,
+                        help="run store directory (default ./perflab-runs)")
 
 
 def _seconds(text: str | None, option: str) -> float | None:
