@@ -127,3 +127,20 @@ def test_a_store_that_is_not_a_directory_is_one_line(command):
     code, _out, err = run_main(*command, "--store", "/dev/null")
     line = one_line_error(code, err)
     assert "--store" in line and "not a directory" in line
+
+
+@pytest.mark.parametrize("think_file", ["/dev/zero", "fifo"])
+def test_an_empirical_think_file_that_is_not_a_regular_file_is_refused(tmp_path, think_file):
+    if think_file == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    path = write(tmp_path, f"""
+        name: t
+        target: {{kind: python}}
+        transactions: [{{name: a, call: "perflab.sut.synthetic:noop"}}]
+        scripts: [{{name: s, steps: [a]}}]
+        think: {{dist: empirical, file: {think_file}}}
+        load: {{users: 1}}
+        """)
+    code, _out, err = run_main("validate", path, timeout=10)
+    line = one_line_error(code, err)
+    assert "w.yaml:5: think.file" in line and "not a regular file" in line

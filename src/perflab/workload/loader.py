@@ -49,7 +49,7 @@ def read_yaml(path: Path) -> Any:
     deeper than MAX_YAML_DEPTH and aliases that expand beyond MAX_YAML_NODES are refused
     before the document is built. Every problem is one InputError naming the line.
     """
-    text = _read_text(Path(path))
+    text = read_text_file(Path(path))
     bad = Reader.NON_PRINTABLE.search(text)
     if bad is not None:
         raise InputError(f"control character U+{ord(bad.group()):04X} is not allowed in YAML "
@@ -82,7 +82,7 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _read_text(path: Path) -> str:
+def read_text_file(path: Path) -> str:
     """The file's text, read only if it is a regular file within the size limit. Opened without
     blocking (a FIFO with no writer must not hang), checked on the open descriptor."""
     limit = int(limits.MAX_FILE_BYTES.value())

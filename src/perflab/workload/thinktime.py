@@ -202,8 +202,17 @@ class EmpiricalThink(_Dist):
         path = Path(self.file)
         if not path.is_absolute():
             path = base_dir / path
+        from perflab.errors import InputError
+        from perflab.workload.loader import read_text_file
+
+        try:
+            text = read_text_file(path)   # a regular file within the size limit only (no FIFO, no /dev/zero)
+        except InputError as exc:
+            if exc.message == "file not found":
+                raise FileNotFoundError(str(path)) from None
+            raise ValueError(f"{path}: {exc.message}") from None
         data = []
-        for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        for lineno, line in enumerate(text.splitlines(), start=1):
             text = line.split("#", 1)[0].strip().split(",")[0].strip()
             if not text:
                 continue
