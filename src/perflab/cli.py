@@ -344,17 +344,42 @@ app.command("agent")(agent_command)
 def main() -> None:
     """Entry point: one clear line and exit 2 for bad input; never a traceback for it.
 
-    typer's standalone mode handles usage errors (exit 2) and typer.Exit; perflab's own
-    exceptions propagate out of it and are reported here.
+    typer runs in click's non-standalone mode, so its usage errors (unknown option, missing
+    argument, a bad value) come here as exceptions and are printed as one line
+    (`perflab run: no such option: --x (perflab run --help)`) instead of a multi-line box.
     """
+    try:   # typer >= 0.22 carries its own copy of click
+        from typer._click import exceptions as click_errors
+    except ImportError:
+        from click import exceptions as click_errors
+
     try:
-        app()
+        code = app(prog_name="perflab", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        sys.exit(EXIT_USAGE)   # typer has printed the help (stdout), as before
+    except click_errors.ClickException as exc:
+        err.print(_usage_line(exc), markup=False, highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    except click_errors.Abort:
+        err.print("Aborted!", markup=False, highlight=False)
+        sys.exit(EXIT_FAILED)
     except InputError as exc:
         err.print(f"[red]error:[/red] {escape(exc)}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except SutFailure as exc:
         err.print(f"[red]SUT failure:[/red] {escape(exc)}", highlight=False)
         sys.exit(EXIT_FAILED)
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK)
+
+
+def _usage_line(exc) -> str:
+    """A click error as one line: `COMMAND: message (COMMAND --help)`."""
+    message = " ".join(str(exc.format_message()).split()) or type(exc).__name__
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"perflab: {message}"
+    message = message[:1].lower() + message[1:]
+    return f"{ctx.command_path}: {message} ({ctx.command_path} --help)"
 
 
 if __name__ == "__main__":
