@@ -360,7 +360,7 @@ def main() -> None:
     except click_errors.ClickException as exc:
         err.print(_usage_line(exc), markup=False, highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
-    except click_errors.Abort:
+    except typer.Abort:
         err.print("Aborted!", markup=False, highlight=False)
         sys.exit(EXIT_FAILED)
     except InputError as exc:

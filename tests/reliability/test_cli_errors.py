@@ -56,3 +56,9 @@ def test_compare_with_a_strange_group_is_one_line(store, b):
     (run / "run.json").write_text("{}")
     code, _out, err = run_main("compare", "20260101-000000-x-abcd", b, "--store", store)
     one_line_error(code, err)
+
+
+@pytest.mark.parametrize("ref", ["**", "/", "x" * 5000, "[", "../.."])
+def test_capacity_with_a_strange_study_reference_is_one_line(store, ref):
+    code, _out, err = run_main("capacity", "summary", ref, "--store", store)
+    assert "STUDY" in one_line_error(code, err)

@@ -113,4 +113,5 @@ def check_option(check, value, option: str):
     try:
         return check(value)
     except ValueError as exc:
-        raise InputError(f"{exc} (got {value!r})", field=option) from None
+        message = str(exc) if "got " in str(exc) else f"{exc} (got {value!r})"
+        raise InputError(message, field=option) from None
