@@ -59,10 +59,21 @@ def _seconds(text: str | None, option: str) -> float | None:
 
 
 @app.command()
-def validate(workload: Path = typer.Argument(..., help="workload YAML file")) -> None:
-    """Check a workload file; print a summary or the first problem (file:line: field: message)."""
-    from perflab.workload.loader import load_workload
+def validate(workload: Path = typer.Argument(..., help="workload or study YAML file")) -> None:
+    """Check a workload or study file (and the workload it names); print a summary or the first
+    problem (file:line: field: message). Nothing is run and nothing is written."""
+    from perflab.workload.loader import load_workload, read_yaml
 
+    data = read_yaml(workload)
+    if "workload" in data and "target" not in data:   # a study file names its workload; a workload has a target
+        from perflab.study.runner import load_study
+
+        study, w, _path = load_study(workload)
+        points = len(study.sweep.values) if study.sweep is not None else 1
+        out.print(f"[green]ok[/green] {escape(workload)}: study {escape(repr(study.name))}, "
+                  f"{len(study.configurations)} configurations, {points} sweep points, {study.blocks} blocks; "
+                  f"workload {escape(repr(w.name))}, {w.describe_load()}")
+        return
     w = load_workload(workload)
     out.print(f"[green]ok[/green] {escape(workload)}: workload {escape(repr(w.name))}, {len(w.transactions)} "
               f"transactions, {len(w.scripts)} scripts, {w.describe_load()}, target {w.target.kind}")

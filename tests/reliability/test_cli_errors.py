@@ -62,3 +62,18 @@ def test_compare_with_a_strange_group_is_one_line(store, b):
 def test_capacity_with_a_strange_study_reference_is_one_line(store, ref):
     code, _out, err = run_main("capacity", "summary", ref, "--store", store)
     assert "STUDY" in one_line_error(code, err)
+
+
+def test_validate_checks_a_study_file_and_its_workload_without_running():
+    code, out, err = run_main("validate", EXAMPLES / "sqlite-release-study.yaml")
+    assert code == 0 and err == ""
+    assert "study 'sqlite-release', 2 configurations" in out and "workload 'sqlite-users'" in out
+
+
+def test_validate_reports_a_study_error_at_its_line(tmp_path):
+    study = (EXAMPLES / "sqlite-release-study.yaml").read_text().replace("blocks: 4", "blocks: 2")
+    path = tmp_path / "s.yaml"
+    path.write_text(study.replace("workload: sqlite-users.yaml", f"workload: {EXAMPLES / 'sqlite-users.yaml'}"))
+    code, _out, err = run_main("validate", path)
+    line = one_line_error(code, err)
+    assert "s.yaml:" in line and "blocks" in line and "at least 3" in line
