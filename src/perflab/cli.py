@@ -369,7 +369,7 @@ def main() -> None:
     except click_errors.NoArgsIsHelpError:
         sys.exit(EXIT_USAGE)   # typer has printed the help (stdout), as before
     except click_errors.ClickException as exc:
-        err.print(_usage_line(exc), markup=False, highlight=False, soft_wrap=True)
+        err.print(escape(_usage_line(exc)), highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except typer.Abort:
         err.print("Aborted!", markup=False, highlight=False)

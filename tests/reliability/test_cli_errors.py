@@ -77,3 +77,10 @@ def test_validate_reports_a_study_error_at_its_line(tmp_path):
     code, _out, err = run_main("validate", path)
     line = one_line_error(code, err)
     assert "s.yaml:" in line and "blocks" in line and "at least 3" in line
+
+
+def test_a_usage_error_shows_control_characters_escaped():
+    code, _out, err = run_main("show", "a", "\x1b[2J\x07")
+    line = one_line_error(code, err)
+    assert "\x1b" not in line and "\x07" not in line
+    assert line == "perflab show: got unexpected extra argument(s) (\\x1b[2J\\x07) (perflab show --help)"

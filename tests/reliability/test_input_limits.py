@@ -10,7 +10,7 @@ import pytest
 from perflab.drive.plan import RunRequest, resolve_plan
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
-from reliability_helpers import one_line_error, run_main, write
+from reliability_helpers import EXAMPLES, one_line_error, run_main, write
 
 BASE = """
 name: t
@@ -125,3 +125,48 @@ def test_sweep_values_are_checked_before_the_study_directory_exists(tmp_path, st
     line = one_line_error(code, err)
     assert "s.yaml:3:" in line and "sweep" in line
     assert not (store / "studies").exists()
+
+
+# Found by the fuzzer and probes: each was a traceback, or accepted and failed at run time.
+DEBIT_CREDIT = (EXAMPLES / "debit-credit.yaml").read_text()
+
+
+@pytest.mark.parametrize("old, new, needle", [
+    ("aid: {random_int: [1, 100000]}", "aid: {choice: [1, 2], weights: [-1, 2]}", "weights cannot be negative"),
+    ("aid: {random_int: [1, 100000]}", "aid: {choice: [1, 2], weights: [0, 0]}", "at least one must be above 0"),
+    ("aid: {random_int: [1, 100000]}", "aid: {bogus: 1}", "expected a generator"),
+    ("aid: {random_int: [1, 100000]}", "aid: {random_int: [1, 1e999]}", "finite"),
+    ("driver: stdlib", "driver: stdlib\n  busy_timeout_ms: 99999999999999999999999", "less than or equal"),
+    ("name: debit-credit", "<<: {a: 1}\nname: debit-credit", "unknown field 'a'"),   # a merged key has no line
+    ("name: debit-credit", "name: !!float abc", "invalid YAML"),
+])
+def test_hostile_fields_are_one_line(tmp_path, old, new, needle):
+    assert old in DEBIT_CREDIT
+    code, _out, err = run_main("validate", write(tmp_path, DEBIT_CREDIT.replace(old, new, 1)))
+    assert needle in one_line_error(code, err)
+
+
+@pytest.mark.parametrize("workload_line, needle", [('workload: "a\\0b"', "embedded null byte"),
+                                                   ("workload: " + "x" * 5000, "File name too long"),
+                                                   ("workload: /dev/zero", "not a regular file")])
+def test_a_study_naming_an_impossible_workload_is_one_line(tmp_path, workload_line, needle):
+    study = write(tmp_path, f"name: s\n{workload_line}\nconfigurations: [{{name: a}}, {{name: b}}]\n", "s.yaml")
+    code, _out, err = run_main("validate", study)
+    assert needle in one_line_error(code, err)
+
+
+def test_an_inverted_utilization_band_is_refused(tmp_path):
+    workload(tmp_path)
+    study = write(tmp_path, "name: s\nworkload: w.yaml\nconfigurations: [{name: a}, {name: b}]\n"
+                            "gates: {util_band: [90, 5]}\n", "s.yaml")
+    code, _out, err = run_main("validate", study)
+    assert "s.yaml:4: gates.util_band: expected [low, high]" in one_line_error(code, err)
+
+
+def test_a_bad_configuration_change_names_the_field_in_one_line(tmp_path):
+    workload(tmp_path)
+    study = write(tmp_path, "name: s\nworkload: w.yaml\nconfigurations: [{name: a}, {name: b, set: {load: {rate: .inf}}}]\n",
+                  "s.yaml")
+    code, _out, err = run_main("validate", study)
+    line = one_line_error(code, err)
+    assert "configurations[1].set.load" in line and "load.open.rate: Input should be a finite number" in line

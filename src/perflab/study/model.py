@@ -94,6 +94,13 @@ class LoadRule(Strict):
 
 
 class Gates(Strict):
+    @field_validator("util_band")
+    @classmethod
+    def _band(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0 <= v[0] < v[1] <= 100:
+            raise ValueError("expected [low, high] percent with 0 <= low < high <= 100")
+        return v
+
     max_error_rate: float = Field(default=cav.MAX_ERROR_RATE, ge=0, le=1)
     util_band: tuple[float, float] | None = Field(default=None, description="UTIL/PROC (S) band for base runs; "
                                                   "default: ± 10 around what the calibration reached at its chosen load")

@@ -61,8 +61,13 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
         check_study(study, aa)
     except LocatedError as exc:
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
-    workload_path = (path.parent / study.workload).resolve()
-    if not workload_path.exists():
+    try:
+        workload_path = (path.parent / study.workload).resolve()
+        found = workload_path.exists()
+    except (OSError, ValueError) as exc:   # a NUL byte, a name too long
+        raise InputError(f"not a usable file name: {getattr(exc, 'strerror', None) or exc}", file=path,
+                         line=line_of(data, ("workload",)), field="workload") from None
+    if not found:
         raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
                          field="workload")
     workload = load_workload(workload_path)

@@ -169,16 +169,25 @@ def line_of(data: Any, loc: tuple) -> int | None:
     node, line = data, None
     for part in loc:
         if isinstance(node, CommentedMap) and part in node:
-            line = node.lc.key(part)[0] + 1
+            line = _position(node.lc.key, part, node.lc.line) + 1
             node = node[part]
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-            line = node.lc.item(part)[0] + 1
+            line = _position(node.lc.item, part, node.lc.line) + 1
             node = node[part]
         elif isinstance(node, (CommentedMap, CommentedSeq)) and line is None:
             line = node.lc.line + 1
     if line is None and isinstance(data, CommentedMap):
         line = data.lc.line + 1
     return line
+
+
+def _position(lookup, part, fallback: int) -> int:
+    """The line (0-based) ruamel recorded for a key or item; a key merged in (`<<: *base`)
+    has none of its own: the line of the mapping it was merged into."""
+    try:
+        return lookup(part)[0]
+    except (KeyError, IndexError, TypeError):
+        return fallback
 
 
 def _depth_found(data: Any, loc: tuple) -> int:

@@ -92,6 +92,8 @@ class Choice(Strict):
     def _weights_match(self) -> "Choice":
         if self.weights is not None and len(self.weights) != len(self.choice):
             raise ValueError("weights must have one entry per choice")
+        if self.weights is not None and (any(w < 0 for w in self.weights) or not 0 < sum(self.weights) < math.inf):
+            raise ValueError("weights cannot be negative, and at least one must be above 0")
         return self
 
 
@@ -104,7 +106,24 @@ class Constant(Strict):
     value: Any
 
 
-ParamSpec = Union[RandomInt, Choice, Sequence, Constant]
+_PARAM_KINDS = ((RandomInt, "random_int"), (Choice, "choice"), (Sequence, "sequence"), (Constant, "value"))
+
+
+def _param_kind(value: Any) -> str | None:
+    # The key the user wrote decides the generator, so an error names that generator's field
+    # (not another member's "unknown field").
+    if isinstance(value, dict):
+        return next((tag for _model, tag in _PARAM_KINDS if tag in value), None)
+    return next((tag for model, tag in _PARAM_KINDS if isinstance(value, model)), None)
+
+
+ParamSpec = Annotated[
+    Union[Annotated[RandomInt, Tag("random_int")], Annotated[Choice, Tag("choice")],
+          Annotated[Sequence, Tag("sequence")], Annotated[Constant, Tag("value")]],
+    Discriminator(_param_kind, custom_error_type="param_kind",
+                  custom_error_message="expected a generator: {random_int: [low, high]}, {choice: [...]}, "
+                                       "{sequence: FIRST} or {value: X}"),
+]
 
 
 # --- network transaction bodies ---------------------------------------------------------------
@@ -302,7 +321,7 @@ class SqliteTarget(Strict):
     database: str = Field(default="sut.db", description="database file; relative paths are inside the run directory")
     setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
     pragmas: dict[str, str | int] = Field(default_factory=dict)
-    busy_timeout_ms: int = 30000
+    busy_timeout_ms: int = Field(default=30000, ge=0, le=2**31 - 1)
     release: str | None = Field(default=None, description="the release under test by pinned pip requirement "
                                 "(driver apsw): apsw==3.40.1.0 bundles SQLite 3.40.1; installed once into "
                                 "perflab's release cache (perflab.sut.releases)")
