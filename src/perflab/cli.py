@@ -159,7 +159,7 @@ def run(
 
 @app.command()
 def runs(
-    limit: int = typer.Option(30, "--limit", "-n", min=1, help="how many runs (newest first)"),
+    limit: int = typer.Option(30, "--limit", "-n", min=1, max=10**9, help="how many runs (newest first)"),
     rescan: bool = typer.Option(False, "--rescan", help="rebuild the catalog from the run directories"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     store: Optional[Path] = StoreOpt,

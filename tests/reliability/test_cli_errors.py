@@ -84,3 +84,9 @@ def test_a_usage_error_shows_control_characters_escaped():
     line = one_line_error(code, err)
     assert "\x1b" not in line and "\x07" not in line
     assert line == "perflab show: got unexpected extra argument(s) (\\x1b[2J\\x07) (perflab show --help)"
+
+
+def test_a_huge_runs_limit_is_a_usage_error_not_a_catalog_error(store):
+    code, _out, err = run_main("runs", "--limit", "9" * 401, "--rescan", "--store", store)
+    line = one_line_error(code, err)
+    assert line.startswith("perflab runs: invalid value for '--limit'") and "catalog" not in line
