@@ -170,3 +170,13 @@ def test_a_bad_configuration_change_names_the_field_in_one_line(tmp_path):
     code, _out, err = run_main("validate", study)
     line = one_line_error(code, err)
     assert "configurations[1].set.load" in line and "load.open.rate: Input should be a finite number" in line
+
+
+def test_every_limit_is_documented_with_its_bound_and_variable():
+    from perflab.workload import limits
+
+    text = (EXAMPLES.parent / "docs" / "workloads.md").read_text()
+    section = text.split("## Input limits", 1)[1].split("\n## ", 1)[0]
+    for limit in limits.ALL:
+        rows = [line for line in section.splitlines() if f"| {limit.default:,.0f} " in line]
+        assert any((limit.env or "| fixed |") in row for row in rows), (limit, rows)
