@@ -144,3 +144,12 @@ def test_an_empirical_think_file_that_is_not_a_regular_file_is_refused(tmp_path,
     code, _out, err = run_main("validate", path, timeout=10)
     line = one_line_error(code, err)
     assert "w.yaml:5: think.file" in line and "not a regular file" in line
+
+
+@pytest.mark.parametrize("table", ["/dev/zero", "fifo", "/tmp"])
+def test_derive_refuses_a_table_that_is_not_a_regular_file(tmp_path, table):
+    if table == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        table = str(tmp_path / "fifo")
+    code, _out, err = run_main("derive", table, timeout=10)
+    assert "not a regular file" in one_line_error(code, err)

@@ -83,8 +83,19 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S
 
 
 def read_text_file(path: Path) -> str:
-    """The file's text, read only if it is a regular file within the size limit. Opened without
-    blocking (a FIFO with no writer must not hang), checked on the open descriptor."""
+    """The file's text (UTF-8), read with `read_regular_bytes`; bytes that are not UTF-8 are an
+    InputError naming their line."""
+    data = read_regular_bytes(path)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", file=path,
+                         line=data.count(b"\n", 0, exc.start) + 1) from None
+
+
+def read_regular_bytes(path: Path) -> bytes:
+    """The file's bytes, read only if it is a regular file within PERFLAB_MAX_FILE_BYTES. Opened
+    without blocking (a FIFO with no writer must not hang), checked on the open descriptor."""
     limit = int(limits.MAX_FILE_BYTES.value())
     too_big = (f"the file is larger than {limit:,} bytes (set {limits.MAX_FILE_BYTES.env} to allow more)")
     try:
@@ -114,11 +125,7 @@ def read_text_file(path: Path) -> str:
     data = b"".join(chunks)
     if len(data) > limit:
         raise InputError(too_big, file=path)
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", file=path,
-                         line=data.count(b"\n", 0, exc.start) + 1) from None
+    return data
 
 
 def _check_structure(text: str, path: Path) -> None:
