@@ -6,7 +6,7 @@ meant to: exit 0 or 2, at most one line on stderr, no traceback, no hang (10 s p
 Seeded: hypothesis runs with derandomize=True, so every run tries the same cases and a failure
 is a bug, never chance (false-failure probability 0; the only non-deterministic part is the
 10 s per-case limit, which a case needing ~20 ms would reach only on a machine stalled for
-seconds). Bounded: ~300 file cases and ~150 command lines, about 40 s in all.
+seconds). Bounded: 400 file cases and 400 command lines, about 25 s in all.
 
 `run` and `study` are stopped where the run would start (execute_run / StudyRunner.run are
 replaced by a stub after the plan is resolved): the fuzzer checks what perflab accepts, not
@@ -126,7 +126,7 @@ def mutated(draw):
     return name, ("\n".join(lines) + "\n").encode()
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=400)
 @given(case=mutated())
 def test_mutated_files_end_in_ok_or_one_line_of_bad_input(workdir, case):
     name, data = case
@@ -148,8 +148,9 @@ OPTIONS = {
     "study": ["--measurement", "--stabilization", "--blocks", "--aa", "--gate", "--no-monitor", "--bogus"],
     "show": ["--json", "--html"], "compare": ["--metric", "--margin", "--confidence", "--family-alpha"],
     "runs": ["--limit", "--rescan", "--json"], "validate": [], "schema": [], "capacity": ["--json"],
+    "derive": ["--check"],
 }
-FLAGS = {"--quiet", "--no-monitor", "--aa", "--gate", "--json", "--html", "--rescan"}
+FLAGS = {"--quiet", "--no-monitor", "--aa", "--gate", "--json", "--html", "--rescan", "--check"}
 
 
 @st.composite
@@ -172,7 +173,7 @@ def command_line(draw, workdir: Path):
     return args
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=400)
 @given(data=st.data())
 def test_command_lines_end_in_ok_or_one_line_of_bad_input(workdir, data):
     args = data.draw(command_line(workdir))
