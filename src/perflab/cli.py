@@ -34,7 +34,18 @@ app.add_typer(capacity_app, name="capacity")
 out = console()
 err = console(stderr=True)
 
-StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
+
+
+def _store_location(value: Optional[Path]) -> Optional[Path]:
+    from perflab.store.catalog import store_home
+    from perflab.store.location import check_store_location
+
+    check_store_location(store_home(value))
+    return value
+
+
+StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", callback=_store_location,
+                        help="run store directory (default ./perflab-runs)")
 
 
 def _seconds(text: str | None, option: str) -> float | None:
@@ -47,10 +58,21 @@ def _seconds(text: str | None, option: str) -> float | None:
 
 
 @app.command()
-def validate(workload: Path = typer.Argument(..., help="workload YAML file")) -> None:
-    """Check a workload file; print a summary or the first problem (file:line: field: message)."""
-    from perflab.workload.loader import load_workload
+def validate(workload: Path = typer.Argument(..., help="workload or study YAML file")) -> None:
+    """Check a workload or study file (and the workload it names); print a summary or the first
+    problem (file:line: field: message). Nothing is run and nothing is written."""
+    from perflab.workload.loader import load_workload, read_yaml
 
+    data = read_yaml(workload)
+    if "workload" in data and "target" not in data:   # a study file names its workload; a workload has a target
+        from perflab.study.runner import load_study
+
+        study, w, _path = load_study(workload)
+        points = len(study.sweep.values) if study.sweep is not None else 1
+        out.print(f"[green]ok[/green] {escape(workload)}: study {escape(repr(study.name))}, "
+                  f"{len(study.configurations)} configurations, {points} sweep points, {study.blocks} blocks; "
+                  f"workload {escape(repr(w.name))}, {w.describe_load()}")
+        return
     w = load_workload(workload)
     out.print(f"[green]ok[/green] {escape(workload)}: workload {escape(repr(w.name))}, {len(w.transactions)} "
               f"transactions, {len(w.scripts)} scripts, {w.describe_load()}, target {w.target.kind}")
@@ -136,7 +158,7 @@ def run(
 
 @app.command()
 def runs(
-    limit: int = typer.Option(30, "--limit", "-n", min=1, help="how many runs (newest first)"),
+    limit: int = typer.Option(30, "--limit", "-n", min=1, max=10**9, help="how many runs (newest first)"),
     rescan: bool = typer.Option(False, "--rescan", help="rebuild the catalog from the run directories"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     store: Optional[Path] = StoreOpt,
@@ -332,17 +354,42 @@ app.command("agent")(agent_command)
 def main() -> None:
     """Entry point: one clear line and exit 2 for bad input; never a traceback for it.
 
-    typer's standalone mode handles usage errors (exit 2) and typer.Exit; perflab's own
-    exceptions propagate out of it and are reported here.
+    typer runs in click's non-standalone mode, so its usage errors (unknown option, missing
+    argument, a bad value) come here as exceptions and are printed as one line
+    (`perflab run: no such option: --x (perflab run --help)`) instead of a multi-line box.
     """
+    try:   # typer >= 0.22 carries its own copy of click
+        from typer._click import exceptions as click_errors
+    except ImportError:
+        from click import exceptions as click_errors
+
     try:
-        app()
+        code = app(prog_name="perflab", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        sys.exit(EXIT_USAGE)   # typer has printed the help (stdout), as before
+    except click_errors.ClickException as exc:
+        err.print(escape(_usage_line(exc)), highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    except typer.Abort:
+        err.print("Aborted!", markup=False, highlight=False)
+        sys.exit(EXIT_FAILED)
     except InputError as exc:
         err.print(f"[red]error:[/red] {escape(exc)}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except SutFailure as exc:
         err.print(f"[red]SUT failure:[/red] {escape(exc)}", highlight=False)
         sys.exit(EXIT_FAILED)
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else EXIT_OK)
+
+
+def _usage_line(exc) -> str:
+    """A click error as one line: `COMMAND: message (COMMAND --help)`."""
+    message = " ".join(str(exc.format_message()).split()) or type(exc).__name__
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"perflab: {message}"
+    message = message[:1].lower() + message[1:]
+    return f"{ctx.command_path}: {message} ({ctx.command_path} --help)"
 
 
 if __name__ == "__main__":

@@ -11,28 +11,41 @@ from pathlib import Path
 
 from perflab.errors import InputError
 from perflab.records.study import read_study_document
-from perflab.store.catalog import store_home
+from perflab.store.catalog import is_plain_name, store_home
 
 
 def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:
     """The study.json that *ref* names: a study.json file, a study directory, or a study id (or
     unique prefix) under `<store>/studies`. Called by `read_study`."""
     candidate = Path(ref)
-    if candidate.is_file():
+    if _is_file(candidate):
         return candidate
-    if (candidate / "study.json").is_file():
+    if _is_file(candidate / "study.json"):
         return candidate / "study.json"
     studies = store_home(store) / "studies"
-    exact = studies / str(ref) / "study.json"
-    if exact.is_file():
-        return exact
-    matches = sorted(studies.glob(f"{ref}*/study.json")) if studies.is_dir() else []
+    matches = []
+    if is_plain_name(str(ref)):   # an id or prefix, matched as text (never a glob pattern)
+        exact = studies / str(ref) / "study.json"
+        if exact.is_file():
+            return exact
+        try:
+            children = sorted(studies.iterdir())
+        except OSError:
+            children = []
+        matches = [p / "study.json" for p in children if p.name.startswith(str(ref)) and _is_file(p / "study.json")]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
         raise InputError(f"{str(ref)!r} matches {len(matches)} studies; give more of the id", field="STUDY")
     raise InputError(f"no study {str(ref)!r}: not a study.json, a study directory, or an id in {studies}",
                      field="STUDY")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):   # a name too long, a NUL byte
+        return False
 
 
 def read_study(ref: str | Path, store: str | Path | None = None) -> dict:

@@ -139,10 +139,9 @@ def _repeats_header(raw: list[str], header: list[str]) -> bool:
 
 def read_table(path: Path) -> Table:
     """Parse one table; any malformation is an InputError naming file, line and field."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    from perflab.workload.loader import read_regular_bytes
+
+    data = read_regular_bytes(Path(path))   # a regular file within the size limit (no FIFO, no /dev/zero)
     if b"\x00" in data:
         raise InputError("not a CSV file (binary content)", file=path)
     try:

@@ -25,6 +25,7 @@ from perflab.drive.engine import Phases
 from perflab.drive.remote_sut import remote_spec
 from perflab.errors import InputError
 from perflab.monitor.sources.remote import RemoteSpec
+from perflab.workload import limits
 from perflab.sut.placement import Placement, resolve_placement
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 
@@ -101,6 +102,7 @@ class RunPlan:
 def resolve_plan(request: RunRequest) -> RunPlan:
     """The one place a run's parameters are decided (see the module doc for the rules)."""
     workload = request.workload
+    _check_overrides(request)
     if request.users is not None and request.rate is not None:
         raise InputError("give --users (closed loop) or --rate (open loop), not both", field="--users/--rate")
     users, rate = request.users, request.rate
@@ -134,6 +136,28 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         jobs=jobs, initiators=initiators,
         remote=remote_spec(workload, Path(request.workload_path)), drivers=drivers,
     )
+
+
+def _check_overrides(request: RunRequest) -> None:
+    """What the command line (or a study) overrides meets the workload file's limits
+    (perflab.workload.limits): finite, and not beyond the bounds -- checked before the run exists."""
+    for check, value, option in ((limits.check_users, request.users, "--users"),
+                                 (limits.check_rate, request.rate, "--rate"),
+                                 (limits.check_workers, request.workers, "--workers"),
+                                 (limits.check_duration, request.duration, "--duration"),
+                                 (limits.check_duration, request.stagger, "--stagger"),
+                                 (limits.check_duration, request.stabilization, "--stabilization")):
+        limits.check_option(check, value, option)
+    for value, option in ((request.users, "--users"), (request.workers, "--workers"),
+                          (request.driver_count, "--driver-count")):
+        if value is not None and value < 1:
+            raise InputError(f"expected 1 or more, got {value!r}", field=option)
+    for value, option in ((request.rate, "--rate"), (request.duration, "--duration")):
+        if value is not None and not value > 0:
+            raise InputError(f"expected a number above 0, got {value!r}", field=option)
+    for value, option in ((request.stagger, "--stagger"), (request.stabilization, "--stabilization")):
+        if value is not None and value < 0:
+            raise InputError(f"cannot be negative, got {value!r}", field=option)
 
 
 def _drivers(request: RunRequest) -> Drivers | None:

@@ -220,18 +220,27 @@ class Store:
         return path
 
     def resolve(self, ref: str) -> Path:
-        """A run directory from a run id, a unique id prefix, 'last', or a path."""
+        """A run directory from a run id, a unique id prefix, 'last', or a path.
+
+        `ref` is matched as text, never as a glob pattern: `**`, `/` or a 5,000-character
+        reference is "no run", not a traceback."""
         candidate = Path(ref)
-        if (candidate / "run.json").exists():
+        if ref and _is_file(candidate / "run.json"):
             return candidate
         if ref == "last":
             rows = self.rows(limit=1)
             if not rows:
                 raise InputError("no runs in the store yet", field="RUN")
             return Path(rows[0].path)
-        if (self.run_dir(ref) / "run.json").exists():
-            return self.run_dir(ref)
-        matches = [p.parent for p in self.runs_dir.glob(f"{ref}*/run.json")]
+        matches = []
+        if is_plain_name(ref):
+            if _is_file(self.run_dir(ref) / "run.json"):
+                return self.run_dir(ref)
+            try:
+                children = sorted(self.runs_dir.iterdir())
+            except OSError:
+                children = []
+            matches = [p for p in children if p.name.startswith(ref) and _is_file(p / "run.json")]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -244,6 +253,19 @@ class Store:
                 yield parse_run_record(json.loads(run_json.read_text()), run_json)
             except (OSError, ValueError, InputError):
                 continue
+
+
+def is_plain_name(ref: str) -> bool:
+    """A run or study id (or a prefix of one): one path component, nothing a filesystem reads
+    as a path or refuses (/, NUL, . and .., longer than a file name can be)."""
+    return bool(ref) and "/" not in ref and "\0" not in ref and ref not in (".", "..") and len(ref.encode()) <= 255
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):   # a name too long, a NUL byte
+        return False
 
 
 def _row(r: tuple) -> RunRow:

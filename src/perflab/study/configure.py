@@ -60,10 +60,25 @@ def configured_workload(base: Workload, config: Configuration) -> Workload:
         check_references(workload)
     except Exception as exc:  # pydantic.ValidationError or LocatedError
         first = next(iter(config.set), "set")
-        raise ChangeError(first, f"the changed workload is not valid: {exc}".splitlines()[0]) from None
+        raise ChangeError(first, f"the changed workload is not valid: {_first_problem(exc)}") from None
     # Think-time files were loaded for the base; the copies need their data too.
     _copy_loaded_think(base, workload)
     return workload
+
+
+def _first_problem(exc: Exception) -> str:
+    """One line: the first field pydantic names and what it said, or the error's own text."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            error = errors(include_url=False)[0]
+            where = ".".join(str(p) for p in error["loc"])
+            value = error.get("input")
+            got = f" (got {value!r})" if isinstance(value, (str, int, float)) else ""
+            return " ".join(f"{where}: {error['msg'].removeprefix('Value error, ')}{got}".split())
+        except (IndexError, KeyError, TypeError):
+            pass
+    return " ".join(str(exc).split())
 
 
 def _copy_loaded_think(base: Workload, new: Workload) -> None:

@@ -29,7 +29,7 @@ from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.window import Window
 from perflab.stats.criteria import Criteria
 from perflab.stats.verdict import MIN_BLOCKS
-from perflab.store.catalog import Store
+from perflab.store.catalog import Store, is_plain_name
 from perflab.study.compare import default_primary, judge_all
 from perflab.study.document import StudyDocumentBuilder, gate_settings, new_configurations, now_iso, \
     workload_summary
@@ -49,7 +49,7 @@ def _study(store: Store, ref: str, which: str) -> tuple[StudyDocument, str]:
     if len(parts) < 3 or not parts[1] or not parts[2]:
         raise InputError(f"expected study:ID:CONFIG, got {ref!r}", field=which)
     path = store.home / "studies" / parts[1] / "study.json"
-    if not path.exists():
+    if not is_plain_name(parts[1]) or not path.is_file():
         raise InputError(f"no study {parts[1]!r} in {store.home / 'studies'}", field=which)
     doc = read_study_document(path)
     if doc.configuration(parts[2]) is None:

@@ -17,23 +17,28 @@ from perflab import caveats as cav
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.criteria import DEFAULT_FAMILY_ALPHA, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
-from perflab.workload.model import Strict, Timing, parse_duration
+from perflab.workload import limits
+from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_duration
 
 
 def parse_bytes(value: Any) -> int:
     """Bytes from a number or '512M', '2G', '256MiB'."""
     if isinstance(value, bool):
         raise ValueError("expected a size such as 512M")
-    if isinstance(value, (int, float)):
-        return int(value)
     text = str(value).strip().upper().removesuffix("B").removesuffix("I")
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     try:
-        if text and text[-1] in units:
-            return int(float(text[:-1]) * units[text[-1]])
-        return int(float(text))
-    except ValueError:
+        if isinstance(value, (int, float)):
+            size = float(value)
+        elif text and text[-1] in units:
+            size = float(text[:-1]) * units[text[-1]]
+        else:
+            size = float(text)
+    except (ValueError, OverflowError):
         raise ValueError(f"expected a size such as 512M or 2G, got {value!r}") from None
+    if not math.isfinite(size) or size > 1 << 60:
+        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}")
+    return int(size)
 
 
 class Configuration(Strict):
@@ -41,8 +46,9 @@ class Configuration(Strict):
     set: dict[str, Any] = Field(default_factory=dict,
                                 description="workload fields to change, by dotted path: {target.driver: apsw}")
     sut_cpus: list[int] | None = Field(default=None, description="CPUs online to the SUT (the seeds' processors varied off)")
-    memory_limit: int | None = Field(default=None, description="memory available to the SUT (cgroup limit), e.g. 256M")
-    workers: int | None = Field(default=None, ge=1)
+    memory_limit: int | None = Field(default=None, gt=0, description="memory available to the SUT (cgroup limit), "
+                                     "e.g. 256M")
+    workers: Workers | None = Field(default=None, ge=1)
 
     @field_validator("memory_limit", mode="before")
     @classmethod
@@ -63,9 +69,9 @@ class Calibration(Strict):
     equal_utilization: bool = Field(default=False, description="calibrate every configuration to the target (the "
                                     "seeds' equal-utilization tables) instead of running all at the base's load")
     tolerance: float = Field(default=4.0, gt=0, description="accept within this many points of the target")
-    start_users: int | None = Field(default=None, ge=1, description="default: the workload's users")
-    start_rate: float | None = Field(default=None, gt=0)
-    max_users: int = Field(default=5000, ge=1)
+    start_users: Users | None = Field(default=None, ge=1, description="default: the workload's users")
+    start_rate: Rate | None = Field(default=None, gt=0)
+    max_users: Users = Field(default=5000, ge=1)
     max_steps: int = Field(default=5, ge=1)
     measurement: float = Field(default=5.0, gt=0, description="measurement period of each calibration run")
 
@@ -77,8 +83,8 @@ class Calibration(Strict):
 
 class LoadRule(Strict):
     calibrate: Calibration | None = None
-    users: int | None = Field(default=None, ge=1)
-    rate: float | None = Field(default=None, gt=0)
+    users: Users | None = Field(default=None, ge=1)
+    rate: Rate | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _one(self) -> "LoadRule":
@@ -88,6 +94,13 @@ class LoadRule(Strict):
 
 
 class Gates(Strict):
+    @field_validator("util_band")
+    @classmethod
+    def _band(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0 <= v[0] < v[1] <= 100:
+            raise ValueError("expected [low, high] percent with 0 <= low < high <= 100")
+        return v
+
     max_error_rate: float = Field(default=cav.MAX_ERROR_RATE, ge=0, le=1)
     util_band: tuple[float, float] | None = Field(default=None, description="UTIL/PROC (S) band for base runs; "
                                                   "default: ± 10 around what the calibration reached at its chosen load")
@@ -123,11 +136,17 @@ class Sweep(Strict):
         is a file:line error before the study directory exists)."""
         for i, value in enumerate(self.values):
             ok = True
+            check = {"users": limits.check_users, "workers": limits.check_workers, "rate": limits.check_rate}
             if self.factor in ("users", "workers"):
-                ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1_000_000
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
             elif self.factor == "rate":
                 ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                      and 0 < value <= 1_000_000)
+                      and value > 0)
+            if ok and self.factor in check:
+                try:
+                    check[self.factor](value)
+                except ValueError as exc:
+                    raise ValueError(f"values[{i}]: {exc} (got {value!r})") from None
             elif self.factor == "sut_cpus":
                 ok = isinstance(value, list) and bool(value) and all(isinstance(c, int) and c >= 0 for c in value)
             elif self.factor == "memory_limit":
@@ -148,7 +167,7 @@ class Study(Strict):
     workload: str = Field(description="workload file, relative to the study file")
     configurations: list[Configuration] = Field(default_factory=list)
     load: LoadRule = Field(default_factory=LoadRule)
-    blocks: int = Field(default=6, ge=1, le=1000, description="randomized interleaved blocks (repetitions); a "
+    blocks: int = Field(default=6, ge=1, le=int(limits.MAX_BLOCKS.default), description="randomized interleaved blocks (repetitions); a "
                         f"comparison needs at least {MIN_BLOCKS} (fewer give no interval), a sweep at least 1")
     seed: int = 1
     margin: float = Field(default=0.03, gt=0, lt=0.5, description="equivalence margin: 0.03 = ±3%")

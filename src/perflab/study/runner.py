@@ -34,6 +34,7 @@ from perflab.study.document import StudyDocumentBuilder, new_configurations, now
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings
+from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import LocatedError, Workload
 
@@ -60,8 +61,13 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
         check_study(study, aa)
     except LocatedError as exc:
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
-    workload_path = (path.parent / study.workload).resolve()
-    if not workload_path.exists():
+    try:
+        workload_path = (path.parent / study.workload).resolve()
+        found = workload_path.exists()
+    except (OSError, ValueError) as exc:   # a NUL byte, a name too long
+        raise InputError(f"not a usable file name: {getattr(exc, 'strerror', None) or exc}", file=path,
+                         line=line_of(data, ("workload",)), field="workload") from None
+    if not found:
         raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
                          field="workload")
     workload = load_workload(workload_path)
@@ -119,8 +125,9 @@ class StudyRunner:
         self.study, self.workload, self.workload_path = load_study(self.study_path, self.options.aa)
         self.store = store
         least = 1 if self.study.sweep is not None else MIN_BLOCKS
-        if self.options.blocks is not None and (self.options.blocks < least or self.options.blocks > 1000):
-            raise InputError(f"expected {least} to 1000 blocks ({MIN_BLOCKS} or more for a comparison: fewer give no "
+        most = int(MAX_BLOCKS.default)
+        if self.options.blocks is not None and (self.options.blocks < least or self.options.blocks > most):
+            raise InputError(f"expected {least} to {most} blocks ({MIN_BLOCKS} or more for a comparison: fewer give no "
                              f"interval), got {self.options.blocks}", field="--blocks")
         if self.options.aa and self.study.sweep is not None:
             raise InputError("an A/A study compares the base with itself; a sweep has no base to repeat",

@@ -9,8 +9,10 @@ module joins the two.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shlex
 import shutil
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,9 +21,13 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent,
+                                SequenceStartEvent)
+from ruamel.yaml.reader import Reader
 
 from perflab.errors import InputError
 from perflab.tools import find_tool
+from perflab.workload import limits
 from perflab.workload.model import (
     CommandTarget,
     LocatedError,
@@ -36,25 +42,129 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse YAML keeping positions; a syntax error names the line where it was found."""
+    """Parse a workload or study file keeping positions: the one reader of both.
+
+    Safe on any input: only a regular file no larger than PERFLAB_MAX_FILE_BYTES is read (a
+    FIFO, a device or a directory is refused before reading); control characters, nesting
+    deeper than MAX_YAML_DEPTH and aliases that expand beyond MAX_YAML_NODES are refused
+    before the document is built. Every problem is one InputError naming the line.
+    """
+    text = read_text_file(Path(path))
+    bad = Reader.NON_PRINTABLE.search(text)
+    if bad is not None:
+        raise InputError(f"control character U+{ord(bad.group()):04X} is not allowed in YAML "
+                         f"(write it as an escape in a double-quoted string)", file=path,
+                         line=text.count("\n", 0, bad.start()) + 1)
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", file=path) from None
-    try:
+        _check_structure(text, path)
         data = YAML(typ="rt").load(text)
+    except InputError:
+        raise
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise InputError(f"invalid YAML: {problem}", file=path, line=line) from None
+        raise InputError(f"invalid YAML: {_one_line(problem)}", file=path, line=line) from None
     except YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", file=path) from None
+        raise InputError(f"invalid YAML: {_one_line(str(exc))}", file=path) from None
+    except Exception as exc:   # noqa: BLE001 - the parser's own failures on odd input (a bad tag's value)
+        raise InputError(f"invalid YAML: {_one_line(f'{type(exc).__name__}: {exc}')}", file=path) from None
     if not isinstance(data, CommentedMap):
         raise InputError("expected a mapping of fields at the top level", file=path, line=1)
     return data
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_text_file(path: Path) -> str:
+    """The file's text (UTF-8), read with `read_regular_bytes`; bytes that are not UTF-8 are an
+    InputError naming their line."""
+    data = read_regular_bytes(path)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", file=path,
+                         line=data.count(b"\n", 0, exc.start) + 1) from None
+
+
+def read_regular_bytes(path: Path) -> bytes:
+    """The file's bytes, read only if it is a regular file within PERFLAB_MAX_FILE_BYTES. Opened
+    without blocking (a FIFO with no writer must not hang), checked on the open descriptor."""
+    limit = int(limits.MAX_FILE_BYTES.value())
+    too_big = (f"the file is larger than {limit:,} bytes (set {limits.MAX_FILE_BYTES.env} to allow more)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InputError("file not found", file=path) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}", file=path) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "a special file")
+            raise InputError(f"not a regular file ({kind})", file=path)
+        if info.st_size > limit:
+            raise InputError(too_big, file=path)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise InputError(too_big, file=path)
+    return data
+
+
+def _check_structure(text: str, path: Path) -> None:
+    """Walk the parser's events (no document is built yet): refuse nesting deeper than
+    MAX_YAML_DEPTH (ruamel's composer recurses per level) and aliases that expand to more than
+    MAX_YAML_NODES nodes (a "billion laughs" of 300 bytes) or refer to a node that holds them."""
+    max_depth, max_nodes = int(limits.MAX_YAML_DEPTH.value()), int(limits.MAX_YAML_NODES.value())
+    open_nodes: list[list] = []          # [anchor, expanded size so far] per open collection
+    sizes: dict[str, int] = {}           # anchor -> expanded size of its node
+    expanded = 0
+    for event in YAML(typ="rt").parse(text):
+        line = event.start_mark.line + 1 if event.start_mark is not None else None
+        if isinstance(event, (MappingStartEvent, SequenceStartEvent)):
+            open_nodes.append([event.anchor, 1])
+            if len(open_nodes) > max_depth:
+                raise InputError(f"nested more than {max_depth} levels deep", file=path, line=line)
+            expanded += 1
+        elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
+            anchor, size = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            if open_nodes:
+                open_nodes[-1][1] += size
+        elif isinstance(event, (ScalarEvent, AliasEvent)):
+            if isinstance(event, AliasEvent):
+                if any(node[0] == event.anchor for node in open_nodes):
+                    raise InputError(f"the alias *{event.anchor} refers to a node that contains it", file=path,
+                                     line=line)
+                size = sizes.get(event.anchor, 1)
+            else:
+                size = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            expanded += size
+            if open_nodes:
+                open_nodes[-1][1] += size
+        if expanded > max_nodes:
+            raise InputError(f"aliases expand the document beyond {max_nodes:,} nodes (an alias bomb?)", file=path,
+                             line=line)
 
 
 def line_of(data: Any, loc: tuple) -> int | None:
@@ -66,16 +176,25 @@ def line_of(data: Any, loc: tuple) -> int | None:
     node, line = data, None
     for part in loc:
         if isinstance(node, CommentedMap) and part in node:
-            line = node.lc.key(part)[0] + 1
+            line = _position(node.lc.key, part, node.lc.line) + 1
             node = node[part]
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-            line = node.lc.item(part)[0] + 1
+            line = _position(node.lc.item, part, node.lc.line) + 1
             node = node[part]
         elif isinstance(node, (CommentedMap, CommentedSeq)) and line is None:
             line = node.lc.line + 1
     if line is None and isinstance(data, CommentedMap):
         line = data.lc.line + 1
     return line
+
+
+def _position(lookup, part, fallback: int) -> int:
+    """The line (0-based) ruamel recorded for a key or item; a key merged in (`<<: *base`)
+    has none of its own: the line of the mapping it was merged into."""
+    try:
+        return lookup(part)[0]
+    except (KeyError, IndexError, TypeError):
+        return fallback
 
 
 def _depth_found(data: Any, loc: tuple) -> int:

@@ -9,11 +9,13 @@ line of the YAML file.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from perflab.workload import limits
 from perflab.workload.thinktime import ThinkTime
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
@@ -24,15 +26,20 @@ def parse_duration(value: Any) -> float:
     """Seconds from a number or a string such as '30s', '5m', '250ms', '1h'."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30, '30s', '5m'")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-    else:
-        raise ValueError(f"expected a duration such as 30, '30s', '5m', got {value!r}")
-    if seconds < 0:
-        raise ValueError("a duration cannot be negative")
-    return seconds
+    try:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        elif isinstance(value, str) and (m := _DURATION.match(value)):
+            seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        else:
+            raise ValueError(f"expected a duration such as 30, '30s', '5m', got {value!r}")
+    except OverflowError:
+        raise ValueError(f"the number is too large: {limits.MAX_DURATION.value():,g} seconds at most") from None
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError("a duration cannot be negative" if seconds < 0 else "expected a finite duration")
+    if math.isinf(seconds):
+        raise ValueError("expected a finite duration")
+    return limits.check_duration(seconds)
 
 
 Duration = Annotated[float, Field(json_schema_extra={"examples": [30, "30s", "5m"]})]
@@ -51,14 +58,23 @@ ThresholdExpression = Annotated[str, AfterValidator(_threshold)]
 class Strict(BaseModel):
     """Unknown fields are errors: a typo in a workload file must not be silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+# Bounded numbers (perflab.workload.limits: the bound is read when a value is checked, so an
+# environment variable can raise it).
+Users = Annotated[int, AfterValidator(limits.check_users)]
+Rate = Annotated[float, AfterValidator(limits.check_rate)]
+Workers = Annotated[int, AfterValidator(limits.check_workers)]
+_INT64 = (1 << 63) - 1
 
 
 # --- parameter generators -------------------------------------------------------------------
 
 
 class RandomInt(Strict):
-    random_int: tuple[int, int] = Field(description="inclusive range [low, high]")
+    random_int: tuple[Annotated[int, Field(ge=-_INT64, le=_INT64)], Annotated[int, Field(ge=-_INT64, le=_INT64)]] = \
+        Field(description="inclusive range [low, high]")
 
     @field_validator("random_int")
     @classmethod
@@ -76,19 +92,38 @@ class Choice(Strict):
     def _weights_match(self) -> "Choice":
         if self.weights is not None and len(self.weights) != len(self.choice):
             raise ValueError("weights must have one entry per choice")
+        if self.weights is not None and (any(w < 0 for w in self.weights) or not 0 < sum(self.weights) < math.inf):
+            raise ValueError("weights cannot be negative, and at least one must be above 0")
         return self
 
 
 class Sequence(Strict):
-    sequence: int = Field(default=1, description="first value; each use adds `step`")
-    step: int = 1
+    sequence: int = Field(default=1, ge=-_INT64, le=_INT64, description="first value; each use adds `step`")
+    step: int = Field(default=1, ge=-_INT64, le=_INT64)
 
 
 class Constant(Strict):
     value: Any
 
 
-ParamSpec = Union[RandomInt, Choice, Sequence, Constant]
+_PARAM_KINDS = ((RandomInt, "random_int"), (Choice, "choice"), (Sequence, "sequence"), (Constant, "value"))
+
+
+def _param_kind(value: Any) -> str | None:
+    # The key the user wrote decides the generator, so an error names that generator's field
+    # (not another member's "unknown field").
+    if isinstance(value, dict):
+        return next((tag for _model, tag in _PARAM_KINDS if tag in value), None)
+    return next((tag for model, tag in _PARAM_KINDS if isinstance(value, model)), None)
+
+
+ParamSpec = Annotated[
+    Union[Annotated[RandomInt, Tag("random_int")], Annotated[Choice, Tag("choice")],
+          Annotated[Sequence, Tag("sequence")], Annotated[Constant, Tag("value")]],
+    Discriminator(_param_kind, custom_error_type="param_kind",
+                  custom_error_message="expected a generator: {random_int: [low, high]}, {choice: [...]}, "
+                                       "{sequence: FIRST} or {value: X}"),
+]
 
 
 # --- network transaction bodies ---------------------------------------------------------------
@@ -135,8 +170,10 @@ class HttpRequest(Strict):
 
 
 class TcpExchange(Strict):
-    message_size: int | None = Field(default=None, ge=1, description="bytes per message (default: the target's)")
-    messages: int | None = Field(default=None, ge=1, description="messages per transaction (default: the target's)")
+    message_size: int | None = Field(default=None, ge=1, le=64 << 20, description="bytes per message (default: the "
+                                     "target's)")
+    messages: int | None = Field(default=None, ge=1, le=1_000_000, description="messages per transaction (default: "
+                                 "the target's)")
 
 
 # --- transactions ------------------------------------------------------------------------
@@ -212,13 +249,14 @@ class Script(Strict):
 
 
 class ClosedLoad(Strict):
-    users: int = Field(ge=1, description="simulated users (closed loop)")
+    users: Users = Field(ge=1, description="simulated users (closed loop)")
 
 
 class OpenLoad(Strict):
-    rate: float = Field(gt=0, description="script starts per second (open loop)")
+    rate: Rate = Field(gt=0, description="script starts per second (open loop)")
     arrival: Literal["poisson", "constant"] = "poisson"
-    max_in_flight: int = Field(default=1000, ge=1, description="arrivals beyond this are dropped and counted as errors")
+    max_in_flight: int = Field(default=1000, ge=1, le=1_000_000,
+                               description="arrivals beyond this are dropped and counted as errors")
 
 
 class BatchLoad(Strict):
@@ -283,7 +321,7 @@ class SqliteTarget(Strict):
     database: str = Field(default="sut.db", description="database file; relative paths are inside the run directory")
     setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
     pragmas: dict[str, str | int] = Field(default_factory=dict)
-    busy_timeout_ms: int = 30000
+    busy_timeout_ms: int = Field(default=30000, ge=0, le=2**31 - 1)
     release: str | None = Field(default=None, description="the release under test by pinned pip requirement "
                                 "(driver apsw): apsw==3.40.1.0 bundles SQLite 3.40.1; installed once into "
                                 "perflab's release cache (perflab.sut.releases)")
@@ -365,7 +403,7 @@ class PostgresTarget(Strict):
     setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
     connections: Literal["per_user", "pool"] = Field(default="per_user",
                                                      description="a connection per simulated user, or a shared pool")
-    pool_size: int | None = Field(default=None, ge=1, description="pool connections (default: placement.workers or 8)")
+    pool_size: int | None = Field(default=None, ge=1, le=100_000, description="pool connections (default: placement.workers or 8)")
     prepared: bool = Field(default=True, description="prepare each statement once per connection")
     counters: bool = Field(default=True, description="sample pg_stat_database (sut.xact_commit, blks_read, blks_hit)")
 
@@ -419,7 +457,7 @@ class HttpTarget(Strict):
         default="per_user", description="a kept-alive connection per user, a shared pool (pool_size), or a new "
                                         "connection for every transaction (to measure connection and TLS handshake "
                                         "cost)")
-    pool_size: int | None = Field(default=None, ge=1)
+    pool_size: int | None = Field(default=None, ge=1, le=100_000)
     timeout: Duration = 30.0
     headers: dict[str, str] = Field(default_factory=dict)
     tls: TlsOptions | None = Field(default=None, description="TLS options of an https:// base_url (default: verify "
@@ -446,11 +484,11 @@ class TcpTarget(Strict):
     unix: str | None = Field(default=None, description="a Unix-domain socket path, used instead of host and port "
                              "when given (a path without the TCP/IP stack); @name is Linux's abstract namespace; "
                              "{run_dir}, {run_id} and {workload_dir} are replaced")
-    message_size: int = Field(default=64, ge=1, description="bytes per message")
-    messages: int = Field(default=1, ge=1, description="messages per transaction")
+    message_size: int = Field(default=64, ge=1, le=64 << 20, description="bytes per message")
+    messages: int = Field(default=1, ge=1, le=1_000_000, description="messages per transaction")
     mode: Literal["round_trip", "stream"] = Field(
         default="round_trip", description="round_trip: send one, wait for its echo; stream: send all, then read all")
-    response_size: int | None = Field(default=None, ge=0, description="bytes expected back per message (default: "
+    response_size: int | None = Field(default=None, ge=0, le=64 << 20, description="bytes expected back per message (default: "
                                       "message_size, an echo)")
 
     @model_validator(mode="after")
@@ -574,7 +612,7 @@ class Placement(Strict):
 
     driver_cpus: list[int] | None = None
     sut_cpus: list[int] | None = None
-    workers: int | None = Field(default=None, ge=1, description="SUT worker processes (default: users, at most 8)")
+    workers: Workers | None = Field(default=None, ge=1, description="SUT worker processes (default: users, at most 8)")
     depth: int | None = Field(default=None, ge=1, le=64, description="requests each SUT worker holds at once, one "
                               "running and the rest waiting in its pipe (default 2); a fast SUT on one worker needs "
                               "more, or it idles while the driver catches up")
@@ -669,7 +707,7 @@ class Workload(Strict):
                                           "not start (docs/distributed.md)")
     drivers: Drivers | None = Field(default=None, description="drivers on several hosts, on Ray "
                                     "(docs/distributed.md)")
-    seed: int = 1
+    seed: int = Field(default=1, ge=-_INT64, le=_INT64)
     monitor_interval: Duration = 1.0
     thresholds: list[ThresholdExpression] = Field(
         default_factory=list, description="absolute limits on catalog keys that `perflab run` checks (exit 1 when "
@@ -678,7 +716,10 @@ class Workload(Strict):
     @field_validator("monitor_interval", mode="before")
     @classmethod
     def _interval(cls, v: Any) -> float:
-        return parse_duration(v)
+        seconds = parse_duration(v)
+        if seconds < limits.MIN_MONITOR_INTERVAL:
+            raise ValueError(f"the monitor samples at least {limits.MIN_MONITOR_INTERVAL:g} s apart")
+        return seconds
 
     def transaction(self, name: str) -> Transaction:
         return next(t for t in self.transactions if t.name == name)

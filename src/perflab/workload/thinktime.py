@@ -41,7 +41,17 @@ BACTRIAN_ACTIVE_SHARE_OF_MEAN = 8.0 / 30.0
 
 
 class _Dist(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "_Dist":
+        # Finite numbers only (allow_inf_nan); a think time as long as the longest run at most.
+        from perflab.workload import limits
+
+        longest = max([v for v in self.__dict__.values() if isinstance(v, float)]
+                      + list(getattr(self, "values", None) or []), default=0.0)
+        limits.check_duration(longest)
+        return self
 
 
 def _lognormal_mu(mean: float, sigma: float) -> float:
@@ -109,7 +119,7 @@ class ExponentialThink(_Dist):
 class LognormalThink(_Dist):
     dist: Literal["lognormal"]
     mean_s: float = Field(gt=0, alias="mean")
-    sigma: float = Field(default=0.5, gt=0, description="shape (standard deviation of the log)")
+    sigma: float = Field(default=0.5, gt=0, le=5, description="shape (standard deviation of the log)")
 
     def mean(self) -> float:
         return self.mean_s
@@ -192,8 +202,17 @@ class EmpiricalThink(_Dist):
         path = Path(self.file)
         if not path.is_absolute():
             path = base_dir / path
+        from perflab.errors import InputError
+        from perflab.workload.loader import read_text_file
+
+        try:
+            text = read_text_file(path)   # a regular file within the size limit only (no FIFO, no /dev/zero)
+        except InputError as exc:
+            if exc.message == "file not found":
+                raise FileNotFoundError(str(path)) from None
+            raise ValueError(f"{path}: {exc.message}") from None
         data = []
-        for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        for lineno, line in enumerate(text.splitlines(), start=1):
             text = line.split("#", 1)[0].strip().split(",")[0].strip()
             if not text:
                 continue
@@ -201,8 +220,8 @@ class EmpiricalThink(_Dist):
                 value = float(text)
             except ValueError:
                 raise ValueError(f"{path}:{lineno}: expected a number of seconds, got {text!r}") from None
-            if value < 0 or math.isnan(value):
-                raise ValueError(f"{path}:{lineno}: think times cannot be negative")
+            if value < 0 or not math.isfinite(value):
+                raise ValueError(f"{path}:{lineno}: expected a finite, non-negative number of seconds, got {text!r}")
             data.append(value)
         if not data:
             raise ValueError(f"{path}: no think times in the file")

@@ -1,0 +1,117 @@
+"""Input limits: the largest load, duration and file perflab accepts (docs/workloads.md, "Input limits").
+
+Every number a user gives perflab -- in a workload or study file, or on the command line -- is
+finite and within these bounds, so a typo (`rate: .inf`, `--rate 1e9`, a 400-digit duration)
+is one line of bad input (exit 2) instead of a driver that grows until the OOM killer stops it.
+The bounds are far above anything one machine can drive; a user who needs more sets the
+environment variable (read when a value is checked, not at import).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from perflab.errors import InputError
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str       # what is limited, in words
+    env: str | None  # the environment variable that overrides the default (None: fixed)
+    default: float
+    integer: bool = True
+
+    def value(self) -> float:
+        """The limit in force: the environment's override, else the default."""
+        text = os.environ.get(self.env) if self.env else None
+        if text is None or not text.strip():
+            return self.default
+        try:
+            value = int(text) if self.integer else float(text)
+        except ValueError:
+            raise InputError(f"expected a {'whole ' if self.integer else ''}number, got {text!r}",
+                             field=self.env) from None
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"expected a finite number above 0, got {text!r}", field=self.env)
+        return value
+
+
+MAX_USERS = Limit("simulated users", "PERFLAB_MAX_USERS", 100_000)
+MAX_RATE = Limit("arrivals per second", "PERFLAB_MAX_RATE", 100_000.0, integer=False)
+MAX_WORKERS = Limit("SUT worker processes", "PERFLAB_MAX_WORKERS", 1024)
+MAX_DURATION = Limit("seconds in a duration", "PERFLAB_MAX_DURATION", 7 * 24 * 3600.0, integer=False)
+MAX_FILE_BYTES = Limit("bytes in a workload or study file", "PERFLAB_MAX_FILE_BYTES", 10 * 1024 * 1024)
+#: Fixed: a study of more blocks than this would run for months.
+MAX_BLOCKS = Limit("blocks", None, 1000)
+#: YAML structure (fixed): nesting depth, and nodes after aliases are expanded.
+MAX_YAML_DEPTH = Limit("levels of YAML nesting", None, 50)
+MAX_YAML_NODES = Limit("YAML nodes (aliases expanded)", None, 1_000_000)
+#: The shortest monitor interval: sampling every process faster than this measures the sampler.
+MIN_MONITOR_INTERVAL = 0.01
+
+#: Every limit, for the documentation test.
+ALL = (MAX_USERS, MAX_RATE, MAX_WORKERS, MAX_DURATION, MAX_FILE_BYTES, MAX_BLOCKS, MAX_YAML_DEPTH, MAX_YAML_NODES)
+
+
+def _over(limit: Limit) -> str:
+    hint = f" (set {limit.env} to allow more)" if limit.env else ""
+    return f"at most {limit.value():,g} {limit.name}{hint}"
+
+
+def finite(value: float) -> float:
+    """`value` if it is a finite number; ValueError otherwise (inf, nan)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError("the number is too large") from None
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return value
+
+
+def check_users(value: int) -> int:
+    if value > MAX_USERS.value():
+        raise ValueError(_over(MAX_USERS))
+    return value
+
+
+def check_rate(value: float) -> float:
+    finite(value)
+    if value > MAX_RATE.value():
+        raise ValueError(_over(MAX_RATE))
+    return value
+
+
+def check_workers(value: int) -> int:
+    if value > MAX_WORKERS.value():
+        raise ValueError(_over(MAX_WORKERS))
+    return value
+
+
+def check_blocks(value: int) -> int:
+    if value > MAX_BLOCKS.value():
+        raise ValueError(_over(MAX_BLOCKS))
+    return value
+
+
+def check_duration(seconds: float) -> float:
+    finite(seconds)
+    if seconds > MAX_DURATION.value():
+        raise ValueError(_over(MAX_DURATION))
+    return seconds
+
+
+def check_option(check, value, option: str):
+    """A command-line override through the same check as the file's field: InputError naming
+    the option (exit 2). None (not given) passes."""
+    if value is None:
+        return None
+    try:
+        return check(value)
+    except ValueError as exc:
+        message = str(exc) if "got " in str(exc) else f"{exc} (got {value!r})"
+        raise InputError(message, field=option) from None
