@@ -11,7 +11,8 @@ import copy
 from typing import Any
 
 from perflab.study.model import Configuration, Study
-from perflab.workload.model import Workload, check_references
+from perflab.workload.checks import check_references
+from perflab.workload.model import Workload
 
 
 class ChangeError(ValueError):

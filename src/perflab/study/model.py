@@ -193,7 +193,7 @@ class Study(Strict):
 def check_study(study: Study, aa: bool = False) -> None:
     """Cross-field checks, located for file:line messages (LocatedError). `aa`: the study will run
     its base against itself (`--aa`), so one configuration is enough."""
-    from perflab.workload.model import LocatedError
+    from perflab.workload.checks import LocatedError
 
     names = [c.name for c in study.configurations]
     if len(set(names)) != len(names):

@@ -36,7 +36,8 @@ from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings
 from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
-from perflab.workload.model import LocatedError, Workload
+from perflab.workload.checks import LocatedError
+from perflab.workload.model import Workload
 
 #: The power an A/A study plans blocks for (the chance of EQUIVALENT when nothing changed).
 AA_POWER = 0.80

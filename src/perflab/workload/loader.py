@@ -28,13 +28,12 @@ from ruamel.yaml.reader import Reader
 from perflab.errors import InputError
 from perflab.tools import find_tool
 from perflab.workload import limits
+from perflab.workload.checks import LocatedError, check_references
 from perflab.workload.model import (
     CommandTarget,
-    LocatedError,
     PostgresTarget,
     PythonTarget,
     Workload,
-    check_references,
 )
 from perflab.workload.thinktime import EmpiricalThink
 
