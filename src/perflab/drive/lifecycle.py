@@ -158,6 +158,17 @@ class RunLifecycle:
         self.cgroup = cgroup
         self._cgroup_note = None
 
+    def add_sut_pid(self, pid: int) -> None:
+        """A SUT worker started during the run (in place of one killed past its deadline): into
+        the SUT's cgroup and its record. Never raises: the run goes on without it accounted."""
+        try:
+            if self.cgroup is not None:
+                self.cgroup.add_pid(pid)
+            if self.record.sut is not None:
+                self.record.sut.pids.append(pid)
+        except Exception:
+            pass
+
     def describe_sut(self, **fields: Any) -> None:
         """The SUT record: its processes, counters, components and cgroup."""
         self.record.sut = SutRecord(cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
