@@ -3,7 +3,8 @@
 Exit codes (perflab.errors, README "Exit codes"): 0 success; 1 a primary verdict is WORSE
 (compare, study --gate), a SUT failed (run), a derived row disagrees (derive --check); 2 bad
 input (file, line, field, what was expected -- never a traceback); 3 a primary verdict is
-INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare).
+INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare);
+130 a run interrupted (Ctrl-C, SIGTERM), stored and marked so.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import typer
 from rich.console import Console
 
 from perflab.capacity.command import capacity_app
-from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
+from perflab.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError,
+                            SutFailure)
 from perflab.monitor.agent_command import agent_command
 from perflab.report.safe_text import terminal as escape
 from perflab.serve.command import serve_command, write_show_html
@@ -93,7 +95,8 @@ def run(
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id.
 
-    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input."""
+    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input, 130 interrupted
+    (Ctrl-C, SIGTERM; the run is stored, marked interrupted)."""
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.reduce.reduce import reduce_run
@@ -117,8 +120,12 @@ def run(
                          drivers=drivers, driver_count=driver_count)
     st = Store(store)
     progress = None if quiet else RunProgress(err)
+    from perflab.drive.lifecycle import Terminated
+
     try:
         result = execute_run(request, st, progress)
+    except Terminated:  # SIGTERM before the run was opened: nothing stored
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         if progress:
             progress.close()
@@ -131,6 +138,8 @@ def run(
     err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {escape(result.reason)}" if result.reason else "")
               + ("" if result.valid else " [red](invalid run)[/red]"))
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
+    if result.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
     if result.status == "failed" or violated(checked):
         raise typer.Exit(EXIT_FAILED)
 

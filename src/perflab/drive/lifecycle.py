@@ -38,7 +38,7 @@ from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, 
                                  WindowRecord)
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import Store, new_run_id
-from perflab.sut.cgroup import SutCgroup
+from perflab.sut.cgroup import SutCgroup, remove_stale
 from perflab.sut.fingerprint import machine_fingerprint
 
 
@@ -69,6 +69,11 @@ class Ending:
     reason: str | None = None
 
 
+class Terminated(BaseException):
+    """SIGTERM outside the event loop (while the SUT is set up): ends the run as Ctrl-C does.
+    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
+
+
 @contextmanager
 def recording_ending(ending: Ending):
     """Record what ended a run in `ending`. A SUT failure and Ctrl-C end the run normally (it is
@@ -80,6 +85,8 @@ def recording_ending(ending: Ending):
         ending.status, ending.reason = "failed", str(exc)
     except KeyboardInterrupt:
         ending.status, ending.reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
+    except Terminated:
+        ending.status, ending.reason = "interrupted", "interrupted by SIGTERM"
     except Exception as exc:
         ending.status, ending.reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
@@ -102,6 +109,38 @@ class RunLifecycle:
         self.sampler: Sampler | None = None
         self.ending = Ending()
         self._affinity = os.sched_getaffinity(0)
+        self.closing = False  # the run is being stored: a SIGTERM waits (sigterm_ends_the_run)
+        self._on_term = None
+
+    # -- signals ------------------------------------------------------------------------------
+
+    @contextmanager
+    def sigterm_ends_the_run(self):
+        """From the run's opening to its storing, SIGTERM ends the run as Ctrl-C does (status
+        interrupted, the run stored) instead of killing perflab with the run left `running`.
+        While the event loop drives, its own handler interrupts the engine (`drive`); while the
+        run is being stored (`closing`), a SIGTERM waits until it is."""
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        self._pending_term = False
+
+        def on_term(signum, frame):
+            if self.closing:
+                self._pending_term = True
+                return
+            raise Terminated()
+
+        self._on_term = on_term
+        signal.signal(signal.SIGTERM, on_term)
+        try:
+            yield
+        finally:
+            self._on_term = None
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -144,8 +183,10 @@ class RunLifecycle:
 
     def make_cgroup(self, pids: list[int]) -> None:
         """Put the SUT in a cgroup of its own: exact CPU accounting (exited children included) and,
-        when asked, a memory limit. Without one, SUT CPU comes from the process tree (noted)."""
+        when asked, a memory limit. Without one, SUT CPU comes from the process tree (noted).
+        First the cgroups SIGKILLed runs left behind are removed (sut.cgroup.remove_stale)."""
         plan = self.plan
+        remove_stale(self.store.run_is_live)
         cgroup, reason = SutCgroup.try_create(self.record.run_id, cpus=plan.placement.sut_cpus,
                                               memory_limit_bytes=plan.memory_limit)
         if cgroup is None:
@@ -277,6 +318,8 @@ class RunLifecycle:
             finally:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
+                if self._on_term is not None:  # removing the loop's handler reset SIGTERM's
+                    signal.signal(signal.SIGTERM, self._on_term)
                 if watcher is not None:
                     watcher.cancel()
                 if after is not None:

@@ -72,6 +72,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             outcome = life.drive(engine, before=attach, after=detach)
             ending.status, ending.reason = outcome.status, outcome.reason
     finally:
+        life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
         if pool is not None:
             pool.close()

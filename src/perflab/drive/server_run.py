@@ -194,6 +194,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                     record.external = {"tool": driver_kind, **result.summary}
                     window = result.window
     finally:
+        life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
         if counts is not None:
             counts.close()  # the monitor, its only other reader, has stopped

@@ -219,6 +219,16 @@ class Store:
         path.mkdir(parents=True, exist_ok=False)
         return path
 
+    def run_is_live(self, run_id: str) -> bool | None:
+        """Whether a run of this store may still be running (its run.json says running and its
+        driver's pid is alive); None when this store has no such run."""
+        path = self.run_dir(run_id) / "run.json"
+        try:
+            record = parse_run_record(json.loads(path.read_text()), path)
+        except (OSError, ValueError, InputError):
+            return None
+        return record.status == "running" and pid_alive(record.pid)
+
     def resolve(self, ref: str) -> Path:
         """A run directory from a run id, a unique id prefix, 'last', or a path."""
         candidate = Path(ref)
