@@ -103,7 +103,7 @@ def run(
     from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
     from perflab.report.terminal import render_summary, render_thresholds
-    from perflab.store.catalog import Store
+    from perflab.store.catalog import CatalogError, Store
     from perflab.sut.placement import parse_cpus
     from perflab.workload.loader import load_workload
 
@@ -130,7 +130,10 @@ def run(
         if progress:
             progress.close()
     metrics = reduce_run(result.run_dir)
-    st.set_etr(result.run_id, metrics.values.get("etr_t"))
+    try:
+        st.set_etr(result.run_id, metrics.values.get("etr_t"))
+    except CatalogError as exc:  # e.g. the disk filled: the run is stored; `runs --rescan` indexes its ETR
+        err.print(f"[yellow]note:[/yellow] {escape(exc)}", highlight=False, soft_wrap=True)
     render_summary(metrics, err)
     checked = evaluate(w.thresholds, metrics.values)
     render_thresholds(checked, err)

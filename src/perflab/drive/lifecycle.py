@@ -32,12 +32,12 @@ from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
 from perflab.drive.plan import RunPlan
 from perflab.drive.remote_sut import account, redacted
-from perflab.errors import SutFailure
+from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
 from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
                                  WindowRecord)
 from perflab.store.atomic import write_atomic, write_json_atomic
-from perflab.store.catalog import Store, new_run_id
+from perflab.store.catalog import CatalogError, Store, new_run_id
 from perflab.sut.cgroup import SutCgroup, remove_stale
 from perflab.sut.fingerprint import machine_fingerprint
 
@@ -90,6 +90,12 @@ def recording_ending(ending: Ending):
     except Exception as exc:
         ending.status, ending.reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
+
+
+#: Space taken in every run directory while the run goes (`RunLifecycle._reserve`): enough for
+#: its final run.json and catalog row on a disk that has filled meanwhile.
+RESERVE_NAME = ".reserve"
+RESERVE_BYTES = 256 * 1024
 
 
 def now_iso() -> str:
@@ -145,10 +151,39 @@ class RunLifecycle:
     # -- the record ---------------------------------------------------------------------------
 
     def open(self) -> RunRecord:
-        """Create the run directory and its run.json (status `running`), and index it."""
+        """Create the run directory and its run.json (status `running`), and index it. A store
+        that cannot take the run (a full disk) is one clear error, and no run is left behind."""
         plan = self.plan
         run_id = new_run_id(plan.workload.name)
-        self.run_dir = self.store.create_run_dir(run_id)
+        try:
+            self.run_dir = self.store.create_run_dir(run_id)
+        except OSError as exc:
+            raise StorageError(f"cannot create the run's directory: {storage_reason(exc)}",
+                               file=self.store.run_dir(run_id)) from None
+        try:
+            self._reserve()
+            return self._open(plan, run_id)
+        except (OSError, CatalogError) as exc:
+            import shutil
+
+            shutil.rmtree(self.run_dir, ignore_errors=True)  # nothing stored claims to be running
+            if isinstance(exc, CatalogError):
+                raise
+            raise StorageError(f"cannot store the run: {storage_reason(exc)}", file=self.run_dir) from None
+
+    def _reserve(self) -> None:
+        """Space kept for the run's last record: a disk that fills during the run still lets it
+        be marked failed with the reason (the reserve is freed first, see `finish`)."""
+        fd = os.open(self.run_dir / RESERVE_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        finally:
+            os.close(fd)
+
+    def _release_reserve(self) -> None:
+        (self.run_dir / RESERVE_NAME).unlink(missing_ok=True)
+
+    def _open(self, plan: RunPlan, run_id: str) -> RunRecord:
         position = plan.position
         self.record = RunRecord(
             run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
@@ -336,13 +371,19 @@ class RunLifecycle:
         (the recorder's, or imported from an external driver's log); `window`: the measured span
         when an external driver decides it (pgbench's measured run)."""
         record, phases, ending = self.record, self.plan.phases, self.ending
+        self.closing = True
         if window is None and getattr(engine, "window", None) is not None:
             window = engine.window  # a job stream's window is the stream itself
-        if table is not None:
-            write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
-        if engine is not None and table is not None:
-            thinks = engine.recorder.thinks_table()
-            write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
+        try:
+            if table is not None:
+                write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+            if engine is not None and table is not None:
+                thinks = engine.recorder.thinks_table()
+                write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
+        except OSError as exc:  # a full disk: the run fails with the reason, its record is still written
+            table = None
+            ending.status, ending.reason = "failed", f"the run could not be stored: {storage_reason(exc)}"
+        self._release_reserve()
         end = phases.window_end
         if ending.status != "complete":
             # A run cut short measures only up to its last completed transaction.
@@ -381,7 +422,11 @@ class RunLifecycle:
             invalid.append(caveats.run_not_complete(ending.status, ending.reason))
         record.status, record.reason = ending.status, ending.reason
         record.valid, record.invalid, record.finished = not invalid, invalid, now_iso()
-        self.save()
+        try:
+            self.save()
+        except OSError as exc:
+            raise StorageError(f"cannot store the run's record (it stays marked running): {storage_reason(exc)}",
+                               file=self.run_dir / "run.json") from None
         self.store.index(record)
         return RunResult(record.run_id, self.run_dir, record.status, record.reason, bool(record.valid),
                          0 if table is None else table.num_rows, record)
