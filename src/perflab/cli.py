@@ -161,7 +161,12 @@ def runs(
 
     st = Store(store)
     if rescan:
-        err.print(f"indexed {st.rescan(rebuild=True)} runs")
+        from perflab.reduce.reduce import reduce_run
+
+        def etr_of(run_dir: Path) -> float | None:  # for runs a lost catalog had the ETR (T) of
+            return reduce_run(run_dir).values.get("etr_t")
+
+        err.print(f"indexed {st.rescan(rebuild=True, etr_of=etr_of)} runs")
     rows = st.rows(limit=limit)
     if as_json:
         out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status} for r in rows]))

@@ -18,7 +18,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, parse_run_record
@@ -175,11 +175,13 @@ class Store:
         except sqlite3.Error:
             return {}
 
-    def rescan(self, rebuild: bool = False) -> int:
+    def rescan(self, rebuild: bool = False, etr_of: Callable[[Path], float | None] | None = None) -> int:
         """Re-index every run directory that has a readable run.json.
 
         rebuild: build a complete new catalog in a temporary file and rename it over the old one
         (atomic); runs indexed meanwhile by a concurrent writer are carried over from the old one.
+        ETR (T) is kept from the old catalog; a finished run it has none for (the catalog was
+        lost) gets `etr_of(run_dir)` -- the reduction, which the store does not import.
         """
         records = []
         for run_json in sorted(self.runs_dir.glob("*/run.json")):
@@ -191,6 +193,15 @@ class Store:
             self._write(self.catalog_path, [self._row_of(r, None) for r in records])
             return len(records)
         etr = self._old_etr()
+        if etr_of is not None:
+            for r in records:
+                if r.run_id not in etr and r.status != "running":
+                    try:
+                        value = etr_of(self.run_dir(r.run_id))
+                    except Exception:  # a run that cannot be reduced keeps a blank ETR (T)
+                        value = None
+                    if value is not None and value == value:
+                        etr[r.run_id] = value
         tmp = self.home / f".catalog.{os.getpid()}.{secrets.token_hex(3)}.sqlite"
         try:
             self._write(tmp, [self._row_of(r, etr.get(r.run_id)) for r in records])
