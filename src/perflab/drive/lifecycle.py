@@ -36,6 +36,7 @@ from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
 from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
                                  WindowRecord)
+from perflab.store.active import ActiveRuns
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import CatalogError, Store, new_run_id
 from perflab.sut.cgroup import SutCgroup, remove_stale
@@ -116,6 +117,8 @@ class RunLifecycle:
         self.ending = Ending()
         self._affinity = os.sched_getaffinity(0)
         self.closing = False  # the run is being stored: a SIGTERM waits (sigterm_ends_the_run)
+        self.active = ActiveRuns(store.home)
+        self._concurrent: dict = {}
         self._on_term = None
 
     # -- signals ------------------------------------------------------------------------------
@@ -200,9 +203,14 @@ class RunLifecycle:
             fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
         self.save()
         self.store.index(self.record)
+        self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus())}
         if self.observer is not None:
             self.observer.started(run_id, self.run_dir)
         return self.record
+
+    def _cpus(self) -> list[int]:
+        placement = self.plan.placement
+        return sorted(set(placement.driver_cpus) | set(placement.sut_cpus))
 
     def _fingerprint(self) -> dict[str, Any]:
         info = machine_fingerprint()
@@ -420,6 +428,11 @@ class RunLifecycle:
             invalid.append(caveats.hung_transactions(engine.outcome.hung, engine.outcome.deadline_s))
         if ending.status != "complete":
             invalid.append(caveats.run_not_complete(ending.status, ending.reason))
+        for other in self.active.withdraw(record.run_id, self._cpus()):
+            self._concurrent.setdefault(other.run_id, other)
+        if self._concurrent:
+            shared = sorted(set().union(*(o.cpus for o in self._concurrent.values())) & set(self._cpus()))
+            invalid.append(caveats.concurrent_run(sorted(self._concurrent), shared))
         record.status, record.reason = ending.status, ending.reason
         record.valid, record.invalid, record.finished = not invalid, invalid, now_iso()
         try:
