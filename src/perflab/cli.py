@@ -167,6 +167,8 @@ def runs(
             return reduce_run(run_dir).values.get("etr_t")
 
         err.print(f"indexed {st.rescan(rebuild=True, etr_of=etr_of)} runs")
+    else:
+        st.reconcile()  # runs whose driver was killed between run.json and the catalog
     rows = st.rows(limit=limit)
     if as_json:
         out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status} for r in rows]))

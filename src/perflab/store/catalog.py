@@ -162,6 +162,31 @@ class Store:
         finally:
             conn.close()
 
+    def reconcile(self) -> int:
+        """Index what run.json files say and the catalog does not: a driver killed between writing
+        a run.json and its catalog row leaves a run unlisted (at its opening) or listed as
+        running (at its end). Cheap: one directory listing, and run.json read only for those
+        runs. Returns the number of rows written; a catalog that cannot be written is left as is
+        (listing it still works)."""
+        known = {r.run_id: r for r in self.rows()}
+        fixes = []
+        for run_json in self.runs_dir.glob("*/run.json"):
+            row = known.get(run_json.parent.name)
+            if row is not None and not (row.status == "running" and row.shown_status == "abandoned"):
+                continue
+            try:
+                record = parse_run_record(json.loads(run_json.read_text()), run_json)
+            except (OSError, ValueError, InputError):
+                continue
+            if row is None or record.status != row.status:
+                fixes.append(self._row_of(record, None))
+        if fixes:
+            try:
+                self._write(self.catalog_path, fixes)
+            except CatalogError:
+                return 0
+        return len(fixes)
+
     def _old_etr(self) -> dict[str, float]:
         """ETR (T) values the current catalog holds (they are kept across a rescan)."""
         if not self.catalog_path.exists():
