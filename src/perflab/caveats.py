@@ -111,7 +111,8 @@ def driver_saturated(util_pct: float | None, tool: str | None = None) -> Caveat:
 def hung_transactions(count: int, deadline_s: float | None) -> Caveat:
     limit = "" if deadline_s is None else f" (deadline {deadline_s:g} s)"
     return Caveat(code=Code.HUNG_TRANSACTIONS,
-                  text=f"{count} transaction(s) did not finish in time{limit}: their worker was killed; run invalid",
+                  text=f"{count} transaction(s) did not finish in time{limit}: what ran them (their SUT worker, or the "
+                       f"command's process group) was killed; run invalid",
                   values={"count": count, "deadline_s": deadline_s})
 
 

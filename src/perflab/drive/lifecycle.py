@@ -117,6 +117,8 @@ class RunLifecycle:
         self.ending = Ending()
         self._affinity = os.sched_getaffinity(0)
         self.closing = False  # the run is being stored: a SIGTERM waits (sigterm_ends_the_run)
+        self._opening = False  # ... or opened
+        self._pending_term = False
         self.active = ActiveRuns(store.home)
         self._concurrent: dict = {}
         self._on_term = None
@@ -128,17 +130,17 @@ class RunLifecycle:
         """From the run's opening to its storing, SIGTERM ends the run as Ctrl-C does (status
         interrupted, the run stored) instead of killing perflab with the run left `running`.
         While the event loop drives, its own handler interrupts the engine (`drive`); while the
-        run is being stored (`closing`), a SIGTERM waits until it is."""
+        run is being stored (`closing`) or opened (run.json and its catalog row written), a
+        SIGTERM waits: until the run is stored, or until `raise_if_terminated` ends it."""
         import threading
 
         if threading.current_thread() is not threading.main_thread():
             yield
             return
         previous = signal.getsignal(signal.SIGTERM)
-        self._pending_term = False
 
         def on_term(signum, frame):
-            if self.closing:
+            if self.closing or self._opening:
                 self._pending_term = True
                 return
             raise Terminated()
@@ -150,6 +152,13 @@ class RunLifecycle:
         finally:
             self._on_term = None
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    def raise_if_terminated(self) -> None:
+        """End the run now (as interrupted) if a SIGTERM came while it was being opened."""
+        self._opening = False
+        if self._pending_term and not self.closing:
+            self._pending_term = False
+            raise Terminated()
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -163,16 +172,23 @@ class RunLifecycle:
         except OSError as exc:
             raise StorageError(f"cannot create the run's directory: {storage_reason(exc)}",
                                file=self.store.run_dir(run_id)) from None
+        # From here until the run path takes over (raise_if_terminated), a SIGTERM waits: run.json
+        # and its catalog row are written whole, then the run ends interrupted.
+        self._opening = True
         try:
             self._reserve()
             return self._open(plan, run_id)
         except (OSError, CatalogError) as exc:
+            self._opening = False
             import shutil
 
             shutil.rmtree(self.run_dir, ignore_errors=True)  # nothing stored claims to be running
             if isinstance(exc, CatalogError):
                 raise
             raise StorageError(f"cannot store the run: {storage_reason(exc)}", file=self.run_dir) from None
+        except BaseException:
+            self._opening = False
+            raise
 
     def _reserve(self) -> None:
         """Space kept for the run's last record: a disk that fills during the run still lets it

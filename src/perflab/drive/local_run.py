@@ -28,6 +28,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
     recorder = pool = engine = counters = None
     try:
         with recording_ending(life.ending) as ending:
+            life.raise_if_terminated()  # a SIGTERM while the run was opened
             releases = ensure_all(requirements_of(workload.target))
             paths = [str(r.path) for r in releases]
             if releases:

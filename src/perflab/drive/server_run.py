@@ -130,6 +130,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
     server = recorder = engine = table = window = counts = None
     try:
         with recording_ending(life.ending) as ending:
+            life.raise_if_terminated()  # a SIGTERM while the run was opened
             if manages_sut(plan):
                 life.make_cgroup([])  # the server is started inside it
             server = start_sut(plan, life)

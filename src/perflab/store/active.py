@@ -6,8 +6,10 @@ live run on any of its CPUs -- when it opens or when it ends -- is invalid with 
 the other (caveats.concurrent_run), and it leaves the other a note
 (`<other id>.<own id>.overlap`), so the run that started first learns of the second too, even
 when the second ended first. A registration whose driver is gone (a SIGKILLed run) is ignored
-and removed. Files are written whole (write_json_atomic); none of this ever fails a run -- a
-store that cannot take the files (a full disk) only loses the check.
+and removed. Files are written whole (a temporary file renamed into place) but not fsynced:
+they only matter while their driver lives, and a run's start-up should not wait on the disk.
+None of this ever fails a run -- a store that cannot take the files (a full disk) only loses
+the check.
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import pid_alive
 
 ACTIVE_DIR = "active"
+
+
+def _write(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,7 @@ class ActiveRuns:
         mine = frozenset(int(c) for c in cpus)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(self.dir / f"{run_id}.json", {"run_id": run_id, "pid": os.getpid(),
-                                                            "cpus": sorted(mine)})
+            _write(self.dir / f"{run_id}.json", {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine)})
         except OSError:
             return []
         return self._overlapping(run_id, mine)
@@ -73,8 +82,8 @@ class ActiveRuns:
         others = [r for r in self.live(exclude=run_id) if r.cpus & mine]
         for other in others:
             try:
-                write_json_atomic(self.dir / f"{other.run_id}.{run_id}.overlap",
-                                  {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine)})
+                _write(self.dir / f"{other.run_id}.{run_id}.overlap",
+                       {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine)})
             except OSError:
                 pass
         return others
