@@ -118,7 +118,7 @@ class RunLifecycle:
         self._affinity = os.sched_getaffinity(0)
         self.closing = False  # the run is being stored: a SIGTERM waits (sigterm_ends_the_run)
         self._opening = False  # ... or opened
-        self._pending_term = False
+        self._pending_term: int = 0  # a signal that came while the run was opened or stored
         self.active = ActiveRuns(store.home)
         self._concurrent: dict = {}
         self._on_term = None
@@ -129,36 +129,38 @@ class RunLifecycle:
     def sigterm_ends_the_run(self):
         """From the run's opening to its storing, SIGTERM ends the run as Ctrl-C does (status
         interrupted, the run stored) instead of killing perflab with the run left `running`.
-        While the event loop drives, its own handler interrupts the engine (`drive`); while the
-        run is being stored (`closing`) or opened (run.json and its catalog row written), a
-        SIGTERM waits: until the run is stored, or until `raise_if_terminated` ends it."""
+        While the event loop drives, its own handlers interrupt the engine (`drive`); while the
+        run is being opened (run.json and its catalog row written) or stored (`closing`), SIGTERM
+        and Ctrl-C wait: until the run is stored, or until `raise_if_terminated` ends it."""
         import threading
 
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = signal.getsignal(signal.SIGTERM)
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
 
-        def on_term(signum, frame):
+        def on_signal(signum, frame):
             if self.closing or self._opening:
-                self._pending_term = True
+                self._pending_term = self._pending_term or signum
                 return
-            raise Terminated()
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
-        self._on_term = on_term
-        signal.signal(signal.SIGTERM, on_term)
+        self._on_term = on_signal
+        for sig in previous:
+            signal.signal(sig, on_signal)
         try:
             yield
         finally:
             self._on_term = None
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
     def raise_if_terminated(self) -> None:
-        """End the run now (as interrupted) if a SIGTERM came while it was being opened."""
+        """End the run now (as interrupted) if a SIGTERM or Ctrl-C came while it was being opened."""
         self._opening = False
         if self._pending_term and not self.closing:
-            self._pending_term = False
-            raise Terminated()
+            signum, self._pending_term = self._pending_term, False
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -377,8 +379,9 @@ class RunLifecycle:
             finally:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
-                if self._on_term is not None:  # removing the loop's handler reset SIGTERM's
-                    signal.signal(signal.SIGTERM, self._on_term)
+                if self._on_term is not None:  # removing the loop's handlers reset SIGTERM's and SIGINT's
+                    for sig in (signal.SIGINT, signal.SIGTERM):
+                        signal.signal(sig, self._on_term)
                 if watcher is not None:
                     watcher.cancel()
                 if after is not None:
