@@ -48,6 +48,7 @@ class Code(StrEnum):
     RUN_NOT_COMPLETE = "run_not_complete"
     DRIVER_SATURATED = "driver_saturated"
     HUNG_TRANSACTIONS = "hung_transactions"
+    CONCURRENT_RUN = "concurrent_run"      # another perflab run used some of this run's CPUs meanwhile
     ERROR_RATE = "error_rate"
     NO_TRANSACTIONS = "no_transactions"
     NOT_STEADY = "not_steady"
@@ -110,8 +111,16 @@ def driver_saturated(util_pct: float | None, tool: str | None = None) -> Caveat:
 def hung_transactions(count: int, deadline_s: float | None) -> Caveat:
     limit = "" if deadline_s is None else f" (deadline {deadline_s:g} s)"
     return Caveat(code=Code.HUNG_TRANSACTIONS,
-                  text=f"{count} transaction(s) did not finish in time{limit}: their worker was killed; run invalid",
+                  text=f"{count} transaction(s) did not finish in time{limit}: what ran them (their SUT worker, or the "
+                       f"command's process group) was killed; run invalid",
                   values={"count": count, "deadline_s": deadline_s})
+
+
+def concurrent_run(run_ids: list[str], cpus: list[int]) -> Caveat:
+    return Caveat(code=Code.CONCURRENT_RUN,
+                  text=f"another perflab run ({', '.join(run_ids)}) used CPU(s) {','.join(map(str, cpus))} of this "
+                       f"run while it ran: run invalid (each measured the other's load)",
+                  values={"run_ids": run_ids, "cpus": cpus})
 
 
 def error_rate(rate: float, limit: float) -> Caveat:

@@ -3,7 +3,8 @@
 Exit codes (perflab.errors, README "Exit codes"): 0 success; 1 a primary verdict is WORSE
 (compare, study --gate), a SUT failed (run), a derived row disagrees (derive --check); 2 bad
 input (file, line, field, what was expected -- never a traceback); 3 a primary verdict is
-INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare).
+INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare);
+130 a run interrupted (Ctrl-C, SIGTERM), stored and marked so.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Optional
 import typer
 
 from perflab.capacity.command import capacity_app
-from perflab.errors import EXIT_FAILED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError, SutFailure
+from perflab.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError,
+                            SutFailure)
 from perflab.monitor.agent_command import agent_command
 from perflab.safe_text import console, terminal as escape
 from perflab.serve.command import serve_command, write_show_html
@@ -114,14 +116,15 @@ def run(
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id.
 
-    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input."""
+    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input, 130 interrupted
+    (Ctrl-C, SIGTERM; the run is stored, marked interrupted)."""
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.reduce.reduce import reduce_run
     from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
     from perflab.report.terminal import render_summary, render_thresholds
-    from perflab.store.catalog import Store
+    from perflab.store.catalog import CatalogError, Store
     from perflab.sut.placement import parse_cpus
     from perflab.workload.loader import load_workload
 
@@ -138,13 +141,20 @@ def run(
                          drivers=drivers, driver_count=driver_count)
     st = Store(store)
     progress = None if quiet else RunProgress(err)
+    from perflab.drive.lifecycle import Terminated
+
     try:
         result = execute_run(request, st, progress)
+    except Terminated:  # SIGTERM before the run was opened: nothing stored
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         if progress:
             progress.close()
     metrics = reduce_run(result.run_dir)
-    st.set_etr(result.run_id, metrics.values.get("etr_t"))
+    try:
+        st.set_etr(result.run_id, metrics.values.get("etr_t"))
+    except CatalogError as exc:  # e.g. the disk filled: the run is stored; `runs --rescan` indexes its ETR
+        err.print(f"[yellow]note:[/yellow] {escape(exc)}", highlight=False, soft_wrap=True)
     render_summary(metrics, err)
     checked = evaluate(w.thresholds, metrics.values)
     render_thresholds(checked, err)
@@ -152,6 +162,8 @@ def run(
     err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {escape(result.reason)}" if result.reason else "")
               + ("" if result.valid else " [red](invalid run)[/red]"))
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
+    if result.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
     if result.status == "failed" or violated(checked):
         raise typer.Exit(EXIT_FAILED)
 
@@ -170,7 +182,14 @@ def runs(
 
     st = Store(store)
     if rescan:
-        err.print(f"indexed {st.rescan(rebuild=True)} runs")
+        from perflab.reduce.reduce import reduce_run
+
+        def etr_of(run_dir: Path) -> float | None:  # for runs a lost catalog had the ETR (T) of
+            return reduce_run(run_dir).values.get("etr_t")
+
+        err.print(f"indexed {st.rescan(rebuild=True, etr_of=etr_of)} runs")
+    else:
+        st.reconcile()  # runs whose driver was killed between run.json and the catalog
     rows = st.rows(limit=limit)
     if as_json:
         out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status} for r in rows]))

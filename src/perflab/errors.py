@@ -16,6 +16,7 @@ EXIT_FAILED = 1           # compare/study --gate: a primary verdict is WORSE; ru
 EXIT_USAGE = 2            # bad input: one line naming the file, line and field
 EXIT_INCONCLUSIVE = 3     # compare/study --gate: no primary verdict WORSE, but one INCONCLUSIVE (more blocks needed)
 EXIT_NO_COMPARISON = 4    # study/compare: a primary metric has no valid pair of runs (every pair excluded)
+EXIT_INTERRUPTED = 130    # run: interrupted (Ctrl-C or SIGTERM); the run is stored, marked interrupted
 
 
 @dataclass
@@ -43,3 +44,27 @@ class SutFailure(Exception):
 
     The run that saw it is kept and marked failed with this reason.
     """
+
+
+class StorageError(InputError):
+    """The store could not be written (the disk is full, an I/O error).
+
+    Reported like bad input, in one line naming the file and the system's reason; what was
+    stored before is intact, and a run that was being stored is marked failed where it could be.
+    """
+
+
+def storage_reason(exc: BaseException) -> str:
+    """The system's reason for a failed write, in one line: sqlite3 and pyarrow word ENOSPC
+    their own ways ("database or disk is full", "Error writing bytes... [errno 28]")."""
+    import errno
+    import os
+
+    code = getattr(exc, "errno", None)
+    text = str(exc)
+    if code == errno.ENOSPC or "errno 28" in text.lower() or "disk is full" in text:
+        return os.strerror(errno.ENOSPC)
+    if isinstance(code, int) and code > 0:
+        return os.strerror(code)
+    return text.splitlines()[0] if text else type(exc).__name__
+

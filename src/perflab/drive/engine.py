@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterator, Protocol
 
+from perflab.drive.deadline import deadlines_of
 from perflab.drive.params import ParamMaker
 from perflab.drive.recorder import Recorder
 from perflab.errors import SutFailure
@@ -179,6 +180,7 @@ class Engine:
         choosable = [(s, m.weight) for s, m in zip(self.scripts, w.scripts) if m.name != w.init_script and m.weight > 0]
         self.mix = [s for s, _ in choosable]
         self.mix_cumulative = list(itertools.accumulate(wt for _, wt in choosable))
+        self.deadlines = deadlines_of(w)
 
     # --- the run ------------------------------------------------------------------------
 
@@ -310,10 +312,19 @@ class Engine:
         finally:
             self.in_flight -= 1
         end = time.monotonic()
+        if reply.hung:
+            self._hung(step.tx_index)
         self.recorder.add(uid, script.index, step.tx_index, step.klass, intended, actual, reply.first, end,
                           reply.ok, reply.error, think, reply.cpu, reply.cpu_user, reply.cpu_sys, reply.worker,
                           reply.instructions, reply.harness_cpu)
         return end
+
+    def _hung(self, tx_index: int) -> None:
+        """A transaction past its deadline (its worker or command was killed): the run is invalid."""
+        deadline = self.deadlines[tx_index]
+        outcome = self.outcome
+        outcome.hung += 1
+        outcome.deadline_s = deadline if outcome.deadline_s is None else max(outcome.deadline_s, deadline)
 
     async def _run_script(self, uid: int, script: _Script, rng: UserRandom, prng: UserRandom,
                           prev_end: float, first_intended: float | None = None,

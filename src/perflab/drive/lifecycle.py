@@ -32,13 +32,14 @@ from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
 from perflab.drive.plan import RunPlan
 from perflab.drive.remote_sut import account, redacted
-from perflab.errors import SutFailure
+from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
 from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
                                  WindowRecord)
+from perflab.store.active import ActiveRuns
 from perflab.store.atomic import write_atomic, write_json_atomic
-from perflab.store.catalog import Store, new_run_id
-from perflab.sut.cgroup import SutCgroup
+from perflab.store.catalog import CatalogError, Store, new_run_id
+from perflab.sut.cgroup import SutCgroup, remove_stale
 from perflab.sut.fingerprint import machine_fingerprint
 
 
@@ -69,6 +70,11 @@ class Ending:
     reason: str | None = None
 
 
+class Terminated(BaseException):
+    """SIGTERM outside the event loop (while the SUT is set up): ends the run as Ctrl-C does.
+    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
+
+
 @contextmanager
 def recording_ending(ending: Ending):
     """Record what ended a run in `ending`. A SUT failure and Ctrl-C end the run normally (it is
@@ -80,9 +86,17 @@ def recording_ending(ending: Ending):
         ending.status, ending.reason = "failed", str(exc)
     except KeyboardInterrupt:
         ending.status, ending.reason = "interrupted", "interrupted by SIGINT (Ctrl-C)"
+    except Terminated:
+        ending.status, ending.reason = "interrupted", "interrupted by SIGTERM"
     except Exception as exc:
         ending.status, ending.reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
+
+
+#: Space taken in every run directory while the run goes (`RunLifecycle._reserve`): enough for
+#: its final run.json and catalog row on a disk that has filled meanwhile.
+RESERVE_NAME = ".reserve"
+RESERVE_BYTES = 256 * 1024
 
 
 def now_iso() -> str:
@@ -102,14 +116,95 @@ class RunLifecycle:
         self.sampler: Sampler | None = None
         self.ending = Ending()
         self._affinity = os.sched_getaffinity(0)
+        self.closing = False  # the run is being stored: a SIGTERM waits (sigterm_ends_the_run)
+        self._opening = False  # ... or opened
+        self._pending_term: int = 0  # a signal that came while the run was opened or stored
+        self.active = ActiveRuns(store.home)
+        self._concurrent: dict = {}
+        self._on_term = None
+
+    # -- signals ------------------------------------------------------------------------------
+
+    @contextmanager
+    def sigterm_ends_the_run(self):
+        """From the run's opening to its storing, SIGTERM ends the run as Ctrl-C does (status
+        interrupted, the run stored) instead of killing perflab with the run left `running`.
+        While the event loop drives, its own handlers interrupt the engine (`drive`); while the
+        run is being opened (run.json and its catalog row written) or stored (`closing`), SIGTERM
+        and Ctrl-C wait: until the run is stored, or until `raise_if_terminated` ends it."""
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def on_signal(signum, frame):
+            if self.closing or self._opening:
+                self._pending_term = self._pending_term or signum
+                return
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+        self._on_term = on_signal
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        try:
+            yield
+        finally:
+            self._on_term = None
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    def raise_if_terminated(self) -> None:
+        """End the run now (as interrupted) if a SIGTERM or Ctrl-C came while it was being opened."""
+        self._opening = False
+        if self._pending_term and not self.closing:
+            signum, self._pending_term = self._pending_term, False
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     # -- the record ---------------------------------------------------------------------------
 
     def open(self) -> RunRecord:
-        """Create the run directory and its run.json (status `running`), and index it."""
+        """Create the run directory and its run.json (status `running`), and index it. A store
+        that cannot take the run (a full disk) is one clear error, and no run is left behind."""
         plan = self.plan
         run_id = new_run_id(plan.workload.name)
-        self.run_dir = self.store.create_run_dir(run_id)
+        try:
+            self.run_dir = self.store.create_run_dir(run_id)
+        except OSError as exc:
+            raise StorageError(f"cannot create the run's directory: {storage_reason(exc)}",
+                               file=self.store.run_dir(run_id)) from None
+        # From here until the run path takes over (raise_if_terminated), a SIGTERM waits: run.json
+        # and its catalog row are written whole, then the run ends interrupted.
+        self._opening = True
+        try:
+            self._reserve()
+            return self._open(plan, run_id)
+        except (OSError, CatalogError) as exc:
+            self._opening = False
+            import shutil
+
+            shutil.rmtree(self.run_dir, ignore_errors=True)  # nothing stored claims to be running
+            if isinstance(exc, CatalogError):
+                raise
+            raise StorageError(f"cannot store the run: {storage_reason(exc)}", file=self.run_dir) from None
+        except BaseException:
+            self._opening = False
+            raise
+
+    def _reserve(self) -> None:
+        """Space kept for the run's last record: a disk that fills during the run still lets it
+        be marked failed with the reason (the reserve is freed first, see `finish`)."""
+        fd = os.open(self.run_dir / RESERVE_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        finally:
+            os.close(fd)
+
+    def _release_reserve(self) -> None:
+        (self.run_dir / RESERVE_NAME).unlink(missing_ok=True)
+
+    def _open(self, plan: RunPlan, run_id: str) -> RunRecord:
         position = plan.position
         self.record = RunRecord(
             run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
@@ -126,9 +221,14 @@ class RunLifecycle:
             fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
         self.save()
         self.store.index(self.record)
+        self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus())}
         if self.observer is not None:
             self.observer.started(run_id, self.run_dir)
         return self.record
+
+    def _cpus(self) -> list[int]:
+        placement = self.plan.placement
+        return sorted(set(placement.driver_cpus) | set(placement.sut_cpus))
 
     def _fingerprint(self) -> dict[str, Any]:
         info = machine_fingerprint()
@@ -144,8 +244,10 @@ class RunLifecycle:
 
     def make_cgroup(self, pids: list[int]) -> None:
         """Put the SUT in a cgroup of its own: exact CPU accounting (exited children included) and,
-        when asked, a memory limit. Without one, SUT CPU comes from the process tree (noted)."""
+        when asked, a memory limit. Without one, SUT CPU comes from the process tree (noted).
+        First the cgroups SIGKILLed runs left behind are removed (sut.cgroup.remove_stale)."""
         plan = self.plan
+        remove_stale(self.store.run_is_live)
         cgroup, reason = SutCgroup.try_create(self.record.run_id, cpus=plan.placement.sut_cpus,
                                               memory_limit_bytes=plan.memory_limit)
         if cgroup is None:
@@ -157,6 +259,17 @@ class RunLifecycle:
             cgroup.add_pid(pid)
         self.cgroup = cgroup
         self._cgroup_note = None
+
+    def add_sut_pid(self, pid: int) -> None:
+        """A SUT worker started during the run (in place of one killed past its deadline): into
+        the SUT's cgroup and its record. Never raises: the run goes on without it accounted."""
+        try:
+            if self.cgroup is not None:
+                self.cgroup.add_pid(pid)
+            if self.record.sut is not None:
+                self.record.sut.pids.append(pid)
+        except Exception:
+            pass
 
     def describe_sut(self, **fields: Any) -> None:
         """The SUT record: its processes, counters, components and cgroup."""
@@ -266,6 +379,9 @@ class RunLifecycle:
             finally:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
+                if self._on_term is not None:  # removing the loop's handlers reset SIGTERM's and SIGINT's
+                    for sig in (signal.SIGINT, signal.SIGTERM):
+                        signal.signal(sig, self._on_term)
                 if watcher is not None:
                     watcher.cancel()
                 if after is not None:
@@ -282,13 +398,19 @@ class RunLifecycle:
         (the recorder's, or imported from an external driver's log); `window`: the measured span
         when an external driver decides it (pgbench's measured run)."""
         record, phases, ending = self.record, self.plan.phases, self.ending
+        self.closing = True
         if window is None and getattr(engine, "window", None) is not None:
             window = engine.window  # a job stream's window is the stream itself
-        if table is not None:
-            write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
-        if engine is not None and table is not None:
-            thinks = engine.recorder.thinks_table()
-            write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
+        try:
+            if table is not None:
+                write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+            if engine is not None and table is not None:
+                thinks = engine.recorder.thinks_table()
+                write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
+        except OSError as exc:  # a full disk: the run fails with the reason, its record is still written
+            table = None
+            ending.status, ending.reason = "failed", f"the run could not be stored: {storage_reason(exc)}"
+        self._release_reserve()
         end = phases.window_end
         if ending.status != "complete":
             # A run cut short measures only up to its last completed transaction.
@@ -325,9 +447,18 @@ class RunLifecycle:
             invalid.append(caveats.hung_transactions(engine.outcome.hung, engine.outcome.deadline_s))
         if ending.status != "complete":
             invalid.append(caveats.run_not_complete(ending.status, ending.reason))
+        for other in self.active.withdraw(record.run_id, self._cpus()):
+            self._concurrent.setdefault(other.run_id, other)
+        if self._concurrent:
+            shared = sorted(set().union(*(o.cpus for o in self._concurrent.values())) & set(self._cpus()))
+            invalid.append(caveats.concurrent_run(sorted(self._concurrent), shared))
         record.status, record.reason = ending.status, ending.reason
         record.valid, record.invalid, record.finished = not invalid, invalid, now_iso()
-        self.save()
+        try:
+            self.save()
+        except OSError as exc:
+            raise StorageError(f"cannot store the run's record (it stays marked running): {storage_reason(exc)}",
+                               file=self.run_dir / "run.json") from None
         self.store.index(record)
         return RunResult(record.run_id, self.run_dir, record.status, record.reason, bool(record.valid),
                          0 if table is None else table.num_rows, record)

@@ -8,9 +8,11 @@ the run.
 
 from __future__ import annotations
 
+import os
 import time
 
 from perflab.drive.adapters.base import adapter_class, prepare_sut
+from perflab.drive.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
 from perflab.drive.recorder import Recorder
@@ -26,6 +28,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
     recorder = pool = engine = counters = None
     try:
         with recording_ending(life.ending) as ending:
+            life.raise_if_terminated()  # a SIGTERM while the run was opened
             releases = ensure_all(requirements_of(workload.target))
             paths = [str(r.path) for r in releases]
             if releases:
@@ -40,10 +43,14 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             if counter_names:
                 counters = SharedCounters(list(counter_names), plan.workers)
             specs = [WorkerSpec(workload.model_dump(mode="json", by_alias=True), str(plan.workload_dir),
-                                str(life.run_dir), i, plan.placement.sut_cpus, counters, paths)
+                                str(life.run_dir), i, plan.placement.sut_cpus, counters, paths, os.getpid())
                      for i in range(plan.workers)]
             depth = workload.placement.depth
-            pool = WorkerPool(specs) if depth is None else WorkerPool(specs, depth=depth)
+            # A command's deadline is enforced in its worker (the command's process group is
+            # killed there); the pool kills a worker that stops answering, and any other hung one.
+            grace = WORKER_ENFORCED_GRACE_S if workload.target.kind == "command" else 0.0
+            pool = WorkerPool(specs, **({} if depth is None else {"depth": depth}), deadlines=deadlines_of(workload),
+                              grace=grace, on_worker=life.add_sut_pid)
             life.make_cgroup(pool.pids)
             life.describe_sut(pids=pool.pids, counters=list(counter_names), tx_counter=tx_counter)
             t0 = time.monotonic()
@@ -66,6 +73,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             outcome = life.drive(engine, before=attach, after=detach)
             ending.status, ending.reason = outcome.status, outcome.reason
     finally:
+        life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
         if pool is not None:
             pool.close()

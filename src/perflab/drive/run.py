@@ -28,12 +28,13 @@ def execute_run(request: RunRequest | RunPlan, store: Store, observer: RunObserv
 
         cluster = DriverCluster.connect(plan)  # placed before any run is stored
     life = RunLifecycle(plan, store, observer)
-    try:
-        life.open()
-    except BaseException:
-        if cluster is not None:
-            cluster.close()
-        raise
-    if plan.workload.target.kind in NETWORK_KINDS:
-        return execute_server_run(life, host, cluster)
-    return execute_local_run(life)
+    with life.sigterm_ends_the_run():  # SIGTERM during set-up: the run is stored, interrupted
+        try:
+            life.open()
+        except BaseException:
+            if cluster is not None:
+                cluster.close()
+            raise
+        if plan.workload.target.kind in NETWORK_KINDS:
+            return execute_server_run(life, host, cluster)
+        return execute_local_run(life)

@@ -130,6 +130,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
     server = recorder = engine = table = window = counts = None
     try:
         with recording_ending(life.ending) as ending:
+            life.raise_if_terminated()  # a SIGTERM while the run was opened
             if manages_sut(plan):
                 life.make_cgroup([])  # the server is started inside it
             server = start_sut(plan, life)
@@ -194,6 +195,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                     record.external = {"tool": driver_kind, **result.summary}
                     window = result.window
     finally:
+        life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
         if counts is not None:
             counts.close()  # the monitor, its only other reader, has stopped

@@ -27,7 +27,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from perflab.errors import SutFailure
 
@@ -97,6 +97,7 @@ class WorkerSpec:
     cpus: list[int] | None = None
     counters: Any = None  # SharedCounters (pickles as its handle), or None
     paths: list[str] | None = None  # releases under test, first on the import path (perflab.sut.releases)
+    parent: int | None = None  # the driver's pid (the worker exits if it is gone)
 
 
 @dataclass(slots=True)
@@ -111,12 +112,17 @@ class Reply:
     counters: tuple = ()
     instructions: float = float("nan")
     harness_cpu: float = float("nan")  # the worker's own CPU for it, outside the SUT's call
+    hung: bool = False  # past its deadline: what ran it was killed (perflab.drive.deadline)
 
 
 def worker_main(conn, spec: WorkerSpec) -> None:
     """Entry point of a SUT worker process."""
     # Ctrl-C goes to the whole process group; the driver decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A process group of its own: a hung worker is killed with whatever it started (os.killpg),
+    # and it dies with the driver, however the driver ends (SIGKILL included).
+    os.setsid()
+    _die_with_parent(spec.parent)
     os.environ["PERFLAB_RUN_DIR"] = spec.run_dir
     if spec.cpus:
         os.sched_setaffinity(0, spec.cpus)
@@ -136,9 +142,35 @@ def worker_main(conn, spec: WorkerSpec) -> None:
     except BaseException as exc:  # report why the SUT could not start, then exit
         conn.send_bytes(marshal.dumps(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         return
+    abort = getattr(adapter, "abort", None)
+    if abort is not None:
+        # SIGTERM (the pool closing, the driver gone): stop what the adapter runs (a command's
+        # process group, which has a session of its own), then exit.
+        def on_term(signum, frame):
+            abort()
+            os._exit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_term)
     conn.send_bytes(marshal.dumps(("ready", os.getpid())))
     _serve(conn.fileno(), adapter, writer)
     adapter.close()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """SIGTERM this worker when the driver dies (Linux prctl PR_SET_PDEATHSIG): a worker stuck in
+    a hung call never reads the pipe's end of file, and must not outlive a killed driver."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:  # the driver died before the prctl
+        os._exit(1)
 
 
 def _serve(fd: int, adapter, writer) -> None:
@@ -185,11 +217,13 @@ def _executor(adapter, writer):
     def execute(message: bytes) -> bytes:
         tx_index, params = marshal.loads(message)
         before = thread_time()
+        hung = False
         try:
             first = adapter.execute(tx_index, params)
             ok, error = True, None
         except Exception as exc:  # a failed transaction is a result, not a crash
             first, ok, error = None, False, f"{type(exc).__name__}: {exc}"[:500]
+            hung = getattr(exc, "hung", False)  # the adapter killed it at its deadline
         after = thread_time()
         cpu = after - before
         harness = before - mark[0]
@@ -208,22 +242,41 @@ def _executor(adapter, writer):
             for name, value in zip(counter_names, values):
                 writer.set(name, value)
         mark[0] = after
-        return marshal.dumps((ok, error, first, cpu, user, system, values, instructions, harness))
+        return marshal.dumps((ok, error, first, cpu, user, system, values, instructions, harness, hung))
 
     return execute
 
 
 class _Worker:
-    __slots__ = ("index", "process", "conn", "fd", "pending", "pid", "counters", "frames", "outbox")
+    __slots__ = ("index", "process", "conn", "fd", "pending", "pid", "counters", "frames", "outbox", "spec",
+                 "since", "ready")
 
-    def __init__(self, index: int, process, conn):
+    def __init__(self, index: int, process, conn, spec: WorkerSpec | None = None):
         self.index, self.process, self.conn = index, process, conn
         self.fd = conn.fileno()
-        self.pending: deque[asyncio.Future] = deque()  # replies come back in request order
+        # what the worker holds, in request order (replies come back in that order):
+        # (the reply's future, the request's bytes, its transaction index)
+        self.pending: deque[tuple[asyncio.Future, bytes, int]] = deque()
         self.pid = 0
         self.counters: tuple = ()
         self.frames = FrameReader()
         self.outbox: list[bytes] = []  # requests not yet written (see WorkerPool._flush)
+        self.spec = spec
+        self.since = 0.0  # when the oldest pending request started running (its deadline counts from here)
+        self.ready = False
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a process and everything in its process group (a worker is a group leader)."""
+    if pid <= 0:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 class WorkerPool:
@@ -233,29 +286,50 @@ class WorkerPool:
     pipe, so the driver's round trip (reply read, next request sent) never leaves the SUT idle.
     Requests beyond that wait in the driver for a worker slot, like connections waiting for a
     server process; a reply that frees a slot sends the oldest waiting request at once.
+
+    Deadlines (perflab.drive.deadline): `deadlines[tx_index]` is how long a transaction may run.
+    A worker whose current transaction is `grace` seconds past it is hung: its process group is
+    killed, the transaction answered as an error ("deadline 2 s exceeded", Reply.hung), the
+    requests queued behind it go to other workers, and a new worker takes its place (announced
+    to `on_worker` with its pid, for the SUT's cgroup). `grace` is for adapters that enforce the
+    deadline themselves (a command's process group, killed in the worker): the pool steps in
+    only when the worker stops answering.
     """
 
-    def __init__(self, specs: list[WorkerSpec], depth: int = 2):
+    def __init__(self, specs: list[WorkerSpec], depth: int = 2, deadlines: list[float] | None = None,
+                 grace: float = 0.0, on_worker: Callable[[int], None] | None = None):
         self.depth = depth
         # spawn, not fork: a worker must not inherit the driver's event loop or threads.
-        ctx = multiprocessing.get_context("spawn")
+        self._ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
         self.failure: str | None = None
+        self.deadlines = deadlines
+        self.grace = grace
+        self.on_worker = on_worker
+        self.killed = 0  # hung workers killed (and replaced)
+        self._timer: asyncio.TimerHandle | None = None
+        self._period = 0.25 if not deadlines else max(0.01, min(0.25, min(deadlines) / 10))
         self._idle: list[_Worker] = []
-        # requests waiting for a free slot: (request bytes, the reply's future), oldest first
-        self._queue: deque[tuple[bytes, asyncio.Future]] = deque()
+        # requests waiting for a free slot: (request bytes, the reply's future, transaction index), oldest first
+        self._queue: deque[tuple[bytes, asyncio.Future, int]] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unflushed: list[_Worker] = []
         self._plain_requests: dict[int, bytes] = {}
         for spec in specs:
-            parent, child = ctx.Pipe(duplex=True)
-            process = ctx.Process(target=worker_main, args=(child, spec), name=f"perflab-sut-{spec.index}", daemon=True)
-            process.start()
-            child.close()
-            self.workers.append(_Worker(spec.index, process, parent))
+            self.workers.append(self._spawn(spec))
         self._wait_ready()
         # one entry per free request slot: `depth` per worker, interleaved so load spreads
         self._idle = [w for _ in range(depth) for w in reversed(self.workers)]
+
+    def _spawn(self, spec: WorkerSpec) -> _Worker:
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(target=worker_main, args=(child, spec), name=f"perflab-sut-{spec.index}",
+                                    daemon=True)
+        try:
+            process.start()
+        finally:
+            child.close()
+        return _Worker(spec.index, process, parent, spec)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -273,6 +347,7 @@ class WorkerPool:
                 self.close()
                 raise SutFailure(f"SUT worker {worker.index} could not start: {message[1]}")
             worker.pid = message[1]
+            worker.ready = True
 
     @property
     def pids(self) -> list[int]:
@@ -282,8 +357,13 @@ class WorkerPool:
         self._loop = loop
         for worker in self.workers:
             loop.add_reader(worker.fd, self._on_readable, worker)
+        if self.deadlines:
+            self._timer = loop.call_later(self._period, self._check_deadlines)
 
     def detach(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for worker in self.workers:
             try:
                 loop.remove_reader(worker.fd)
@@ -300,9 +380,9 @@ class WorkerPool:
         future = self._loop.create_future()
         request = self._request(tx_index, params)
         if self._idle:
-            self._send(self._idle.pop(), request, future)
+            self._send(self._idle.pop(), request, future, tx_index)
         else:
-            self._queue.append((request, future))
+            self._queue.append((request, future, tx_index))
         return future
 
     def _request(self, tx_index: int, params: dict | None) -> bytes:
@@ -313,9 +393,11 @@ class WorkerPool:
             request = self._plain_requests[tx_index] = frame(marshal.dumps((tx_index, None)))
         return request
 
-    def _send(self, worker: _Worker, request: bytes, future: asyncio.Future) -> None:
+    def _send(self, worker: _Worker, request: bytes, future: asyncio.Future, tx_index: int) -> None:
         """Queue the request for the worker's next write (see _flush)."""
-        worker.pending.append(future)
+        if not worker.pending:
+            worker.since = time.monotonic()
+        worker.pending.append((future, request, tx_index))
         if not worker.outbox:
             self._unflushed.append(worker)
             if len(self._unflushed) == 1:
@@ -366,44 +448,133 @@ class WorkerPool:
 
     def _on_reply(self, worker: _Worker, values: tuple) -> None:
         worker.counters = values[6]
-        future = worker.pending.popleft() if worker.pending else None
-        if future is not None and not future.done():
-            future.set_result(Reply(values[0], values[1], values[2], values[3], values[4], values[5], worker.index,
-                                    values[6], values[7], values[8]))
+        pending = worker.pending
+        entry = pending.popleft() if pending else None
+        if pending:
+            worker.since = time.monotonic()  # the next request is running now
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(Reply(values[0], values[1], values[2], values[3], values[4], values[5], worker.index,
+                                      values[6], values[7], values[8], values[9]))
         self._release(worker)
 
     def _release(self, worker: _Worker) -> None:
         """A slot of `worker` is free: the oldest waiting request takes it."""
         while self._queue:
-            request, future = self._queue.popleft()
+            request, future, tx_index = self._queue.popleft()
             if not future.done():  # a cancelled transaction gives up its place
-                self._send(worker, request, future)
+                self._send(worker, request, future, tx_index)
                 return
         self._idle.append(worker)
 
     def _fail(self, worker: _Worker) -> None:
+        worker.process.join(timeout=1.0)
+        code = worker.process.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        self._lost(worker, f"SUT worker {worker.index} (pid {worker.pid}) died ({how})")
+
+    def _lost(self, worker: _Worker, reason: str) -> None:
+        """A worker is gone for good: its requests, and when no worker is left every waiting
+        request, fail with the reason (the run fails with it)."""
         try:
             self._loop.remove_reader(worker.fd)
         except (AttributeError, ValueError, OSError):
             pass
-        worker.process.join(timeout=1.0)
-        code = worker.process.exitcode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        reason = f"SUT worker {worker.index} (pid {worker.pid}) died ({how})"
         if self.failure is None:
             self.failure = reason
         worker.outbox.clear()
         while worker.pending:
-            future = worker.pending.popleft()
+            future = worker.pending.popleft()[0]
             if not future.done():
                 future.set_exception(SutFailure(reason))
         # The dead worker's slots are never freed; when no worker is left, the requests
         # waiting for one learn of the failure instead of waiting forever.
         if all(not w.process.is_alive() for w in self.workers):
             while self._queue:
-                _, future = self._queue.popleft()
+                future = self._queue.popleft()[1]
                 if not future.done():
                     future.set_exception(SutFailure(reason))
+
+    # --- deadlines --------------------------------------------------------------------------
+
+    def _check_deadlines(self) -> None:
+        """Every `_period` seconds: kill each worker whose current transaction is past its deadline."""
+        self._timer = None
+        now = time.monotonic()
+        for worker in list(self.workers):
+            if worker.ready and worker.pending:
+                tx_index = worker.pending[0][2]
+                if now - worker.since > self.deadlines[tx_index] + self.grace:
+                    self._kill_hung(worker, tx_index)
+        if self._loop is not None and not self._loop.is_closed():
+            self._timer = self._loop.call_later(self._period, self._check_deadlines)
+
+    def _kill_hung(self, worker: _Worker, tx_index: int) -> None:
+        from perflab.drive.deadline import deadline_text
+
+        try:
+            self._loop.remove_reader(worker.fd)
+        except (ValueError, OSError):
+            pass
+        # SIGTERM first: a command worker then kills its command's process group (a session of
+        # its own); then SIGKILL to the worker's group, whatever it was doing.
+        try:
+            os.kill(worker.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        worker.process.join(timeout=1.0)
+        kill_group(worker.pid)
+        worker.process.join(timeout=1.0)
+        try:
+            worker.conn.close()
+        except OSError:
+            pass
+        self.killed += 1
+        future = worker.pending.popleft()[0]
+        reason = f"{deadline_text(self.deadlines[tx_index])}: SUT worker {worker.index} (pid {worker.pid}) was killed"
+        if not future.done():
+            future.set_result(Reply(False, reason, None, worker=worker.index, hung=True))
+        # The requests behind it never started: they go first to the next free worker.
+        for future, request, index in reversed(worker.pending):
+            if not future.done():
+                self._queue.appendleft((request, future, index))
+        worker.pending.clear()
+        worker.outbox.clear()
+        self._idle = [w for w in self._idle if w is not worker]
+        self._replace(worker)
+        # ... and any free slot of another worker takes them now.
+        while self._idle and self._queue:
+            request, future, index = self._queue.popleft()
+            if not future.done():
+                self._send(self._idle.pop(), request, future, index)
+
+    def _replace(self, old: _Worker) -> None:
+        """Start a worker in `old`'s place; it takes requests once it has said it is ready."""
+        try:
+            new = self._spawn(old.spec)
+        except OSError as exc:
+            self._lost(old, f"SUT worker {old.index} was killed past its deadline and could not be restarted: {exc}")
+            return
+        self.workers[self.workers.index(old)] = new
+        self._loop.add_reader(new.fd, self._on_ready, new)
+
+    def _on_ready(self, worker: _Worker) -> None:
+        self._loop.remove_reader(worker.fd)
+        try:
+            message = marshal.loads(worker.conn.recv_bytes())
+        except (EOFError, OSError, ValueError):
+            worker.process.join(timeout=1.0)
+            message = ("error", f"exited while starting (exit code {worker.process.exitcode})")
+        if message[0] == "error":
+            self._lost(worker, f"SUT worker {worker.index} could not be restarted after a hung transaction: "
+                               f"{message[1]}")
+            return
+        worker.pid, worker.ready = message[1], True
+        if self.on_worker is not None:
+            self.on_worker(worker.pid)
+        self._loop.add_reader(worker.fd, self._on_readable, worker)
+        for _ in range(self.depth):
+            self._release(worker)
+        self._write(worker)
 
     def counters(self) -> tuple:
         """The SUT's own counters summed over workers (e.g. SQLite total_changes)."""
@@ -417,7 +588,12 @@ class WorkerPool:
         return tuple(totals)
 
     def close(self, timeout: float = 5.0) -> None:
+        """Stop every worker: asked first (an empty message), then SIGTERM (a command worker
+        kills its command's process group), then SIGKILL to the worker's whole process group."""
         for worker in self.workers:
+            if not worker.ready:  # a replacement still starting: it has nothing to finish
+                kill_group(worker.process.pid)
+                continue
             try:
                 write_all(worker.fd, frame(b""))  # an empty message: stop
             except (OSError, ValueError):
@@ -427,6 +603,9 @@ class WorkerPool:
             worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
             if worker.process.is_alive():
                 worker.process.terminate()
+                worker.process.join(timeout=1.0)
+            if worker.process.is_alive():
+                kill_group(worker.process.pid)
                 worker.process.join(timeout=1.0)
             try:
                 worker.conn.close()

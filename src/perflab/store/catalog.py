@@ -18,7 +18,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, parse_run_record
@@ -162,6 +162,31 @@ class Store:
         finally:
             conn.close()
 
+    def reconcile(self) -> int:
+        """Index what run.json files say and the catalog does not: a driver killed between writing
+        a run.json and its catalog row leaves a run unlisted (at its opening) or listed as
+        running (at its end). Cheap: one directory listing, and run.json read only for those
+        runs. Returns the number of rows written; a catalog that cannot be written is left as is
+        (listing it still works)."""
+        known = {r.run_id: r for r in self.rows()}
+        fixes = []
+        for run_json in self.runs_dir.glob("*/run.json"):
+            row = known.get(run_json.parent.name)
+            if row is not None and not (row.status == "running" and row.shown_status == "abandoned"):
+                continue
+            try:
+                record = parse_run_record(json.loads(run_json.read_text()), run_json)
+            except (OSError, ValueError, InputError):
+                continue
+            if row is None or record.status != row.status:
+                fixes.append(self._row_of(record, None))
+        if fixes:
+            try:
+                self._write(self.catalog_path, fixes)
+            except CatalogError:
+                return 0
+        return len(fixes)
+
     def _old_etr(self) -> dict[str, float]:
         """ETR (T) values the current catalog holds (they are kept across a rescan)."""
         if not self.catalog_path.exists():
@@ -175,11 +200,13 @@ class Store:
         except sqlite3.Error:
             return {}
 
-    def rescan(self, rebuild: bool = False) -> int:
+    def rescan(self, rebuild: bool = False, etr_of: Callable[[Path], float | None] | None = None) -> int:
         """Re-index every run directory that has a readable run.json.
 
         rebuild: build a complete new catalog in a temporary file and rename it over the old one
         (atomic); runs indexed meanwhile by a concurrent writer are carried over from the old one.
+        ETR (T) is kept from the old catalog; a finished run it has none for (the catalog was
+        lost) gets `etr_of(run_dir)` -- the reduction, which the store does not import.
         """
         records = []
         for run_json in sorted(self.runs_dir.glob("*/run.json")):
@@ -191,6 +218,15 @@ class Store:
             self._write(self.catalog_path, [self._row_of(r, None) for r in records])
             return len(records)
         etr = self._old_etr()
+        if etr_of is not None:
+            for r in records:
+                if r.run_id not in etr and r.status != "running":
+                    try:
+                        value = etr_of(self.run_dir(r.run_id))
+                    except Exception:  # a run that cannot be reduced keeps a blank ETR (T)
+                        value = None
+                    if value is not None and value == value:
+                        etr[r.run_id] = value
         tmp = self.home / f".catalog.{os.getpid()}.{secrets.token_hex(3)}.sqlite"
         try:
             self._write(tmp, [self._row_of(r, etr.get(r.run_id)) for r in records])
@@ -218,6 +254,16 @@ class Store:
         path = self.run_dir(run_id)
         path.mkdir(parents=True, exist_ok=False)
         return path
+
+    def run_is_live(self, run_id: str) -> bool | None:
+        """Whether a run of this store may still be running (its run.json says running and its
+        driver's pid is alive); None when this store has no such run."""
+        path = self.run_dir(run_id) / "run.json"
+        try:
+            record = parse_run_record(json.loads(path.read_text()), path)
+        except (OSError, ValueError, InputError):
+            return None
+        return record.status == "running" and pid_alive(record.pid)
 
     def resolve(self, ref: str) -> Path:
         """A run directory from a run id, a unique id prefix, 'last', or a path.

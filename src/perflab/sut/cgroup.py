@@ -29,6 +29,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 V1_CONTROLLERS = frozenset(
     {"cpu", "cpuacct", "cpuset", "memory", "blkio", "io", "pids", "devices", "freezer",
@@ -348,6 +349,54 @@ class SutCgroup:
 
     def __repr__(self) -> str:
         return f"SutCgroup(v{self.version}, {self.path_for_monitor!r})"
+
+
+#: An empty SUT cgroup of a run perflab cannot look up (another store's) is removed once it is
+#: this old: no live run leaves its cgroup empty for long (its SUT joins right after it is made).
+STALE_AGE_S = 600.0
+
+
+def stale_candidates() -> list[Path]:
+    """Every run's SUT cgroup directory on this machine (`<perflab's cgroup>/perflab/<run id>`
+    in each v1 hierarchy, `<mount>/perflab/<run id>` in v2): up to three per run."""
+    groups: list[Path] = []
+    own = cgroup_dirs_of_pid("self")
+    for h in hierarchies():
+        if h.version == 2:
+            groups.append(h.mount / GROUP_DIR)
+        else:
+            origin = next((own[c] for c in sorted(h.controllers) if c in own), None)
+            if origin is not None:
+                groups.append(Path(origin) / GROUP_DIR)
+    found: list[Path] = []
+    for group in dict.fromkeys(groups):
+        try:
+            found += [d for d in group.iterdir() if d.is_dir()]
+        except OSError:
+            continue
+    return found
+
+
+def remove_stale(run_is_live: Callable[[str], bool | None]) -> list[Path]:
+    """Remove the SUT cgroups left by runs that are over (a SIGKILLed perflab cannot remove its
+    own). A directory goes when no process is in it and `run_is_live(its name)` is False, or
+    None (a run this store does not know) and the directory is older than STALE_AGE_S. Returns
+    what was removed; a directory that cannot be removed is left (never an error)."""
+    removed: list[Path] = []
+    now = time.time()
+    for d in stale_candidates():
+        try:
+            if _read(d / "cgroup.procs"):
+                continue
+            live = run_is_live(d.name)
+            if live or (live is None and now - d.stat().st_mtime < STALE_AGE_S):
+                continue
+            d.rmdir()
+        except OSError:
+            continue
+        removed.append(d)
+        _rmdir_quietly(d.parent)
+    return removed
 
 
 def _init_cpuset(group: Path, parent: Path) -> None:

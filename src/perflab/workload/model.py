@@ -190,7 +190,10 @@ class Transaction(Strict):
     args: list[Any] | None = None
     kwargs: dict[str, Any] | None = None
     params: dict[str, ParamSpec] = Field(default_factory=dict)
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(
+        default=None, description="the transaction's deadline (python, command, sqlite targets): past it the "
+        "transaction is an error, its worker or command is killed and the run is invalid; default "
+        "timing.deadline, else 60 s (perflab.drive.deadline), a job stream's timeout for a batch load")
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -298,11 +301,24 @@ class Timing(Strict):
     first_think: Literal["full", "residual"] = Field(
         default="full", description="full: each user thinks a whole think after logon; residual: the rest of a "
         "think, drawn as a user of a running system is caught mid-think, so the run is in steady state at once")
+    deadline: Duration | None = Field(
+        default=None, description="the deadline of every transaction without a timeout: of its own (default 60 s; "
+        "a job stream's timeout for a batch load): past it the transaction is an error and the run invalid")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod
     def _durations(cls, v: Any) -> float:
         return parse_duration(v)
+
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _deadline(cls, v: Any) -> float | None:
+        if v is None:
+            return None
+        seconds = parse_duration(v)
+        if not seconds > 0:
+            raise ValueError("a deadline must be longer than 0")
+        return seconds
 
     @field_validator("measurement")
     @classmethod

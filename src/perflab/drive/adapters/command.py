@@ -26,11 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
+from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.workload.model import CommandTarget, Workload
 
 
 class CommandFailed(Exception):
     pass
+
+
+class DeadlineExceeded(CommandFailed):
+    """The command ran past its deadline and its process group was killed (the run is invalid)."""
+
+    hung = True
 
 
 class CommandAdapter(SutAdapter):
@@ -48,9 +55,10 @@ class CommandAdapter(SutAdapter):
         self.cwd = str((ctx.workload_dir / target.cwd).resolve()) if target.cwd else str(ctx.workload_dir.resolve())
         self.env = {**os.environ, **target.env}
         self.templates = []
-        for tx in ctx.workload.transactions:
+        for tx, deadline in zip(ctx.workload.transactions, deadlines_of(ctx.workload)):
             argv = tx.command if isinstance(tx.command, list) else shlex.split(tx.command)
-            self.templates.append((argv, tx.timeout))
+            self.templates.append((argv, deadline))
+        self.running: int | None = None  # the process group of the command running now
         self.stderr = tempfile.TemporaryFile()
         self.last_rusage: tuple[float, float] | None = None
         self.valgrind = target.valgrind
@@ -61,26 +69,36 @@ class CommandAdapter(SutAdapter):
                               f"--cachegrind-out-file={self.cg_dir}/cg.%p.out"]
 
     def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
-        template, timeout = self.templates[tx_index]
+        template, deadline = self.templates[tx_index]
         argv = [a.format(**params) for a in template] if params else list(template)
         if self.valgrind:
             argv = self.cg_prefix + argv
         self.stderr.seek(0)
         self.stderr.truncate()
+        # A session (so a process group) of its own: at its deadline the command is killed with
+        # every process it started (os.killpg), and nothing of it outlives the run.
         proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=self.stderr, close_fds=True)
-        timer = None
-        if timeout:
-            timer = threading.Timer(timeout, _kill, (proc.pid,))
-            timer.start()
-        # wait4 instead of Popen.wait: it returns the child's resource usage as well.
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen the child is reaped
-        if timer is not None:
+                                stdout=subprocess.DEVNULL, stderr=self.stderr, close_fds=True,
+                                start_new_session=True)
+        self.running = proc.pid
+        expired = threading.Event()
+        timer = threading.Timer(deadline, _expire, (proc.pid, expired))
+        timer.daemon = True
+        timer.start()
+        try:
+            # wait4 instead of Popen.wait: it returns the child's resource usage as well.
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
             timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen the child is reaped
         self.last_rusage = (usage.ru_utime, usage.ru_stime)
         if self.valgrind:
             self.last_instructions = self._collect_instructions()
+        if expired.is_set() and proc.returncode == -signal.SIGKILL:
+            _kill_group(proc.pid)  # what the command started and left in its group
+            self.running = None
+            raise DeadlineExceeded(f"{deadline_text(deadline)}: the command's process group was killed")
+        self.running = None
         if proc.returncode != 0:
             self.stderr.seek(0)
             tail = self.stderr.read()[-300:].decode(errors="replace").strip().splitlines()
@@ -117,8 +135,19 @@ class CommandAdapter(SutAdapter):
             shutil.rmtree(self.cg_dir, ignore_errors=True)
 
 
-def _kill(pid: int) -> None:
+    def abort(self) -> None:
+        """Kill the command running now with its process group (the worker is being stopped)."""
+        if self.running is not None:
+            _kill_group(self.running)
+
+
+def _expire(pid: int, expired: threading.Event) -> None:
+    expired.set()
+    _kill_group(pid)
+
+
+def _kill_group(pid: int) -> None:
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
