@@ -96,7 +96,7 @@ def test_inconclusive_reports_blocks_needed_from_the_observed_cv():
     c = compare(*runs(0.99, 0.035))  # per-run CV 2.5 %
     assert c.verdict is Verdict.INCONCLUSIVE
     assert c.blocks_needed == blocks_needed(c.cv, 0.03) > 6
-    assert f"CV {100 * c.cv:.1f} %: need ≥ {c.blocks_needed} blocks at margin 3 %" in c.warnings
+    assert f"CV {100 * c.cv:.1f} %: need ≥ {c.blocks_needed:,} blocks at margin 3 %" in c.warnings
     assert any("reduce noise first" in w for w in c.warnings)
     assert c.note.startswith("(−1.0 % [")
 

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from perflab.records.study import StudyDocument
 from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
+from perflab.report.view import verdict_cell
 from perflab.safe_text import visible
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
@@ -36,6 +37,12 @@ WIDTH = 7.2          # inches: fits a report column at 100 % zoom
 ROW_HEIGHT = 2.5
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
          "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
+
+
+def _verdict_label(entry) -> str:
+    """The verdict as the tables word it (an untested secondary's call labelled unadjusted)."""
+    label = verdict_cell(entry)
+    return "no verdict" if label in (fmt.NA, "-") else label
 
 
 @dataclass
@@ -219,7 +226,7 @@ def _ratio_panel(ax, study: StudyDocument, key: str, bounds: tuple[float, float]
             ax.errorbar(r, y, xerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
         else:
             ax.plot(r, y, "o", color=colour, fillstyle="none")
-        ax.annotate(str(entry.verdict or "no verdict"), (r, y), xytext=(0, 6),
+        ax.annotate(_verdict_label(entry), (r, y), xytext=(0, 6),
                     textcoords="offset points", ha="center", fontsize=7, color=colour)
     ax.set_yticks(range(len(rows)), [_wrap(n, 24) for n, _ in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -409,7 +416,7 @@ def trend_chart(study: StudyDocument) -> Chart | None:
                 ax.errorbar(x, r, yerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
             else:
                 ax.plot(x, r, "o", color=colour, fillstyle="none")
-            ax.annotate(str(entry.verdict or "no verdict"), (x, hi if hi is not None else r), xytext=(0, 4),
+            ax.annotate(_verdict_label(entry), (x, hi if hi is not None else r), xytext=(0, 4),
                         textcoords="offset points", ha="center", fontsize=7, color=colour)
         direction = fmt.metric_of(key).direction.value if fmt.metric_of(key) else "none"
         better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")

@@ -135,7 +135,7 @@ def _noise(entry: MetricComparison, margin: str) -> str:
     if entry.blocks_needed is not None and entry.cv is not None:
         measured = f" ({entry.n_blocks} measured)" if entry.n_blocks else ""
         return (f"at the observed CV of {fmt.pct(entry.cv, signed=False)} the noise calls for at least "
-                f"{entry.blocks_needed} blocks{measured}")
+                f"{entry.blocks_needed:,} blocks{measured}")
     if fmt.number(entry.ci_low) is not None:
         return f"the interval includes both no change and changes beyond {margin}"
     return entry.warnings[0] if entry.warnings else "no interval could be computed"

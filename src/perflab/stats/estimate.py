@@ -270,7 +270,7 @@ def compare(
         needed = blocks_needed(cv, margin, confidence=level, power=power)
         if needed > n_units:
             warnings.append(
-                f"CV {100 * cv:.1f} %: need ≥ {needed} blocks at margin {100 * margin:g} %"
+                f"CV {100 * cv:.1f} %: need ≥ {needed:,} blocks at margin {100 * margin:g} %"
             )
     if math.isfinite(cv) and cv > NOISY_CV:
         warnings.append(
