@@ -79,3 +79,41 @@ def test_hung_transactions_are_errors_killed_on_time_and_the_run_invalid(tmp_pat
     assert codes["hung_transactions"]["values"]["deadline_s"] == DEADLINE_S
     # nothing the run started survives it: no worker, no command, no command's child
     assert tagged_pids(tag) == []
+
+
+def test_a_tcp_server_that_never_answers_is_a_hung_transaction(tmp_path, store):
+    # A listening socket that never accepts: the kernel completes the connection from its
+    # backlog, the message is sent, and no reply ever comes. Before, the driver waited for it
+    # forever (the window's end could not stop a user stuck in a read).
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    try:
+        path = write_workload(tmp_path, f"""
+name: hung-tcp
+target: {{kind: tcp, host: 127.0.0.1, port: {port}, message_size: 64}}
+transactions:
+  - {{name: echo, tcp: {{}}, timeout: {DEADLINE_S:g}s}}
+scripts: [{{name: s, steps: [echo]}}]
+think: 0.1
+load: {{users: {USERS}}}
+timing: {{stagger: 0s, stabilization: 0s, measurement: {MEASUREMENT_S:g}s}}
+""")
+        started = time.monotonic()
+        done = perflab("run", path, "--no-monitor", "-q", "--seed", "1", store=store, timeout=120)
+        elapsed = time.monotonic() - started
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr
+    assert elapsed < MEASUREMENT_S + 30.0, f"a {MEASUREMENT_S:g} s window took {elapsed:.1f} s"
+    run_dir = run_dir_of(store, done.stdout.strip().splitlines()[-1])
+    run = json.loads((run_dir / "run.json").read_text())
+    tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
+    assert len(tx) >= USERS and not tx["ok"].any()
+    assert tx["error"].str.contains(f"deadline {DEADLINE_S:g} s exceeded", regex=False).all()
+    assert (tx["end"] - tx["actual_start"]).min() >= DEADLINE_S
+    assert run["valid"] is False
+    assert {c["code"] for c in run["invalid"]} >= {"hung_transactions"}

@@ -1,13 +1,15 @@
 """Transaction deadlines: how long perflab waits for one transaction before it calls it hung.
 
 A SUT that never answers must not hold a run forever, nor leave it looking complete and valid:
-every transaction an in-process adapter runs (python `call`, `command`, sqlite) has a deadline,
+every transaction has a deadline,
 the transaction's own `timeout:` when it gives one, else the workload's `timing.deadline`, else
 DEFAULT_DEADLINE_S (a job stream's transactions default to the stream's own timeout: a batch job
 may legitimately run for minutes).
 A transaction past its deadline is an error with the reason ("deadline 2 s exceeded"); whatever
 ran it is killed -- the SUT worker process (python, sqlite) or the command's whole process group
--- and the run is marked invalid (caveats.hung_transactions).
+-- and the run is marked invalid (caveats.hung_transactions). The network adapters (PostgreSQL,
+TCP) run in the driver's event loop: there the transaction is cancelled at its deadline and its
+connection dropped (HTTP has its own `target.timeout`).
 """
 
 from __future__ import annotations

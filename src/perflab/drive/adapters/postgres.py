@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import asyncpg
 
+from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.errors import SutFailure
 from perflab.workload.model import PostgresTarget, Workload
@@ -60,6 +61,10 @@ def positional(sql: str) -> tuple[str, list[str]]:
     return _PARAM.sub(number, sql), names
 
 
+class _Hung(Exception):
+    """A transaction past its deadline (raised inside the pool's acquire, handled outside it)."""
+
+
 class PostgresExecutor:
     """execute(tx_index, params, user) -> Reply, on asyncpg connections."""
 
@@ -73,6 +78,7 @@ class PostgresExecutor:
         self.per_user = target.connections == "per_user"
         self.pool_size = target.pool_size or pool_size or 8
         self.plans = [[positional(sql) for sql in tx.sql] for tx in workload.transactions]
+        self.deadlines = deadlines_of(workload)
         self.connections: dict[int, asyncpg.Connection] = {}
         self.pool: asyncpg.Pool | None = None
         self._statements: dict[tuple[int, str], Any] = {}
@@ -120,17 +126,31 @@ class PostgresExecutor:
             return await stmt.fetch(*args)
         return await conn.fetch(sql, *args)
 
+    async def _run_by_deadline(self, conn: asyncpg.Connection, tx_index: int, params: dict | None) -> float | None:
+        """The transaction, cancelled at its deadline: a server that never answers (a lock held
+        forever, a stopped process) is a hung transaction, and its connection is dropped (a
+        cancelled query leaves the connection in no state to reuse)."""
+        try:
+            async with asyncio.timeout(self.deadlines[tx_index]):
+                return await self._run(conn, tx_index, params)
+        except TimeoutError:
+            conn.terminate()
+            raise _Hung() from None
+
     async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
         try:
             if self.per_user:
                 conn = self.connections.get(user)
                 if conn is None or conn.is_closed():
                     conn = self.connections[user] = await asyncpg.connect(self.dsn, **self._connect_kwargs())
-                first = await self._run(conn, tx_index, params)
+                first = await self._run_by_deadline(conn, tx_index, params)
             else:
                 async with self.pool.acquire() as conn:
-                    first = await self._run(conn, tx_index, params)
+                    first = await self._run_by_deadline(conn, tx_index, params)
             return Reply(True, None, first)
+        except _Hung:
+            self.connections.pop(user, None)
+            return Reply(False, deadline_text(self.deadlines[tx_index]), None, hung=True)
         except asyncpg.PostgresError as exc:  # the server refused this one: a failed transaction
             if isinstance(exc, _CONNECTION_ERRORS):
                 await raise_if_down(self.failure)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.postgres import raise_if_down
+from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.workload.model import TcpTarget, Workload
 
@@ -45,6 +46,7 @@ class TcpExecutor:
             payload = (bytes(range(33, 127)) * (size // 94 + 1))[:size]
             self.plans.append((payload, count, reply))
         self.connections: dict[int, tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
+        self.deadlines = deadlines_of(workload)
 
     async def open(self, users: int | None) -> None:
         for user in range(users or 0):
@@ -77,6 +79,19 @@ class TcpExecutor:
         return reader, writer
 
     async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
+        # asyncio.timeout cancels this task at the deadline (one timer, no task of its own per
+        # transaction); a server that never answers is a hung transaction, its connection dropped.
+        deadline = self.deadlines[tx_index]
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._exchange(tx_index, user)
+        except TimeoutError:
+            conn = self.connections.pop(user, None)
+            if conn is not None:
+                conn[1].transport.abort()
+            return Reply(False, deadline_text(deadline), None, hung=True)
+
+    async def _exchange(self, tx_index: int, user: int) -> Reply:
         payload, count, reply_size = self.plans[tx_index]
         first = None
         try:
