@@ -18,6 +18,18 @@ WORKLOAD = EXAMPLES / "postgres" / "debit-credit.yaml"
 PGBENCH_WORKLOAD = EXAMPLES / "postgres" / "debit-credit-pgbench.yaml"
 SHORT = {"stagger": 0.0, "stabilization": 2.0, "duration": 6.0}
 
+# ETR RATIO's law: the server's commit count (pg_stat_database.xact_commit) agrees with the
+# driver's count. PostgreSQL's backends publish their counts at most once a second
+# (PGSTAT_MIN_INTERVAL, 15 and 16; these users never think, so no backend sits idle on unflushed
+# counts), so the counter seen at each window edge lags by up to a second of commits and the difference of the two lags is within one second's worth: the ratio
+# is 1 within 1 s / window, plus 2% for the monitor's interpolation between samples.
+PG_STATS_FLUSH_S = 1.0
+ETR_RATIO_TOLERANCE = PG_STATS_FLUSH_S / SHORT["duration"] + 0.02
+
+
+def _commits_match(values) -> bool:
+    return abs(values["etr_ratio"] - 1.0) <= ETR_RATIO_TOLERANCE
+
 
 @needs_pg15
 def test_native_run_on_pg15_counts_commits_like_the_driver(tmp_path):
@@ -27,7 +39,7 @@ def test_native_run_on_pg15_counts_commits_like_the_driver(tmp_path):
     v = metrics.values
     assert v["errors_t"] == 0 and v["tx_ok"] > 100
     # one commit per debit-credit transaction: the server's count matches the driver's
-    assert 0.9 < v["etr_ratio"] < 1.1, (v["etr"], v["etr_t"])
+    assert _commits_match(v), (v["etr"], v["etr_t"])
     assert v["itr_s"] > v["etr_t"]  # the SUT was not 100% busy: capacity above the rate
     # the backends do the work; the background processes are components of their own
     components = metrics.per_component
@@ -44,7 +56,7 @@ def test_pgserver_wheel_runs_postgresql_16(tmp_path):
     assert run["status"] == "complete", run["reason"]
     assert run["fingerprint"]["sut_version"].startswith("PostgreSQL 16.")
     assert metrics.values["errors_t"] == 0
-    assert 0.9 < metrics.values["etr_ratio"] < 1.1
+    assert _commits_match(metrics.values), metrics.values["etr_ratio"]
 
 
 @needs_pg15
@@ -100,7 +112,7 @@ def test_runs_after_the_first_start_from_its_loaded_template(tmp_path, monkeypat
     assert first["fingerprint"]["postgres_data"] == "initdb"
     assert second["fingerprint"]["postgres_data"] == "template copy"
     # the copy is the loaded database: every transaction finds its rows, and commits match
-    assert metrics.values["errors_t"] == 0 and 0.9 < metrics.values["etr_ratio"] < 1.1
+    assert metrics.values["errors_t"] == 0 and _commits_match(metrics.values), metrics.values["etr_ratio"]
     # a different load is a different template
     scaled, _ = run_workload(tmp_path, WORKLOAD, {"target.pgbench_init.scale": 2}, users=4, **SHORT)
     assert scaled["fingerprint"]["postgres_data"] == "initdb"
