@@ -17,6 +17,21 @@ REPO = Path(__file__).resolve().parents[1]
 PERFLAB = [sys.executable, "-m", "perflab.cli"]
 
 
+def noop_workload(name: str) -> str:
+    """The smallest real run: 2 users calling the null in-process target for a 1 s window."""
+    return f"""
+name: {name}
+target: {{kind: python}}
+transactions:
+  - {{name: t, call: "perflab.sut.synthetic:noop"}}
+scripts: [{{name: s, steps: [t]}}]
+think: 0.01
+load: {{users: 2}}
+timing: {{measurement: 1s}}
+placement: {{workers: 1}}
+"""
+
+
 def write_workload(directory: Path, text: str, name: str = "workload.yaml") -> Path:
     path = directory / name
     path.write_text(textwrap.dedent(text).lstrip())

@@ -18,22 +18,12 @@ import signal
 import subprocess
 import time
 
-from cli_helpers import PERFLAB, REPO, perflab, write_workload
+from cli_helpers import PERFLAB, REPO, noop_workload, perflab, write_workload
 from proc_helpers import TAG_VARIABLE, new_tag, tagged_pids
 
 SEED = 14
 KILLS = 6
-WORKLOAD = """
-name: sigkill
-target: {kind: python}
-transactions:
-  - {name: t, call: "perflab.sut.synthetic:noop"}
-scripts: [{name: s, steps: [t]}]
-think: 0.01
-load: {users: 2}
-timing: {measurement: 1s}
-placement: {workers: 1}
-"""
+WORKLOAD = noop_workload("sigkill")
 
 
 def wait_gone(tag: str, timeout: float = 30.0) -> list[int]:

@@ -14,19 +14,9 @@ import signal
 import subprocess
 import time
 
-from cli_helpers import PERFLAB, REPO, perflab, write_workload
+from cli_helpers import PERFLAB, REPO, noop_workload, perflab, write_workload
 
-WORKLOAD = """
-name: views
-target: {kind: python}
-transactions:
-  - {name: t, call: "perflab.sut.synthetic:noop"}
-scripts: [{name: s, steps: [t]}]
-think: 0.01
-load: {users: 2}
-timing: {measurement: 1s}
-placement: {workers: 1}
-"""
+WORKLOAD = noop_workload("views")
 
 
 def run(path, store, label: str) -> str:
