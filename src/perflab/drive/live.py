@@ -190,9 +190,9 @@ def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int) -> _Recent:
     """The figures of the transactions recorded between two marks (recorded = completed, so
     this is the same "completed in the interval" rule as the reduction's per-interval rows)."""
     span = b.elapsed - a.elapsed
-    ok = np.asarray(recorder.ok[a.index:b.index], dtype=bool)
-    response = (np.asarray(recorder.end[a.index:b.index], dtype=np.float64)
-                - np.asarray(recorder.intended[a.index:b.index], dtype=np.float64))[ok]
+    rows = recorder.recent(a.index, b.index)  # a long run's older rows are spilled to disk
+    ok = rows.ok
+    response = (rows.end - rows.intended)[ok]
     out = _Recent(etr_t=(b.completed - a.completed) / span, errors=b.errors - a.errors,
                   driver_cpu_pct=100.0 * (b.driver_cpu - a.driver_cpu) / span)
     if len(response):
@@ -202,6 +202,6 @@ def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int) -> _Recent:
         out.util_proc_s = 100.0 * (b.sut_cpu - a.sut_cpu) / span / processors
     failed = np.flatnonzero(~ok)
     if len(failed):
-        message = recorder.error[a.index + int(failed[-1])]
+        message = recorder.error_at(rows.first + int(failed[-1]))
         out.last_error = None if message is None else str(message)[:ERROR_CHARS]
     return out

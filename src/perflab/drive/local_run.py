@@ -15,7 +15,7 @@ from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
-from perflab.drive.recorder import Recorder
+from perflab.drive.recorder import SPILL_FILE, Recorder
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
 from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of
@@ -56,7 +56,8 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             t0 = time.monotonic()
             life.start_clock(t0, time.time())
             life.start_monitor(pool.pids, counters.handle if counters is not None else None)
-            recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0)
+            recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0,
+                                spill_path=life.run_dir / SPILL_FILE)
             engine = engine_for(plan, pool, recorder, t0)
             recorder.class_names = engine.class_names
 
@@ -81,6 +82,10 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
         if counters is not None:
             counters.close()
             counters.unlink()
-        result = life.finish(recorder.table() if recorder is not None else None, engine)
+        try:
+            result = life.finish(recorder.table() if recorder is not None else None, engine)
+        finally:
+            if recorder is not None:
+                recorder.close()
     return result
 

@@ -1,16 +1,37 @@
-"""Columnar in-memory record of every transaction, written to transactions.parquet.
+"""Columnar record of every transaction, written to transactions.parquet.
 
-Appending to one Python list per column keeps the per-transaction cost of recording low;
-names (script, transaction, class) are stored once as dictionary-encoded columns.
+One Python list per column keeps the cost of recording a transaction to its appends (about
+0.5 µs); times are stored as the clock gave them and made relative to t0 when converted. Error
+texts are kept only for the rows that have one. Names (script, transaction, class) are stored
+once, as dictionary-encoded columns.
+
+A run does not keep its transactions in memory: given a spill file, the recorder converts every
+SPILL_ROWS rows to one Arrow record batch, appends it to the file (an IPC stream in the run
+directory) and starts its lists afresh. The driver's resident set stays flat however long the
+run is (bench/soak.py: an hour at 10k users is 1.8 million rows, about 300 bytes each as Python
+objects, which would otherwise double it). The conversion, about 0.4 µs a row, is paid during
+the run instead of after it, in pieces of about 2 ms. The final table reads the spilled batches
+back through a memory map.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 NAN = math.nan
+
+#: Rows kept in memory before they are spilled (about 1.2 MB of Python objects): converting
+#: them holds the event loop for about 2 ms.
+SPILL_ROWS = 4096
+#: The spill files' name in the run directory (a numeric suffix is added); removed once
+#: transactions.parquet is written, left beside an abandoned run's record.
+SPILL_FILE = "transactions.spill.arrows"
 
 SCHEMA = pa.schema([
     ("user", pa.int32()),
@@ -42,10 +63,40 @@ THINKS_SCHEMA = pa.schema([
 ])
 
 
+#: The spill file's columns: SCHEMA with the names as their plain indices (the dictionaries
+#: are the recorder's and are applied once, when the table is built).
+SPILL_SCHEMA = pa.schema([pa.field(f.name, f.type.index_type if pa.types.is_dictionary(f.type) else f.type)
+                          for f in SCHEMA])
+#: Columns stored as the clock gave them, made relative to t0 when converted.
+_CLOCK_COLUMNS = frozenset({"intended_start", "actual_start", "first_response", "end"})
+
+
+@dataclass
+class RecentRows:
+    """Rows [first, first + len(ok)) still in memory, for the live display (drive/live.py)."""
+    first: int
+    ok: np.ndarray
+    intended: np.ndarray
+    end: np.ndarray
+
+
 class Recorder:
-    def __init__(self, scripts: list[str], transactions: list[str], classes: list[str], t0: float):
+    def __init__(self, scripts: list[str], transactions: list[str], classes: list[str], t0: float,
+                 spill_path: str | os.PathLike | None = None):
         self.script_names, self.tx_names, self.class_names = scripts, transactions, classes
         self.t0 = t0
+        self.spill_path = None if spill_path is None else Path(spill_path)
+        self.spilled = 0  # rows written to the spill files; the lists hold the rows after them
+        self.spill_error: str | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._files: list[Path] = []  # a new file each time a table was read while spilling
+        self.error_texts: dict[int, str] = {}  # row index in the run -> its error text
+        self._new_columns()
+        self.pending: dict[str, list] = {name: [] for name in THINKS_SCHEMA.names}
+        self.completed = 0
+        self.errors = 0
+
+    def _new_columns(self) -> None:
         self.user: list[int] = []
         self.script: list[int] = []
         self.tx: list[int] = []
@@ -55,7 +106,6 @@ class Recorder:
         self.first: list[float] = []
         self.end: list[float] = []
         self.ok: list[bool] = []
-        self.error: list[str | None] = []
         self.think: list[float] = []
         self.cpu: list[float] = []
         self.cpu_user: list[float] = []
@@ -63,25 +113,28 @@ class Recorder:
         self.instructions: list[float] = []
         self.worker: list[int] = []
         self.harness_cpu: list[float] = []
-        self.pending: dict[str, list] = {name: [] for name in THINKS_SCHEMA.names}
-        self.completed = 0
-        self.errors = 0
+
+    def _columns(self) -> dict[str, list]:
+        """The in-memory lists by SCHEMA column (error apart)."""
+        return {"user": self.user, "script": self.script, "transaction": self.tx, "class": self.klass,
+                "intended_start": self.intended, "actual_start": self.actual, "first_response": self.first,
+                "end": self.end, "ok": self.ok, "think": self.think, "cpu": self.cpu, "cpu_user": self.cpu_user,
+                "cpu_sys": self.cpu_sys, "instructions": self.instructions, "worker": self.worker,
+                "harness_cpu": self.harness_cpu}
 
     def add(self, user: int, script: int, tx: int, klass: int, intended: float, actual: float,
             first: float | None, end: float, ok: bool, error: str | None, think: float,
             cpu: float = NAN, cpu_user: float = NAN, cpu_sys: float = NAN, worker: int = -1, instructions: float = NAN,
             harness_cpu: float = NAN) -> None:
-        t0 = self.t0
         self.user.append(user)
         self.script.append(script)
         self.tx.append(tx)
         self.klass.append(klass)
-        self.intended.append(intended - t0)
-        self.actual.append(actual - t0)
-        self.first.append(NAN if first is None else first - t0)
-        self.end.append(end - t0)
+        self.intended.append(intended)
+        self.actual.append(actual)
+        self.first.append(NAN if first is None else first)
+        self.end.append(end)
         self.ok.append(ok)
-        self.error.append(error)
         self.think.append(think)
         self.cpu.append(cpu)
         self.cpu_user.append(cpu_user)
@@ -93,6 +146,64 @@ class Recorder:
             self.completed += 1
         else:
             self.errors += 1
+        if error is not None:
+            self.error_texts[self.spilled + len(self.ok) - 1] = error
+        if len(self.ok) >= SPILL_ROWS and self.spill_path is not None and self.spill_error is None:
+            self._spill()
+
+    def _batch(self, start: int = 0) -> pa.RecordBatch:
+        """The in-memory rows from the `start`-th of them on, as a batch in SPILL_SCHEMA."""
+        lists = self._columns()
+        first = self.spilled + start
+        count = len(self.ok) - start
+        arrays = []
+        for field in SPILL_SCHEMA:
+            if field.name == "error":
+                texts: list[str | None] = [None] * count
+                for index, text in self.error_texts.items():
+                    if first <= index < first + count:
+                        texts[index - first] = text
+                arrays.append(pa.array(texts, pa.string()))
+                continue
+            values = lists[field.name][start:]
+            if field.name in _CLOCK_COLUMNS:
+                arrays.append(pa.array(np.asarray(values, dtype=np.float64) - self.t0, field.type))
+            else:
+                arrays.append(pa.array(values, field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=SPILL_SCHEMA)
+
+    def _spill(self) -> None:
+        """Append the in-memory rows to the spill file and start the lists afresh. A write that
+        fails (a full disk) stops spilling: the rows stay in memory, nothing is lost, and the
+        run's end, which writes the same rows to the same disk, reports the failure."""
+        try:
+            batch = self._batch()
+            if self._writer is None:
+                assert self.spill_path is not None
+                path = self.spill_path.with_name(f"{self.spill_path.name}.{len(self._files)}")
+                self._files.append(path)
+                self._writer = pa.ipc.new_stream(str(path), SPILL_SCHEMA)
+            self._writer.write_batch(batch)
+        except OSError as exc:
+            self.spill_error = f"{type(exc).__name__}: {exc}"
+            return
+        self.spilled += batch.num_rows
+        self.error_texts = {i: t for i, t in self.error_texts.items() if i >= self.spilled}
+        self._new_columns()
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()  # ends the stream; the next spill starts a new file
+
+    def close(self) -> None:
+        """Remove the spill files (the table has been written where it belongs)."""
+        try:
+            self._close_writer()
+        except OSError:
+            pass
+        for path in self._files:
+            path.unlink(missing_ok=True)
+        self._files = []
 
     def add_pending_think(self, user: int, tx: int, klass: int, start: float, think: float) -> None:
         """A think that was still running when the user stopped (the window ended, or the run was
@@ -117,34 +228,39 @@ class Recorder:
             pa.array(p["think"], pa.float64())], schema=THINKS_SCHEMA)
 
     def __len__(self) -> int:
-        return len(self.end)
+        return self.spilled + len(self.ok)
+
+    def recent(self, a: int, b: int) -> RecentRows:
+        """Rows [a, b) by their index in the run, or the part of them still in memory (times
+        relative to t0)."""
+        lo, hi = max(a, self.spilled) - self.spilled, max(b, self.spilled) - self.spilled
+        return RecentRows(first=self.spilled + lo, ok=np.asarray(self.ok[lo:hi], dtype=bool),
+                          intended=np.asarray(self.intended[lo:hi], dtype=np.float64) - self.t0,
+                          end=np.asarray(self.end[lo:hi], dtype=np.float64) - self.t0)
+
+    def error_at(self, index: int) -> str | None:
+        """The error text of row `index` (None when it had none or is spilled)."""
+        return self.error_texts.get(index)
 
     def table(self, start: int = 0) -> pa.Table:
         """The transactions recorded so far, from the `start`-th on (a driver on another host
-        reports its new rows every second: drive/distributed.py)."""
-        def names(indices: list[int], dictionary: list[str]) -> pa.DictionaryArray:
-            return pa.DictionaryArray.from_arrays(pa.array(indices[start:], pa.int16()),
-                                                  pa.array(dictionary, pa.string()))
-
-        def column(values: list, kind: pa.DataType) -> pa.Array:
-            return pa.array(values[start:], kind)
-
-        return pa.Table.from_arrays([
-            column(self.user, pa.int32()),
-            names(self.script, self.script_names),
-            names(self.tx, self.tx_names),
-            names(self.klass, self.class_names),
-            column(self.intended, pa.float64()),
-            column(self.actual, pa.float64()),
-            column(self.first, pa.float64()),
-            column(self.end, pa.float64()),
-            column(self.ok, pa.bool_()),
-            column(self.error, pa.string()),
-            column(self.think, pa.float64()),
-            column(self.cpu, pa.float64()),
-            column(self.cpu_user, pa.float64()),
-            column(self.cpu_sys, pa.float64()),
-            column(self.instructions, pa.float64()),
-            column(self.worker, pa.int16()),
-            column(self.harness_cpu, pa.float64()),
-        ], schema=SCHEMA)
+        reports its new rows every second: drive/distributed.py), in SCHEMA."""
+        batches: list[pa.RecordBatch] = []
+        if start < self.spilled:
+            self._close_writer()
+            for path in self._files:
+                with pa.ipc.open_stream(pa.memory_map(str(path))) as reader:
+                    batches.extend(reader)
+        batches.append(self._batch(max(0, start - self.spilled)))
+        spilled = pa.Table.from_batches(batches, schema=SPILL_SCHEMA)
+        if start < self.spilled:
+            spilled = spilled.slice(start)
+        dictionaries = {"script": self.script_names, "transaction": self.tx_names, "class": self.class_names}
+        columns = []
+        for field in SCHEMA:
+            column = spilled.column(field.name)
+            if field.name in dictionaries:
+                indices = column.combine_chunks() if column.num_chunks else pa.array([], pa.int16())
+                column = pa.DictionaryArray.from_arrays(indices, pa.array(dictionaries[field.name], pa.string()))
+            columns.append(column)
+        return pa.Table.from_arrays(columns, schema=SCHEMA)
