@@ -75,6 +75,15 @@ def test_a_control_character_is_one_line_with_its_line_number(tmp_path):
     assert "w.yaml:7:" in line and "U+0007" in line
 
 
+@pytest.mark.parametrize("scalar, needle", [("!!float abc", "float"), ("!!int 1.5.3", "int()")])
+def test_a_tagged_value_that_cannot_be_built_is_one_line_with_its_line_number(tmp_path, scalar, needle):
+    """ruamel's constructors raise a bare ValueError for these, with no position: perflab finds it."""
+    text = f"name: x\ndescription: !!str fine\nload:\n  users: {scalar}\n"
+    code, _out, err = run_main("validate", write(tmp_path, text))
+    line = one_line_error(code, err)
+    assert "w.yaml:4:" in line and needle in line
+
+
 def test_bytes_that_are_not_utf8_are_one_line_with_their_line_number(tmp_path):
     path = tmp_path / "w.yaml"
     path.write_bytes(b"name: x\ndescription: \xff\xfe\n")

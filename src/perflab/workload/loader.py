@@ -9,6 +9,7 @@ module joins the two.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -67,10 +68,27 @@ def read_yaml(path: Path) -> Any:
     except YAMLError as exc:
         raise InputError(f"invalid YAML: {_one_line(str(exc))}", file=path) from None
     except Exception as exc:   # noqa: BLE001 - the parser's own failures on odd input (a bad tag's value)
-        raise InputError(f"invalid YAML: {_one_line(f'{type(exc).__name__}: {exc}')}", file=path) from None
+        raise InputError(f"invalid YAML: {_one_line(f'{type(exc).__name__}: {exc}')}", file=path,
+                         line=_line_of_bad_tagged_scalar(text)) from None
     if not isinstance(data, CommentedMap):
         raise InputError("expected a mapping of fields at the top level", file=path, line=1)
     return data
+
+
+def _line_of_bad_tagged_scalar(text: str) -> int | None:
+    """The line of the first explicitly tagged scalar (`!!float abc`) that cannot be constructed
+    on its own: ruamel's constructors raise a plain ValueError without a position for those."""
+    try:
+        events = list(YAML(typ="rt").parse(text))
+    except Exception:  # noqa: BLE001 - the document could not be parsed at all: no line to give
+        return None
+    for event in events:
+        if isinstance(event, ScalarEvent) and event.tag and event.start_mark is not None:
+            try:
+                YAML(typ="rt").load(f"!<{event.tag}> {json.dumps(event.value)}")
+            except Exception:  # noqa: BLE001 - this scalar is the one that fails
+                return event.start_mark.line + 1
+    return None
 
 
 def _one_line(text: str) -> str:
