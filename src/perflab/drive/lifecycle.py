@@ -17,6 +17,7 @@ import datetime as dt
 import os
 import signal
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,10 +94,27 @@ def recording_ending(ending: Ending):
         raise
 
 
+def recorded_table(life: "RunLifecycle", recorder: Any) -> pa.Table | None:
+    """The recorder's table, or None with the run marked failed when its spilled rows cannot be
+    read back (the spill files are then kept beside the record: the caller removes them only
+    once transactions.parquet exists)."""
+    if recorder is None:
+        return None
+    try:
+        return recorder.table()
+    except Exception as exc:  # noqa: BLE001 - the run is stored, failed, with the reason
+        life.ending.status = "failed"
+        life.ending.reason = (f"the recorded transactions could not be read back ({type(exc).__name__}: {exc}); "
+                              f"the spill files are kept in the run directory")
+        return None
+
+
 #: Space taken in every run directory while the run goes (`RunLifecycle._reserve`): enough for
 #: its final run.json and catalog row on a disk that has filled meanwhile.
 RESERVE_NAME = ".reserve"
 RESERVE_BYTES = 256 * 1024
+#: How long a duet's run waits for its partner to be ready (its SUT set up: a database loaded).
+DUET_START_TIMEOUT_S = 600.0
 
 
 def now_iso() -> str:
@@ -217,11 +235,11 @@ class RunLifecycle:
                 real_storage_bytes=plan.memory_limit, stagger_s=plan.phases.stagger,
                 stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
                 block=position.block, order=position.order, purpose=position.purpose,
-                configuration=position.configuration),
+                configuration=position.configuration, duet=self._duet_key),
             fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
         self.save()
         self.store.index(self.record)
-        self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus())}
+        self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus(), self._duet_key)}
         if self.observer is not None:
             self.observer.started(run_id, self.run_dir)
         return self.record
@@ -281,6 +299,24 @@ class RunLifecycle:
         """The driver is pinned for this run only: a study runs many runs in one process, and each
         must resolve its placement from the CPUs the process was given, not the previous pin."""
         os.sched_setaffinity(0, self.plan.placement.driver_cpus)
+
+    @property
+    def _duet_key(self) -> str | None:
+        return self.plan.duet.key if self.plan.duet is not None else None
+
+    def synchronized_t0(self) -> float:
+        """The moment the run's clock starts: now, or -- in a duet -- when its partner is ready
+        too (both have set up their SUTs), so the two runs' phases and windows coincide."""
+        duet = self.plan.duet
+        if duet is not None:
+            import threading
+
+            try:
+                duet.barrier.wait(timeout=DUET_START_TIMEOUT_S)
+            except threading.BrokenBarrierError:
+                raise SutFailure(f"the duet's other run was not ready to start within {DUET_START_TIMEOUT_S:g} s "
+                                 f"(it failed while setting up, or took too long)") from None
+        return time.monotonic()
 
     def start_clock(self, t0: float, t0_epoch: float) -> None:
         self.record.clock = Clock(t0_monotonic=t0, t0_epoch=t0_epoch)
@@ -399,6 +435,8 @@ class RunLifecycle:
         when an external driver decides it (pgbench's measured run)."""
         record, phases, ending = self.record, self.plan.phases, self.ending
         self.closing = True
+        if self.plan.duet is not None:
+            self.plan.duet.barrier.abort()  # a partner still waiting to start learns that this run ended
         if window is None and getattr(engine, "window", None) is not None:
             window = engine.window  # a job stream's window is the stream itself
         try:
@@ -425,8 +463,11 @@ class RunLifecycle:
             cpu = engine.outcome.driver_cpu_window_s
             util = 100.0 * cpu / wall if wall > 0 else float("nan")
             saturated = util >= caveats.DRIVER_SATURATION_PCT
+            recorder = engine.recorder
             record.driver = DriverRecord(pid=os.getpid(), cpu_s=cpu, window_wall_s=wall, util_pct=util,
-                                         saturated=saturated, dropped=engine.outcome.dropped)
+                                         saturated=saturated, dropped=engine.outcome.dropped,
+                                         spilled_bytes=getattr(recorder, "spilled_bytes", None) or None,
+                                         spill_error=getattr(recorder, "spill_error", None))
             if saturated:
                 invalid.append(caveats.driver_saturated(util))
         elif record.drivers:
@@ -447,7 +488,7 @@ class RunLifecycle:
             invalid.append(caveats.hung_transactions(engine.outcome.hung, engine.outcome.deadline_s))
         if ending.status != "complete":
             invalid.append(caveats.run_not_complete(ending.status, ending.reason))
-        for other in self.active.withdraw(record.run_id, self._cpus()):
+        for other in self.active.withdraw(record.run_id, self._cpus(), self._duet_key):
             self._concurrent.setdefault(other.run_id, other)
         if self._concurrent:
             shared = sorted(set().union(*(o.cpus for o in self._concurrent.values())) & set(self._cpus()))

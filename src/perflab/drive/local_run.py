@@ -14,7 +14,7 @@ import time
 from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.batch import engine_for
-from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
+from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
 from perflab.drive.recorder import SPILL_FILE, Recorder
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
@@ -53,7 +53,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
                               grace=grace, on_worker=life.add_sut_pid)
             life.make_cgroup(pool.pids)
             life.describe_sut(pids=pool.pids, counters=list(counter_names), tx_counter=tx_counter)
-            t0 = time.monotonic()
+            t0 = life.synchronized_t0()
             life.start_clock(t0, time.time())
             life.start_monitor(pool.pids, counters.handle if counters is not None else None)
             recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0,
@@ -83,9 +83,9 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             counters.close()
             counters.unlink()
         try:
-            result = life.finish(recorder.table() if recorder is not None else None, engine)
+            result = life.finish(recorded_table(life, recorder), engine)
         finally:
             if recorder is not None:
-                recorder.close()
+                recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
 

@@ -14,12 +14,16 @@ Resolution rules (each decided here and nowhere else):
 * workers: requested, else the workload's, else one per user up to `MAX_DEFAULT_WORKERS`.
 * the SUT host's monitor: the workload's `monitor:` (its token read from `token_env` now).
 * drivers: `--drivers` (and `--driver-count`) over the workload's `drivers:` block.
+* duet: a study's duet design (study/duet.py) runs two runs at once on the same CPUs; each gets
+  the pair's key and a barrier, so both clocks start together and neither counts the other as
+  a concurrent run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perflab.drive.engine import Phases
 from perflab.drive.remote_sut import remote_spec
@@ -30,6 +34,15 @@ from perflab.sut.placement import Placement, resolve_placement
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 
 MAX_DEFAULT_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class DuetSlot:
+    """One of the two runs of a duet: the pair's key (the same for both) and the barrier both
+    wait at before starting their clocks (a multiprocessing.Barrier of 2)."""
+
+    key: str
+    barrier: Any
 
 
 @dataclass
@@ -57,6 +70,7 @@ class RunRequest:
     configuration: str | None = None
     drivers: str | None = None  # --drivers: ray://HEAD:PORT or auto
     driver_count: int | None = None  # --driver-count
+    duet: DuetSlot | None = None  # a study's duet design: this run's partner starts with it
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,7 @@ class RunPlan:
     initiators: int | None = None    # ... run by how many initiators at once
     remote: RemoteSpec | None = None  # the SUT host's monitor (workload `monitor:`)
     drivers: Drivers | None = None  # drivers on several hosts (workload `drivers:`, --drivers)
+    duet: DuetSlot | None = None  # run at the same time as its partner (study/duet.py)
 
     @property
     def closed(self) -> bool:
@@ -134,7 +149,7 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         label=request.label, monitor=request.monitor,
         position=StudyPosition(request.study, request.block, request.order, request.purpose, request.configuration),
         jobs=jobs, initiators=initiators,
-        remote=remote_spec(workload, Path(request.workload_path)), drivers=drivers,
+        remote=remote_spec(workload, Path(request.workload_path)), drivers=drivers, duet=request.duet,
     )
 
 

@@ -5,19 +5,23 @@ One Python list per column keeps the cost of recording a transaction to its appe
 texts are kept only for the rows that have one. Names (script, transaction, class) are stored
 once, as dictionary-encoded columns.
 
-A run does not keep its transactions in memory: given a spill file, the recorder converts every
-SPILL_ROWS rows to one Arrow record batch, appends it to the file (an IPC stream in the run
-directory) and starts its lists afresh. The driver's resident set stays flat however long the
-run is (bench/soak.py: an hour at 10k users is 1.8 million rows, about 300 bytes each as Python
-objects, which would otherwise double it). The conversion, about 0.4 µs a row, is paid during
-the run instead of after it, in pieces of about 2 ms. The final table reads the spilled batches
-back through a memory map.
+A run does not keep its transactions in memory: given a spill file, the recorder appends every
+SPILL_ROWS rows to it as one chunk -- the lists as `marshal` writes them, a C loop over the
+floats (about 0.2 µs a row, half of converting them to Arrow, which waits for the end of the
+run) -- and starts its lists afresh. The driver's resident set stays flat however long the run
+is (bench/soak.py: an hour at 10k users is 1.8 million rows, about 300 bytes each as Python
+objects, which would otherwise double it). Each chunk is a length and its bytes; a chunk cut
+short (a full disk) is cut off, and the chunks before it are read back. The spill writes about
+140 bytes a row to the run directory's device, which the run's report says (its device rows
+include them). Spilling that fails stops; the rest stays in memory.
 """
 
 from __future__ import annotations
 
+import marshal
 import math
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +30,17 @@ import pyarrow as pa
 
 NAN = math.nan
 
-#: Rows kept in memory before they are spilled (about 1.2 MB of Python objects): converting
-#: them holds the event loop for about 2 ms.
+#: Rows kept in memory before they are spilled (about 1.2 MB of Python objects): writing them
+#: holds the event loop for about a millisecond.
 SPILL_ROWS = 4096
-#: The spill files' name in the run directory (a numeric suffix is added); removed once
-#: transactions.parquet is written, left beside an abandoned run's record.
-SPILL_FILE = "transactions.spill.arrows"
+#: The spill file's name in the run directory; removed once transactions.parquet is written,
+#: left beside the record of a run that could not write it (or was killed).
+SPILL_FILE = "transactions.spill"
+#: A chunk's header: the length of its marshal bytes.
+_CHUNK_HEADER = struct.Struct("<Q")
+#: The in-memory lists in the order a chunk holds them (SPILL_SCHEMA's, error apart).
+_LIST_COLUMNS = ("user", "script", "transaction", "class", "intended_start", "actual_start", "first_response", "end",
+                 "ok", "think", "cpu", "cpu_user", "cpu_sys", "instructions", "worker", "harness_cpu")
 
 SCHEMA = pa.schema([
     ("user", pa.int32()),
@@ -86,10 +95,11 @@ class Recorder:
         self.script_names, self.tx_names, self.class_names = scripts, transactions, classes
         self.t0 = t0
         self.spill_path = None if spill_path is None else Path(spill_path)
-        self.spilled = 0  # rows written to the spill files; the lists hold the rows after them
+        self.spilled = 0  # rows written to the spill file; the lists hold the rows after them
         self.spill_error: str | None = None
-        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
-        self._files: list[Path] = []  # a new file each time a table was read while spilling
+        self._fd: int | None = None  # the spill file, open for appending
+        self.spilled_bytes = 0  # the spill file's length in whole chunks
+        self._last: tuple | None = None  # the last spilled chunk's (first row, ok, intended, end, errors)
         self.error_texts: dict[int, str] = {}  # row index in the run -> its error text
         self._new_columns()
         self.pending: dict[str, list] = {name: [] for name in THINKS_SCHEMA.names}
@@ -154,56 +164,99 @@ class Recorder:
     def _batch(self, start: int = 0) -> pa.RecordBatch:
         """The in-memory rows from the `start`-th of them on, as a batch in SPILL_SCHEMA."""
         lists = self._columns()
-        first = self.spilled + start
-        count = len(self.ok) - start
+        return self._to_batch([lists[name][start:] for name in _LIST_COLUMNS], self.spilled + start,
+                              self.error_texts)
+
+    def _to_batch(self, lists: list[list], first: int, error_texts: dict[int, str]) -> pa.RecordBatch:
+        """Rows `first`.. as the lists hold them (in _LIST_COLUMNS order) -> a SPILL_SCHEMA batch."""
+        count = len(lists[0])
+        by_name = dict(zip(_LIST_COLUMNS, lists))
         arrays = []
         for field in SPILL_SCHEMA:
             if field.name == "error":
                 texts: list[str | None] = [None] * count
-                for index, text in self.error_texts.items():
+                for index, text in error_texts.items():
                     if first <= index < first + count:
                         texts[index - first] = text
                 arrays.append(pa.array(texts, pa.string()))
-                continue
-            values = lists[field.name][start:]
-            if field.name in _CLOCK_COLUMNS:
-                arrays.append(pa.array(np.asarray(values, dtype=np.float64) - self.t0, field.type))
+            elif field.name in _CLOCK_COLUMNS:
+                arrays.append(pa.array(np.asarray(by_name[field.name], dtype=np.float64) - self.t0, field.type))
             else:
-                arrays.append(pa.array(values, field.type))
+                arrays.append(pa.array(by_name[field.name], field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=SPILL_SCHEMA)
 
     def _spill(self) -> None:
-        """Append the in-memory rows to the spill file and start the lists afresh. A write that
-        fails (a full disk) stops spilling: the rows stay in memory, nothing is lost, and the
-        run's end, which writes the same rows to the same disk, reports the failure."""
+        """Append the in-memory rows to the spill file as one chunk and start the lists afresh.
+        A write that fails (a full disk) stops spilling: the file is cut back to its whole
+        chunks, the rest stays in memory, and the run reports why (DriverRecord.spill_error)."""
+        lists = self._columns()
+        first = self.spilled
+        errors = {i: t for i, t in self.error_texts.items() if i >= first}
         try:
-            batch = self._batch()
-            if self._writer is None:
+            payload = marshal.dumps((first, [lists[name] for name in _LIST_COLUMNS], errors))
+            chunk = _CHUNK_HEADER.pack(len(payload)) + payload
+            if self._fd is None:
                 assert self.spill_path is not None
-                path = self.spill_path.with_name(f"{self.spill_path.name}.{len(self._files)}")
-                self._files.append(path)
-                self._writer = pa.ipc.new_stream(str(path), SPILL_SCHEMA)
-            self._writer.write_batch(batch)
-        except OSError as exc:
+                self._fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+                                   0o644)
+            written = os.write(self._fd, chunk)
+            if written != len(chunk):
+                raise OSError(f"short write to the spill file ({written} of {len(chunk)} bytes)")
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the run goes on with its rows in memory
             self.spill_error = f"{type(exc).__name__}: {exc}"
+            if self._fd is not None:
+                try:
+                    os.ftruncate(self._fd, self.spilled_bytes)  # a chunk cut short is not one
+                except OSError:
+                    pass  # the reader stops at the last whole chunk anyway
             return
-        self.spilled += batch.num_rows
-        self.error_texts = {i: t for i, t in self.error_texts.items() if i >= self.spilled}
+        self.spilled_bytes += len(chunk)
+        count = len(self.ok)
+        self.spilled += count
+        # The last spilled chunk stays at hand for the live display (drive/live.py), whose
+        # interval of a second or so can span a spill.
+        self._last = (first, self.ok, self.intended, self.end, errors)
+        self.error_texts = {}
         self._new_columns()
-    def _close_writer(self) -> None:
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.close()  # ends the stream; the next spill starts a new file
 
-    def close(self) -> None:
-        """Remove the spill files (the table has been written where it belongs)."""
-        try:
-            self._close_writer()
-        except OSError:
-            pass
-        for path in self._files:
-            path.unlink(missing_ok=True)
-        self._files = []
+    def _spilled_batches(self) -> list[pa.RecordBatch]:
+        """The spilled chunks, as batches: the whole chunks within spilled_bytes."""
+        if self.spill_path is None or not self.spilled_bytes:
+            return []
+        with open(self.spill_path, "rb") as f:
+            data = f.read(self.spilled_bytes)
+        batches, offset = [], 0
+        while offset + _CHUNK_HEADER.size <= len(data):
+            (length,) = _CHUNK_HEADER.unpack_from(data, offset)
+            start = offset + _CHUNK_HEADER.size
+            if start + length > len(data):
+                break  # cut short
+            first, lists, errors = marshal.loads(data[start:start + length])
+            batches.append(self._to_batch(lists, first, errors))
+            offset = start + length
+        return batches
+
+    def hand_over(self) -> pa.Table:
+        """The rows recorded since the last hand-over, which are then dropped from memory: a
+        driver on another host sends its new rows to the coordinator every second
+        (drive/ray_driver.py) and keeps none of them. Not with a spill file (a local run reads
+        its table once, at the end)."""
+        if self.spill_path is not None:
+            raise ValueError("a recorder that spills to a file does not hand its rows over")
+        table = self.table(self.spilled)
+        self.spilled += len(self.ok)
+        self.error_texts = {}
+        self._new_columns()
+        return table
+
+    def close(self, remove: bool = True) -> None:
+        """Close the spill file, and remove it unless `remove` is False (the table could not be
+        written where it belongs: it is the only copy of the spilled rows)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if remove and self.spill_path is not None:
+            self.spill_path.unlink(missing_ok=True)
 
     def add_pending_think(self, user: int, tx: int, klass: int, start: float, think: float) -> None:
         """A think that was still running when the user stopped (the window ended, or the run was
@@ -231,26 +284,39 @@ class Recorder:
         return self.spilled + len(self.ok)
 
     def recent(self, a: int, b: int) -> RecentRows:
-        """Rows [a, b) by their index in the run, or the part of them still in memory (times
-        relative to t0)."""
+        """Rows [a, b) by their index in the run, or the part of them still at hand -- in memory,
+        or in the last spilled batch (times relative to t0)."""
+        oks, intendeds, ends = [], [], []
+        first = max(a, self.spilled)
+        if self._last is not None and a < self.spilled:
+            last_first, ok, intended, end, _errors = self._last
+            lo, hi = max(a, last_first) - last_first, min(b, self.spilled) - last_first
+            if hi > lo:
+                first = last_first + lo
+                oks.append(np.asarray(ok[lo:hi], dtype=bool))
+                intendeds.append(np.asarray(intended[lo:hi], dtype=np.float64) - self.t0)
+                ends.append(np.asarray(end[lo:hi], dtype=np.float64) - self.t0)
         lo, hi = max(a, self.spilled) - self.spilled, max(b, self.spilled) - self.spilled
-        return RecentRows(first=self.spilled + lo, ok=np.asarray(self.ok[lo:hi], dtype=bool),
-                          intended=np.asarray(self.intended[lo:hi], dtype=np.float64) - self.t0,
-                          end=np.asarray(self.end[lo:hi], dtype=np.float64) - self.t0)
+        oks.append(np.asarray(self.ok[lo:hi], dtype=bool))
+        intendeds.append(np.asarray(self.intended[lo:hi], dtype=np.float64) - self.t0)
+        ends.append(np.asarray(self.end[lo:hi], dtype=np.float64) - self.t0)
+        return RecentRows(first=first, ok=np.concatenate(oks), intended=np.concatenate(intendeds),
+                          end=np.concatenate(ends))
 
     def error_at(self, index: int) -> str | None:
-        """The error text of row `index` (None when it had none or is spilled)."""
-        return self.error_texts.get(index)
+        """The error text of row `index` (None when it had none, or is no longer at hand)."""
+        text = self.error_texts.get(index)
+        if text is None and self._last is not None:
+            text = self._last[4].get(index)
+        return text
 
     def table(self, start: int = 0) -> pa.Table:
-        """The transactions recorded so far, from the `start`-th on (a driver on another host
-        reports its new rows every second: drive/distributed.py), in SCHEMA."""
+        """The transactions recorded so far, from the `start`-th on, in SCHEMA."""
         batches: list[pa.RecordBatch] = []
+        if start < self.spilled and self.spill_path is None:
+            raise ValueError(f"rows before {self.spilled} were handed over and are no longer here")
         if start < self.spilled:
-            self._close_writer()
-            for path in self._files:
-                with pa.ipc.open_stream(pa.memory_map(str(path))) as reader:
-                    batches.extend(reader)
+            batches.extend(self._spilled_batches())
         batches.append(self._batch(max(0, start - self.spilled)))
         spilled = pa.Table.from_batches(batches, schema=SPILL_SCHEMA)
         if start < self.spilled:

@@ -19,9 +19,9 @@ import urllib.parse
 from typing import Any
 
 from perflab.drive.batch import engine_for
-from perflab.drive.lifecycle import RunLifecycle, RunResult, recording_ending
+from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
 from perflab.drive.plan import RunPlan
-from perflab.drive.recorder import Recorder
+from perflab.drive.recorder import SPILL_FILE, Recorder
 from perflab.drive.remote_sut import host_record
 from perflab.monitor.sources.remote import HostInfo
 from perflab.errors import SutFailure
@@ -163,7 +163,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 _drive_distributed(life, cluster, pids, counter_spec, components, dsn, failure)
             else:
                 life.pin_driver()
-                t0 = time.monotonic()
+                t0 = life.synchronized_t0()
                 life.start_clock(t0, time.time())
                 if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
                     from perflab.drive.adapters.counts import ConnectionCounts
@@ -176,7 +176,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
                 if driver_kind == "native":
                     recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
-                                        t0)
+                                        t0, spill_path=life.run_dir / SPILL_FILE)
                     tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir),
                               "run_id": record.run_id,
                               "service_address": workload.service.address if workload.service else "127.0.0.1"}
@@ -210,12 +210,16 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 record.sut.stop_note = note
         life.release()
         if recorder is not None:
-            table = recorder.table()
+            table = recorded_table(life, recorder)
         if cluster is not None:
             table = cluster.table()
             record.drivers = cluster.records()
             cluster.close()
-        result = life.finish(table, engine, window)
+        try:
+            result = life.finish(table, engine, window)
+        finally:
+            if recorder is not None:
+                recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
 
 

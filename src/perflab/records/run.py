@@ -67,6 +67,8 @@ class RunConfig(Record):
     order: int | None = Field(default=None, description="its position in the study's schedule")
     purpose: str | None = Field(default=None, description='measure or calibrate')
     configuration: str | None = Field(default=None, description='the study configuration it ran')
+    duet: str | None = Field(default=None, description="a duet's key (study/block): the run ran at the same time "
+                                                        "as its partner, on the same CPUs, by design")
 
 
 class Clock(Record):
@@ -90,6 +92,10 @@ class DriverRecord(Record):
     saturated: bool = Field(default=False, description='util_pct >= DRIVER_SATURATION_PCT: the run is invalid')
     dropped: int | None = Field(default=None, description='open-loop arrivals dropped at the in-flight cap (recorded '
                                                           'as errors)')
+    spilled_bytes: int | None = Field(default=None, description="bytes the driver wrote to the run directory during "
+                                      "the run: its transactions, spilled so as not to keep them in memory")
+    spill_error: str | None = Field(default=None, description="why spilling stopped (the rows were then kept in "
+                                    "memory)")
 
 
 class SutHostRecord(Record):

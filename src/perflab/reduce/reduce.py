@@ -180,6 +180,13 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
             warnings += [cav.note(n) for n in samples.notes]
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
+    if run.driver is not None and run.driver.spilled_bytes:
+        warnings.append(cav.note(f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
+                                 f"directory during the run (its transactions, spilled): the device rows (MB/SEC, "
+                                 f"VIO RATE, DISK BUSY %) include them; a store on another device keeps them apart"))
+    if run.driver is not None and run.driver.spill_error:
+        warnings.append(cav.note(f"the driver stopped spilling its transactions ({run.driver.spill_error}): it kept "
+                                 f"the rest in memory"))
 
     values_all = REGISTRY.evaluate(measured)
     values = {key: values_all.get(key) for key in REGISTRY.perflab_keys()}

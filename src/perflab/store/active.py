@@ -9,7 +9,8 @@ when the second ended first. A registration whose driver is gone (a SIGKILLed ru
 and removed. Files are written whole (a temporary file renamed into place) but not fsynced:
 they only matter while their driver lives, and a run's start-up should not wait on the disk.
 None of this ever fails a run -- a store that cannot take the files (a full disk) only loses
-the check.
+the check. The two runs of a duet (study/duet.py) share their CPUs by design: registered with the
+same duet key, they are not concurrent runs to each other.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class ActiveRun:
     run_id: str
     pid: int
     cpus: frozenset[int]
+    duet: str | None = None
 
 
 class ActiveRuns:
@@ -47,7 +49,8 @@ class ActiveRuns:
     def _read(self, path: Path) -> ActiveRun | None:
         try:
             data = json.loads(path.read_text())
-            return ActiveRun(str(data["run_id"]), int(data["pid"]), frozenset(int(c) for c in data["cpus"]))
+            return ActiveRun(str(data["run_id"]), int(data["pid"]), frozenset(int(c) for c in data["cpus"]),
+                             data.get("duet"))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -68,38 +71,40 @@ class ActiveRuns:
             found.append(run)
         return found
 
-    def register(self, run_id: str, cpus: list[int]) -> list[ActiveRun]:
-        """Register this run; the live runs sharing a CPU with it (each is left a note)."""
+    def register(self, run_id: str, cpus: list[int], duet: str | None = None) -> list[ActiveRun]:
+        """Register this run; the live runs sharing a CPU with it (each is left a note), its duet
+        partner aside."""
         mine = frozenset(int(c) for c in cpus)
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            _write(self.dir / f"{run_id}.json", {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine)})
+            _write(self.dir / f"{run_id}.json", {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine),
+                                                 "duet": duet})
         except OSError:
             return []
-        return self._overlapping(run_id, mine)
+        return self._overlapping(run_id, mine, duet)
 
-    def _overlapping(self, run_id: str, mine: frozenset[int]) -> list[ActiveRun]:
-        others = [r for r in self.live(exclude=run_id) if r.cpus & mine]
+    def _overlapping(self, run_id: str, mine: frozenset[int], duet: str | None) -> list[ActiveRun]:
+        others = [r for r in self.live(exclude=run_id) if r.cpus & mine and not (duet and r.duet == duet)]
         for other in others:
             try:
                 _write(self.dir / f"{other.run_id}.{run_id}.overlap",
-                       {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine)})
+                       {"run_id": run_id, "pid": os.getpid(), "cpus": sorted(mine), "duet": duet})
             except OSError:
                 pass
         return others
 
-    def withdraw(self, run_id: str, cpus: list[int]) -> list[ActiveRun]:
+    def withdraw(self, run_id: str, cpus: list[int], duet: str | None = None) -> list[ActiveRun]:
         """Unregister this run; every run that shared a CPU with it while it ran: those live now,
-        and those that left a note meanwhile."""
+        and those that left a note meanwhile (its duet partner aside)."""
         mine = frozenset(int(c) for c in cpus)
-        others = {r.run_id: r for r in self._overlapping(run_id, mine)}
+        others = {r.run_id: r for r in self._overlapping(run_id, mine, duet)}
         try:
             notes = sorted(self.dir.glob(f"{run_id}.*.overlap"))
         except OSError:
             notes = []
         for path in notes:
             run = self._read(path)
-            if run is not None and run.cpus & mine:
+            if run is not None and run.cpus & mine and not (duet and run.duet == duet):
                 others.setdefault(run.run_id, run)
             path.unlink(missing_ok=True)
         (self.dir / f"{run_id}.json").unlink(missing_ok=True)
