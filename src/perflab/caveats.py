@@ -63,6 +63,7 @@ class Code(StrEnum):
     SUT_UNMONITORED = "sut_unmonitored"    # a SUT perflab did not start, with no monitor on its host
     MONITOR_LOST = "monitor_lost"          # the SUT host's monitor stopped answering during the window
     DRIVER_LOST = "driver_lost"            # one of several drivers stopped answering: the run failed
+    DUET = "duet"              # the study ran each block's two runs at the same time on the same CPUs
     NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
     LEGACY = "legacy"          # a reason stored as plain text by an older perflab
 
@@ -98,6 +99,17 @@ def note(text: str, **values: Any) -> Caveat:
 def run_not_complete(status: str, reason: str | None) -> Caveat:
     return Caveat(code=Code.RUN_NOT_COMPLETE, text=f"run {status}" + (f": {reason}" if reason else ""),
                   values={"status": status, "reason": reason})
+
+
+def duet_design(placement: str | None) -> Caveat:
+    where = f" ({placement})" if placement else ""
+    return Caveat(code=Code.DUET,
+                  text=f"duet design: each block's two runs ran at the same time{where}, their SUTs sharing the "
+                       f"SUT's CPUs and their drivers the driver's, their windows started together: a slow spell of "
+                       f"the host slowed both and cancels from their ratio. Levels (ITR, UTIL/PROC, response times) "
+                       f"are those of a shared CPU -- compare ratios, not levels, with solo studies; (H) rows include "
+                       f"the other run's load; the drivers' saturation is judged on the two together",
+                  values={"placement": placement})
 
 
 def driver_saturated(util_pct: float | None, tool: str | None = None) -> Caveat:

@@ -107,6 +107,8 @@ class Design(Record):
     load: LoadRecord = Field(default_factory=LoadRecord, description='the load and how it was chosen')
     placement: str | None = Field(default=None, description='driver and SUT CPUs')
     aa: bool = Field(default=False, description="an A/A study: the base against itself")
+    duet: bool = Field(default=False, description="each block's two runs ran at the same time on the same CPUs "
+                                                  "(study/duet.py)")
     loads: dict[str, LoadRecord] = Field(default_factory=dict, description="each configuration's own calibrated "
                                          "load (equal utilization)")
 

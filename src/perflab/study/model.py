@@ -181,6 +181,9 @@ class Study(Strict):
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
     notes: list[str] = Field(default_factory=list, description="remarks the report prints with its General "
                              "Observations (how a short default differs from the full study, for example)")
+    duet: bool = Field(default=False, description="run each block's two configurations at the same time on the "
+                       "same CPUs (duet benchmarking): a slow spell of the host slows both and cancels from "
+                       "their ratio; levels are those of a shared CPU (study/duet.py)")
     gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "
                                                 "its exit code")
@@ -203,6 +206,11 @@ def check_study(study: Study, aa: bool = False) -> None:
     if study.sweep is None and study.blocks < MIN_BLOCKS:
         raise LocatedError(("blocks",), f"a comparison needs at least {MIN_BLOCKS} blocks (fewer give no interval); "
                                         f"got {study.blocks}")
+    if study.duet and study.sweep is not None:
+        raise LocatedError(("duet",), "a duet runs two configurations side by side: it cannot also sweep a factor")
+    if study.duet and not aa and len(study.configurations) != 2:
+        raise LocatedError(("duet",), f"a duet runs exactly two configurations side by side; got "
+                                      f"{len(study.configurations)}")
     if study.sweep is not None and study.load.calibrate is not None and study.sweep.factor in ("users", "rate"):
         raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")
     from perflab.catalog.registry import COMPONENT_COMPARED

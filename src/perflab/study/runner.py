@@ -20,6 +20,7 @@ from perflab.drive.run import execute_run
 from perflab.errors import InputError
 from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, \
     SweepRecord
+from perflab.records.run import read_run_record
 from perflab.reduce.reduce import reduce_run
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.noise import power
@@ -30,6 +31,7 @@ from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
+from perflab.study.duet import run_pair
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
@@ -181,6 +183,16 @@ class StudyRunner:
 
     def _run(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
              block: int | None, order: int | None, purpose: str):
+        request = self._request(config, users, rate, measurement, block, order, purpose)
+        result = execute_run(request, self.store, self.observer)
+        metrics = reduce_run(result.run_dir)
+        self.store.set_etr(result.run_id, metrics.values.get("etr_t"))
+        if result.status == "interrupted":
+            self.interrupted = result.reason
+        return result, metrics
+
+    def _request(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
+                 block: int | None, order: int | None, purpose: str) -> RunRequest:
         timing = self._timing()
         sweep = self.study.sweep
         if sweep is not None and sweep.factor == "users" and purpose == "measure":
@@ -199,12 +211,7 @@ class StudyRunner:
             configuration=config.name)
         self.on_event("run-start", {"config": config.name, "block": block, "order": order, "purpose": purpose,
                                     "users": users, "rate": rate})
-        result = execute_run(request, self.store, self.observer)
-        metrics = reduce_run(result.run_dir)
-        self.store.set_etr(result.run_id, metrics.values.get("etr_t"))
-        if result.status == "interrupted":
-            self.interrupted = result.reason
-        return result, metrics
+        return request
 
     # --- the study ----------------------------------------------------------------------------
 
@@ -230,7 +237,7 @@ class StudyRunner:
             workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
                                       timing),
             design=Design(blocks=blocks, seed=study.seed, schedule=[tuple(s) for s in schedule], timing=timing,
-                          aa=self.options.aa),
+                          aa=self.options.aa, duet=study.duet),
             configurations=new_configurations([(c.name, c.changes()) for c in configs]))
         gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
                              tuple(study.gates.util_band) if study.gates.util_band else None)
@@ -246,6 +253,9 @@ class StudyRunner:
                                         min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
+        if study.duet:
+            self._run_duets(schedule, by_name, loads, timing, started)
+            schedule = []  # every block ran as a duet
         for order, (block, name) in enumerate(schedule):
             if self.interrupted:
                 break
@@ -275,6 +285,50 @@ class StudyRunner:
         doc.finished = now_iso()
         self._save()
         return doc
+
+    def _run_duets(self, schedule: list, by_name: dict[str, Configuration], loads: dict, timing: dict[str, float],
+                   started: float) -> None:
+        """Each block's two runs at the same time (study/duet.py). No utilization band (each SUT
+        gets a share of the CPU); the two drivers' saturation is judged on their sum."""
+        self.builder.set_util_band(None)
+        placement = None
+        blocks: dict[int, list[tuple[int, str]]] = {}
+        for order, (block, name) in enumerate(schedule):
+            blocks.setdefault(block, []).append((order, name))
+        planned = timing["stagger"] + timing["stabilization"] + timing["measurement"]
+        for done, (block, entries) in enumerate(blocks.items()):
+            if self.interrupted:
+                break
+            self.on_event("progress", {"index": 2 * done, "total": len(schedule), "elapsed": time.monotonic() - started})
+            requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure")
+                        for order, name in entries]
+            outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned)
+            if interrupted:
+                self.interrupted = "interrupted by SIGINT (Ctrl-C)"
+            pair = []
+            for (order, name), outcome in zip(entries, outcomes):
+                if outcome.run_dir is None:
+                    self.builder.warn(cav.note(f"block {block}: the run of {name} was not stored ({outcome.error})"))
+                    continue
+                record = read_run_record(outcome.run_dir / "run.json")
+                metrics = reduce_run(outcome.run_dir)
+                self.store.set_etr(record.run_id, metrics.values.get("etr_t"))
+                if record.status == "interrupted":
+                    self.interrupted = self.interrupted or record.reason
+                placement = placement or record.fingerprint.get("placement")
+                pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False), record))
+            drivers = [r.driver.util_pct for _, r in pair if r.driver is not None and r.driver.util_pct is not None]
+            if drivers and sum(drivers) >= cav.DRIVER_SATURATION_PCT:
+                for run, _ in pair:
+                    run.exclusions.append(cav.driver_saturated(sum(drivers), "the duet's two drivers together"))
+            for run, record in pair:
+                self.on_event("run-end", {"config": run.config, "block": block, "run_id": run.run_id,
+                                          "status": record.status, "excluded": run.excluded,
+                                          "reasons": [c.text for c in run.exclusions],
+                                          "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
+                                          "itr_s": run.metric(self.builder.primary[0])})
+            self._save()
+        self.builder.warn(cav.duet_design(placement))
 
     def _save(self) -> None:
         write_json_atomic(self.dir / "study.json", self.doc.dump())

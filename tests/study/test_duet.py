@@ -1,0 +1,107 @@
+"""Duet studies (study/duet.py): a block's two runs at the same time on the same CPUs, their
+windows started together, each SUT's CPU from its own cgroup, neither counted as the other's
+concurrent run."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import perflab
+from perflab.store.active import ActiveRuns
+
+CPU_MS = 2.0
+
+WORKLOAD = f"""
+name: duet-known-cost
+target: {{kind: python}}
+transactions:
+  - {{name: work, call: "perflab.sut.synthetic:work", kwargs: {{cpu_ms: {CPU_MS}}}}}
+scripts: [{{name: s, steps: [work]}}]
+think: 0
+load: {{users: 2}}
+timing: {{stagger: 0s, stabilization: 0.5s, measurement: 2s}}
+placement: {{workers: 2}}
+"""
+
+
+def _write(tmp_path: Path, study: str) -> Path:
+    (tmp_path / "known-cost.yaml").write_text(textwrap.dedent(WORKLOAD).lstrip())
+    path = tmp_path / "duet.yaml"
+    path.write_text(textwrap.dedent(study).lstrip())
+    return path
+
+
+def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_path):
+    path = _write(tmp_path, f"""
+        name: duet
+        workload: known-cost.yaml
+        duet: true
+        configurations:
+          - name: base
+          - name: dearer
+            set: {{transactions.work.kwargs.cpu_ms: {2 * CPU_MS}}}
+        blocks: 3
+        metrics: [itr_s, pbt_cmd_s, util_proc_s]
+    """)
+    store = tmp_path / "store"
+    done = perflab("study", path, store=store, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    directory = Path(done.stdout.strip().splitlines()[-1])
+    doc = json.loads((directory / "study.json").read_text())
+    assert doc["design"]["duet"] is True and len(doc["runs"]) == 6
+    assert any(w["code"] == "duet" for w in doc["warnings"])
+    for block in range(3):
+        pair = [r for r in doc["runs"] if r["block"] == block]
+        assert sorted(r["config"] for r in pair) == ["base", "dearer"]
+        records = [json.loads((store / "runs" / r["run_id"] / "run.json").read_text()) for r in pair]
+        # neither is the other's concurrent run; both know they were a duet
+        assert all(rec["valid"] and rec["config"]["duet"] == records[0]["config"]["duet"] for rec in records), records
+        # the windows started together: the barrier, then each clock (a few ms apart; 0.5 s is
+        # a bound for a loaded machine, not a timing)
+        starts = [rec["clock"]["t0_epoch"] + rec["window"]["start"] for rec in records]
+        assert abs(starts[0] - starts[1]) < 0.5, starts
+        # each SUT's CPU per transaction from its own cgroup, though they shared CPU 1: the designed
+        # cost (synthetic:work burns to a CPU-time target) plus the worker's own share
+        by_config = {r["config"]: r["metrics"] for r in pair}
+        assert CPU_MS <= by_config["base"]["pbt_cmd_s"] <= CPU_MS * 1.25, by_config
+        assert 2 * CPU_MS <= by_config["dearer"]["pbt_cmd_s"] <= 2 * CPU_MS * 1.25, by_config
+        # the two shared one SUT CPU: together they cannot have used more than all of it (2% for
+        # the counters' granularity over a 2 s window)
+        assert sum(m["util_proc_s"] for m in by_config.values()) <= 102.0, by_config
+    (pbt,) = [m for m in doc["comparisons"][0]["metrics"] if m["key"] == "pbt_cmd_s"]
+    assert pbt["verdict"] == "WORSE"  # twice the CPU per transaction, told apart while sharing a CPU
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ("sweep: {factor: users, values: [1, 2]}\n", "cannot also sweep"),
+    ("  - name: third\n    set: {transactions.work.kwargs.cpu_ms: 3}\n", "exactly two configurations"),
+])
+def test_a_duet_of_other_than_two_configurations_is_one_located_error(tmp_path, extra, needle):
+    text = """
+        name: duet
+        workload: known-cost.yaml
+        duet: true
+        blocks: 3
+        configurations:
+          - name: base
+          - name: other
+            set: {transactions.work.kwargs.cpu_ms: 4}
+    """
+    path = _write(tmp_path, textwrap.dedent(text).lstrip() + extra)
+    done = perflab("validate", path)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert needle in line and "duet.yaml:" in line
+
+
+def test_runs_of_one_duet_are_not_concurrent_runs_to_each_other(tmp_path):
+    active = ActiveRuns(tmp_path)
+    assert active.register("a", [0, 1], duet="s/block-1") == []
+    assert active.register("b", [0, 1], duet="s/block-1") == []              # its partner
+    assert [r.run_id for r in active.register("c", [1], duet="s/block-2")] == ["a", "b"]  # another pair
+    assert [r.run_id for r in active.register("d", [0, 1])] == ["a", "b", "c"]  # a run of its own
+    assert sorted(r.run_id for r in active.withdraw("a", [0, 1], duet="s/block-1")) == ["c", "d"]
