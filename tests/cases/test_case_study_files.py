@@ -11,7 +11,7 @@ from perflab.study.runner import load_study
 from net.net_helpers import EXAMPLES
 
 STUDIES = ["postgres/storage-constrained-study.yaml", "tls/tls-resumption-study.yaml", "tls/tls-cipher-study.yaml",
-           "tcp/echo-paths-study.yaml"]
+           "tcp/echo-paths-study.yaml", "batch/copy-release-study.yaml"]
 
 
 @pytest.mark.parametrize("name", STUDIES)
@@ -34,3 +34,13 @@ def test_the_crypto_release_study_names_its_releases_by_requirement(tmp_path):
     assert [c.name for c in study.configurations] == ["cryptography 41.0.7", "cryptography 50.0.2"]
     assert [c.set["target.release"] for c in study.configurations] == [["cryptography==41.0.7"],
                                                                         ["cryptography==50.0.2"]]
+
+
+def test_the_copy_release_study_runs_the_seed_s_shapes_under_the_release_it_names():
+    from perflab.sut.copy_job import parse_shape
+
+    study, _, _ = load_study(EXAMPLES / "batch" / "copy-release-study.yaml")
+    assert all(parse_shape(v) for v in study.sweep.values)  # every shape is a valid one
+    for configuration in study.configurations:
+        (requirement,) = configuration.set["target.release"]
+        assert requirement == f"zstandard=={configuration.set['transactions.copy.kwargs.expect']}"

@@ -71,3 +71,52 @@ def test_validate_describes_a_job_stream(tmp_path):
     """)
     result = perflab("validate", path)
     assert result.returncode == 0 and "a stream of 30 jobs, 3 at a time" in result.stdout, result.stderr
+
+
+def _counted_block_device_of(path) -> str | None:
+    """The name of the block device holding `path` if the disk rows count it faithfully: a real
+    disk or partition (not tmpfs or overlay, not a loop, zram, nbd or device-mapper device, which
+    may compress, cache or stack the writes); else None."""
+    import os
+
+    dev = os.stat(path).st_dev
+    uevent = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/uevent"
+    try:
+        fields = dict(line.split("=", 1) for line in open(uevent).read().split())
+    except OSError:
+        return None
+    name = fields.get("DEVNAME", "")
+    return None if not name or name.startswith(("loop", "zram", "nbd", "dm-", "md")) else name
+
+
+def test_a_stream_of_known_bytes(tmp_path):
+    """Jobs that each write a known number of bytes synchronously: the SUT's own I/O counters give
+    back exactly those bytes per job, and the block devices saw at least all of them within the
+    stream's window (a lower bound: the file system adds its journal, other processes their own
+    writes). Where the run directory is not on a disk the device rows count, the test says so
+    instead of asserting."""
+    jobs, records, size = 30, 16, 4096
+    path = write_workload(tmp_path, f"""
+        name: known-bytes
+        target: {{kind: python}}
+        transactions:
+          - {{name: job, call: "perflab.sut.synthetic:write_records", kwargs: {{records: {records}, size: {size}}}}}
+        scripts: [{{name: s, steps: [job]}}]
+        load: {{jobs: {jobs}, initiators: 2}}
+        placement: {{workers: 2}}
+    """)
+    result = perflab("run", path, "--store", tmp_path / "st", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    run_dir = tmp_path / "st" / "runs" / result.stdout.strip().splitlines()[-1]
+    v = json.loads(perflab("show", str(run_dir), "--json").stdout)["values"]
+    assert v["tx_ok"] == jobs
+    payload = jobs * records * size
+    if v["io_bytes_cmd_s"] is not None:
+        assert v["io_bytes_cmd_s"] == pytest.approx(records * size, rel=0.02)
+    device = _counted_block_device_of(run_dir)
+    if device is None or v["disk_mb_sec"] is None:
+        pytest.skip(f"{run_dir} is not on a disk the device rows count: they cannot see these writes")
+    device_bytes = v["disk_mb_sec"] * 1e6 * v["elapsed_t"]
+    assert device_bytes >= 0.99 * payload, (device, device_bytes, payload)
+    # io_ticks counts whole milliseconds: over a stream of a few hundred ms, a few % above 100
+    assert 0 < v["disk_busy_pct"] <= 105.0, v["disk_busy_pct"]
