@@ -12,7 +12,7 @@ run) -- and starts its lists afresh. The driver's resident set stays flat howeve
 is (bench/soak.py: an hour at 10k users is 1.8 million rows, about 300 bytes each as Python
 objects, which would otherwise double it). Each chunk is a length and its bytes; a chunk cut
 short (a full disk) is cut off, and the chunks before it are read back. The spill writes about
-140 bytes a row to the run directory's device, which the run's report says (its device rows
+125 bytes a row to the run directory's device, which the run's report says (its device rows
 include them). Spilling that fails stops; the rest stays in memory.
 """
 
