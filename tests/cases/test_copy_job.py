@@ -5,8 +5,6 @@ of zstandard fails instead of measuring the wrong library."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,11 +12,11 @@ import pytest
 
 from perflab.sut import copy_job
 
+from cases.release_packages import installed_releases
 from net.net_helpers import EXAMPLES, run_workload
 
 COPY = EXAMPLES / "batch" / "copy-job.yaml"
 RELEASES = ("0.19.0", "0.25.0")  # zstd 1.5.2 and 1.5.7 inside their wheels
-CACHE = Path(os.environ.get("PERFLAB_TEST_PACKAGES", "/var/tmp/perflab-test-packages"))
 #: read and write system calls of the worker itself per transaction: its request and its reply
 #: on the pipes (measured: exactly 2 here). A job's extra block would add 2 more.
 WORKER_SYSCALLS = 2
@@ -26,18 +24,7 @@ WORKER_SYSCALLS = 2
 
 @pytest.fixture(scope="module")
 def releases() -> dict[str, Path]:
-    """Each release installed once into a directory of its own (kept between sessions)."""
-    out = {}
-    for version in RELEASES:
-        target = CACHE / f"zstandard-{version}"
-        if not (target / "zstandard").is_dir():
-            done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-cache-dir", "--target",
-                                   str(target), f"zstandard=={version}"], capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                pytest.skip(f"cannot install zstandard=={version} from the package index: "
-                        f"{done.stderr.strip()[-300:]}")
-        out[version] = target
-    return out
+    return installed_releases("zstandard", RELEASES)
 
 
 def test_shapes_are_the_seed_s():

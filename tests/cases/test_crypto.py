@@ -14,29 +14,17 @@ import pytest
 
 from perflab.sut import crypto_ops
 
+from cases.release_packages import installed_releases
 from net.net_helpers import EXAMPLES, run_workload
 
 CRYPTO = EXAMPLES / "crypto" / "crypto-ops.yaml"
 RELEASES = ("41.0.7", "50.0.2")  # OpenSSL 3.1.4 and 4.0.x inside their wheels
-CACHE = Path(os.environ.get("PERFLAB_TEST_PACKAGES", "/var/tmp/perflab-test-packages"))
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture(scope="module")
 def releases() -> dict[str, Path]:
-    """Each release installed once into a directory of its own (kept between sessions)."""
-    out = {}
-    for version in RELEASES:
-        target = CACHE / f"cryptography-{version}"
-        if not (target / "cryptography").is_dir():
-            done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-cache-dir", "--target",
-                                   str(target), f"cryptography=={version}"], capture_output=True, text=True,
-                                  timeout=600)
-            if done.returncode != 0:
-                pytest.skip(f"cannot install cryptography=={version} from the package index: "
-                            f"{done.stderr.strip()[-300:]}")
-        out[version] = target
-    return out
+    return installed_releases("cryptography", RELEASES)
 
 
 def test_every_kind_runs_under_both_releases_and_each_release_is_the_one_imported(releases):

@@ -73,7 +73,11 @@ def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_
         # the counters' granularity over a 2 s window)
         assert sum(m["util_proc_s"] for m in by_config.values()) <= 102.0, by_config
     (pbt,) = [m for m in doc["comparisons"][0]["metrics"] if m["key"] == "pbt_cmd_s"]
-    assert pbt["verdict"] == "WORSE"  # twice the CPU per transaction, told apart while sharing a CPU
+    # Twice the CPU per transaction, told apart while sharing a CPU. A random outcome only in
+    # name: the ratio is 2 and its per-block scatter about 1% (synthetic:work burns to a CPU-time
+    # target), so the interval reaching the ±3% margin would take a 30-sigma error: false
+    # failure far below 1e-4.
+    assert pbt["verdict"] == "WORSE"
 
 
 @pytest.mark.parametrize("extra, needle", [
