@@ -4,6 +4,7 @@ the batch rows give back a job of known cost."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -74,19 +75,17 @@ def test_validate_describes_a_job_stream(tmp_path):
 
 
 def _counted_block_device_of(path) -> str | None:
-    """The name of the block device holding `path` if the disk rows count it faithfully: a real
-    disk or partition (not tmpfs or overlay, not a loop, zram, nbd or device-mapper device, which
-    may compress, cache or stack the writes); else None."""
+    """The disk holding `path` if the monitor's diskstats source counts it (its own rule,
+    physical_disks: whole disks backed by a device; a partition counts through its disk), else
+    None (tmpfs, overlay, loop, zram, device-mapper...)."""
     import os
 
+    from perflab.monitor.sources.diskstats import physical_disks
+
     dev = os.stat(path).st_dev
-    uevent = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/uevent"
-    try:
-        fields = dict(line.split("=", 1) for line in open(uevent).read().split())
-    except OSError:
-        return None
-    name = fields.get("DEVNAME", "")
-    return None if not name or name.startswith(("loop", "zram", "nbd", "dm-", "md")) else name
+    entry = Path(os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"))
+    counted = set(physical_disks())
+    return next((name for name in (entry.name, entry.parent.name) if name in counted), None)
 
 
 def test_a_stream_of_known_bytes(tmp_path):
