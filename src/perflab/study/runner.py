@@ -266,11 +266,7 @@ class StudyRunner:
             # The utilization band is the calibration's: it applies to the runs calibrated to it.
             banded = config is base or bool(study.load.calibrate and study.load.calibrate.equal_utilization)
             run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=banded)
-            self.on_event("run-end", {"config": config.name, "block": block, "run_id": result.run_id,
-                                      "status": result.status, "excluded": run.excluded,
-                                      "reasons": [c.text for c in run.exclusions],
-                                      "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
-                                      "itr_s": run.metric(primary[0])})
+            self._run_ended(run, result.status)
             self._save()
         if study.sweep is not None:
             doc.sweep = self._sweep_summary(doc, points)
@@ -322,13 +318,16 @@ class StudyRunner:
                 for run, _ in pair:
                     run.exclusions.append(cav.driver_saturated(sum(drivers), "the duet's two drivers together"))
             for run, record in pair:
-                self.on_event("run-end", {"config": run.config, "block": block, "run_id": run.run_id,
-                                          "status": record.status, "excluded": run.excluded,
-                                          "reasons": [c.text for c in run.exclusions],
-                                          "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
-                                          "itr_s": run.metric(self.builder.primary[0])})
+                self._run_ended(run, record.status)
             self._save()
         self.builder.warn(cav.duet_design(placement))
+
+    def _run_ended(self, run, status: str) -> None:
+        """The run-end event of a judged run (the progress display's line)."""
+        self.on_event("run-end", {"config": run.config, "block": run.block, "run_id": run.run_id, "status": status,
+                                  "excluded": run.excluded, "reasons": [c.text for c in run.exclusions],
+                                  "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
+                                  "itr_s": run.metric(self.builder.primary[0])})
 
     def _save(self) -> None:
         write_json_atomic(self.dir / "study.json", self.doc.dump())
