@@ -245,16 +245,17 @@ _METRICS: list[Metric] = [
              decimals=0, measurement="samples sut.blks_hit"),
     _perflab("connects_t", "CONNECTS (T)", "conns", "T", "Measurement",
              "Connections the driver opened to the SUT in the window.", decimals=0,
-             measurement="samples driver.connects: the driver's own count (HTTP and TCP targets), read by the "
-                         "monitor from shared memory; na for other targets and external drivers"),
+             measurement="driver.connects: the driver's own count (HTTP and TCP targets), read by the driver "
+                         "itself at the window's edges (run.json driver.window_counts), else the monitor's "
+                         "samples of it; na for other targets and external drivers"),
     _perflab("handshakes_t", "TLS HANDSHAKES (T)", "handshakes", "T", "Measurement",
              "TLS handshakes the driver completed in the window, full and resumed.", decimals=0,
-             measurement="samples driver.tls_handshakes (https targets; 0 for plain http)"),
+             measurement="driver.tls_handshakes, read like CONNECTS (T) (https targets; 0 for plain http)"),
     _perflab("resumed_t", "TLS RESUMED (T)", "handshakes", "T", "Measurement",
              "TLS handshakes in the window that resumed an earlier session (no certificate, no key exchange "
              "with TLS 1.2 session ids; a pre-shared key with TLS 1.3 tickets).", decimals=0,
-             measurement="samples driver.tls_resumed (the lean client's SSLObject.session_reused; aiohttp never "
-                         "offers a session: 0)"),
+             measurement="driver.tls_resumed, read like CONNECTS (T) (the lean client's "
+                         "SSLObject.session_reused; aiohttp never offers a session: 0)"),
     _perflab("disk_ios", "DISK IOS", "ops", "H", "Measurement",
              "Block-device read and write operations in the window (whole disks).", decimals=0,
              measurement="/proc/diskstats via samples h.disk.<dev>.{reads,writes}, summed over devices"),

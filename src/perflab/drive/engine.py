@@ -131,6 +131,7 @@ class Outcome:
     started_at: float = 0.0
     hung: int = 0                       # transactions past their deadline (their worker was killed)
     deadline_s: float | None = None
+    window_counts: dict[str, int] | None = None  # the driver's own counts over the window (count_reader)
 
 
 class Engine:
@@ -158,6 +159,10 @@ class Engine:
         self.stopping = False
         self.in_flight = 0
         self._thinking: dict[int, asyncio.Task] = {}
+        # The driver's own counts (connections, TLS handshakes), read at the window's edges: a
+        # monitor sample a second apart, interpolated, would cut the users' logon burst of full
+        # handshakes into fractions -- and a full and a resumed count rounded apart.
+        self.count_reader: Callable[[], dict[str, int]] | None = None
         self._compile()
 
     # --- preparation --------------------------------------------------------------------
@@ -277,6 +282,7 @@ class Engine:
         await asyncio.sleep(max(0.0, start - time.monotonic()))
         u0 = resource.getrusage(resource.RUSAGE_SELF)
         w0 = time.monotonic()
+        counts0 = self.count_reader() if self.count_reader is not None else None
         try:
             await asyncio.sleep(max(0.0, self.t0 + self.phases.window_end - time.monotonic()))
         finally:
@@ -284,6 +290,9 @@ class Engine:
             w1 = time.monotonic()
             self.outcome.driver_cpu_window_s = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
             self.outcome.window_wall_s = w1 - w0
+            if counts0 is not None and not self.cut_short:  # cut short: the window ends elsewhere
+                counts1 = self.count_reader()
+                self.outcome.window_counts = {name: counts1[name] - counts0[name] for name in counts0}
 
     async def _think(self, uid: int, until: float) -> None:
         delay = until - time.monotonic()

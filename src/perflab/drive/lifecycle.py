@@ -467,7 +467,8 @@ class RunLifecycle:
             record.driver = DriverRecord(pid=os.getpid(), cpu_s=cpu, window_wall_s=wall, util_pct=util,
                                          saturated=saturated, dropped=engine.outcome.dropped,
                                          spilled_bytes=getattr(recorder, "spilled_bytes", None) or None,
-                                         spill_error=getattr(recorder, "spill_error", None))
+                                         spill_error=getattr(recorder, "spill_error", None),
+                                         window_counts=engine.outcome.window_counts)
             if saturated:
                 invalid.append(caveats.driver_saturated(util))
         elif record.drivers:

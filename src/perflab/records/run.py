@@ -96,6 +96,9 @@ class DriverRecord(Record):
                                       "the run: its transactions, spilled so as not to keep them in memory")
     spill_error: str | None = Field(default=None, description="why spilling stopped (the rows were then kept in "
                                     "memory)")
+    window_counts: dict[str, int] | None = Field(default=None, description="the driver's own counts (connects, "
+                                                 "tls_handshakes, tls_resumed) over the window, read by the driver "
+                                                 "at its start and end: exact, where the monitor's are interpolated")
 
 
 class SutHostRecord(Record):
