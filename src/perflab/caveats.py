@@ -144,11 +144,20 @@ def no_transactions() -> Caveat:
     return Caveat(code=Code.NO_TRANSACTIONS, text="no completed transactions in the measurement window")
 
 
-def not_steady(change: float, se: float, limit: float, intervals: int) -> Caveat:
+def not_steady(change: float, se: float, limit: float, intervals: int, beside_partner: bool = False) -> Caveat:
+    what = "ETR (T) relative to its duet partner's" if beside_partner else "ETR (T)"
     return Caveat(code=Code.NOT_STEADY,
-                  text=f"not steady: ETR (T) changed {100 * change:+.1f}% (±{100 * se:.1f}%) across the window "
+                  text=f"not steady: {what} changed {100 * change:+.1f}% (±{100 * se:.1f}%) across the window "
                        f"(limit ±{100 * limit:.0f}%, {intervals} intervals)",
-                  values={"change": change, "se": se, "limit": limit, "intervals": intervals})
+                  values={"change": change, "se": se, "limit": limit, "intervals": intervals,
+                          "beside_partner": beside_partner})
+
+
+def shared_drift(change: float, relative: float) -> Caveat:
+    """A duet run whose rate drifted with its partner's: the host's speed, not the SUT."""
+    return note(f"ETR (T) changed {100 * change:+.1f}% across the window, and its duet partner's with it "
+                f"({100 * relative:+.1f}% relative to the partner's): the host's speed, common to both, which "
+                f"cancels from their ratio; not excluded")
 
 
 def fell_behind(completed: float, offered: float, limit: float) -> Caveat:

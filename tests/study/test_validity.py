@@ -68,6 +68,36 @@ def test_a_real_ten_percent_drift_is_still_caught():
         assert caught / 500 >= 0.90, (n, caught)
 
 
+def _host_speed(rng, n, drift):
+    """A host whose speed falls by `drift` across the window, with second-to-second wander: what
+    slows both runs of a duet at once."""
+    return (1 + drift * (np.arange(n) / (n - 1) - 0.5)) * (1 + rng.normal(0.0, 0.02, n))
+
+
+def test_a_duet_run_that_drifts_with_its_partner_is_kept_with_a_note():
+    # Measured (docs/noise.md §5): both servers of a block slowed by 6-8% across the window
+    # together, and alone each would be excluded. Beside its partner the drift is the host's.
+    rng = np.random.default_rng(11)
+    speed = _host_speed(rng, 20, -0.08)
+    mine = rows(list(5000.0 * speed * (1 + rng.normal(0.0, 0.005, 20))))
+    theirs = rows(list(4900.0 * speed * (1 + rng.normal(0.0, 0.005, 20))))
+    alone, _ = steady_state({"etr_t": 1.0}, mine, True, cav.MAX_DRIFT)
+    assert alone is not None and alone.values["beside_partner"] is False  # the gate without a partner
+    exclusion, note = steady_state({"etr_t": 1.0}, mine, True, cav.MAX_DRIFT, partner=theirs)
+    assert exclusion is None and "duet partner's with it" in note.text
+
+
+def test_a_duet_run_that_drifts_against_its_partner_is_excluded():
+    rng = np.random.default_rng(12)
+    speed = _host_speed(rng, 20, 0.0)
+    own = 1 - 0.10 * (np.arange(20) / 19 - 0.5)  # this SUT slows by 10%, its partner does not
+    mine = rows(list(5000.0 * speed * own))
+    theirs = rows(list(5000.0 * speed))
+    exclusion, _ = steady_state({"etr_t": 1.0}, mine, True, cav.MAX_DRIFT, partner=theirs)
+    assert exclusion is not None and exclusion.values["beside_partner"] is True
+    assert exclusion.values["change"] == pytest.approx(-0.105, abs=0.01)  # the line's change of the ratio
+
+
 def _open_loop_counts(rng, window_s, rate=150.0, utilization=0.9, warmup_s=20.0):
     """An M/M/1 queue fed by Poisson arrivals (seeded arrivals replay the same wobble in every
     run: what the open-loop gate must not read as drift). Returns the window's offered and

@@ -35,7 +35,7 @@ from perflab.study.duet import run_pair
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
-from perflab.study.validity import GateSettings
+from perflab.study.validity import GateSettings, judge_run
 from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.checks import LocatedError
@@ -301,7 +301,7 @@ class StudyRunner:
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned)
             if interrupted:
                 self.interrupted = "interrupted by SIGINT (Ctrl-C)"
-            pair = []
+            stored = []
             for (order, name), outcome in zip(entries, outcomes):
                 if outcome.run_dir is None:
                     self.builder.warn(cav.note(f"block {block}: the run of {name} was not stored ({outcome.error})"))
@@ -312,7 +312,14 @@ class StudyRunner:
                 if record.status == "interrupted":
                     self.interrupted = self.interrupted or record.reason
                 placement = placement or record.fingerprint.get("placement")
-                pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False), record))
+                stored.append((order, name, record, metrics))
+            pair = []
+            for order, name, record, metrics in stored:
+                # Steadiness beside the partner: a drift both share is the host's (validity.py).
+                partner = next((m.per_interval for _, _, r, m in stored if r.run_id != record.run_id), None)
+                validity = judge_run(record, metrics.values, metrics.per_interval, self.builder.gates, False, partner)
+                pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False, validity=validity),
+                             record))
             drivers = [r.driver.util_pct for _, r in pair if r.driver is not None and r.driver.util_pct is not None]
             if drivers and sum(drivers) >= cav.DRIVER_SATURATION_PCT:
                 for run, _ in pair:

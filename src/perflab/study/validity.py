@@ -24,6 +24,10 @@ The gates, in order:
      at 90% utilization the number in the system moves by less), so a short window at high
      load is not read as a growing queue;
    * fewer than `MIN_STEADY_INTERVALS` intervals: not judged, said as a note, never excluded;
+   * a duet's run (both runs of a block at once, study/duet.py) is judged beside its partner:
+     a drift both runs share is the host's speed, which slows both and cancels from their
+     ratio, so it is said as a note; only a drift of the run's rate relative to its partner's
+     (the per-interval ratio, scaled by the partner's mean) excludes it;
 5. utilization: a calibrated base run lies inside the utilization band.
 """
 
@@ -110,9 +114,30 @@ def steady_t(intervals: int) -> float:
     return float(stats.t.ppf(1.0 - cav.STEADY_ALPHA / 2.0, max(intervals - 2, 1)))
 
 
+def relative_to_partner(per_interval: Sequence[Mapping[str, Any]],
+                        partner: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A duet run's per-interval rates divided by its partner's over the same interval (their
+    clocks start together), times the partner's mean rate: what is left of its drift once the
+    host's, common to both, is taken out. Intervals the partner lacks are left out."""
+    theirs = {(round(_num(r.get("t_start")), 3), round(_num(r.get("t_end")), 3)): _num(r.get("etr_t"))
+              for r in partner}
+    rates = [v for v in theirs.values() if v == v and v > 0]
+    if not rates:
+        return []
+    scale = float(np.mean(rates))
+    out = []
+    for row in per_interval:
+        other = theirs.get((round(_num(row.get("t_start")), 3), round(_num(row.get("t_end")), 3)))
+        if other is not None and other == other and other > 0:
+            out.append({**row, "etr_t": _num(row.get("etr_t")) * scale / other})
+    return out
+
+
 def steady_state(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None, closed: bool,
-                 limit: float) -> tuple[Caveat | None, Caveat | None]:
-    """(exclusion, note) of the steadiness gate; see the module doc."""
+                 limit: float, partner: Sequence[Mapping[str, Any]] | None = None) -> \
+        tuple[Caveat | None, Caveat | None]:
+    """(exclusion, note) of the steadiness gate; see the module doc. `partner`: the per-interval
+    rows of a duet run's partner."""
     intervals = sum(1 for row in per_interval or [] if _num(row.get("etr_t")) == _num(row.get("etr_t")))
     if not closed:
         offered = _num(values.get("tx_offered"))
@@ -131,13 +156,21 @@ def steady_state(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
         return None, cav.steady_unjudged(intervals)
     change, se, n = fit
     if abs(change) > limit and abs(change) > steady_t(n) * se:
+        relative = etr_trend_fit(relative_to_partner(per_interval, partner)) if partner else None
+        if relative is not None:
+            r_change, r_se, r_n = relative
+            if not (abs(r_change) > limit and abs(r_change) > steady_t(r_n) * r_se):
+                return None, cav.shared_drift(change, r_change)
+            return cav.not_steady(r_change, r_se, limit, r_n, beside_partner=True), None
         return cav.not_steady(change, se, limit, n), None
     return None, None
 
 
 def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None,
-              gates: GateSettings, is_base: bool = False) -> RunValidity:
-    """Every reason to exclude this run from a verdict, and the notes that do not exclude."""
+              gates: GateSettings, is_base: bool = False,
+              partner: Sequence[Mapping[str, Any]] | None = None) -> RunValidity:
+    """Every reason to exclude this run from a verdict, and the notes that do not exclude.
+    `partner`: a duet run's partner's per-interval rows (the steadiness gate judges beside them)."""
     out = RunValidity()
     if record.status != "complete":
         out.exclusions.append(cav.run_not_complete(record.status, record.reason))
@@ -149,7 +182,8 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
     if not ok_rate == ok_rate or ok_rate <= 0:
         out.exclusions.append(cav.no_transactions())
     else:
-        exclusion, note = steady_state(values, per_interval, record.config.users is not None, gates.max_etr_trend)
+        exclusion, note = steady_state(values, per_interval, record.config.users is not None, gates.max_etr_trend,
+                                       partner)
         if exclusion is not None:
             out.exclusions.append(exclusion)
         if note is not None:
