@@ -329,13 +329,14 @@ def accuracy(
     """Measure the known-cost synthetic SUT at 20-90% utilization; write docs/accuracy.md."""
     from perflab.store.atomic import write_atomic
     from perflab.store.catalog import Store
-    from perflab.study.accuracy import render_accuracy, run_accuracy
+    from perflab.study.accuracy import render_accuracy, run_accuracy, with_kept_sections
     from perflab.sut.fingerprint import machine_fingerprint
     from perflab.sut.placement import resolve_placement
 
     result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(escape(text)))
     fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
     text = render_accuracy(result, fingerprint)
+    text = with_kept_sections(text, output.read_text() if output.is_file() else None)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(output, lambda tmp: tmp.write_text(text))
     out.print(text, markup=False)

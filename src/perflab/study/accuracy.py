@@ -150,6 +150,18 @@ def _num(value, digits=3) -> str:
     return "na" if value is None else f"{value:.{digits}f}"
 
 
+#: Sections of docs/accuracy.md measured by other experiments (the known-cost knobs,
+#: bench/knob.py) start at this line; `perflab accuracy` rewrites what comes before it only.
+KEPT_SECTIONS = "<!-- measured elsewhere: `perflab accuracy` keeps what follows -->"
+
+
+def with_kept_sections(new_text: str, old_text: str | None) -> str:
+    """The regenerated table, followed by the previous file's sections from KEPT_SECTIONS on."""
+    if not old_text or KEPT_SECTIONS not in old_text:
+        return new_text
+    return new_text.rstrip("\n") + "\n\n" + old_text[old_text.index(KEPT_SECTIONS):]
+
+
 def render_accuracy(result: dict, fingerprint: dict) -> str:
     known_pbt = USER_MS + SYS_MS
     lines = [
