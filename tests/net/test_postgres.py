@@ -117,3 +117,21 @@ def test_runs_after_the_first_start_from_its_loaded_template(tmp_path, monkeypat
     scaled, _ = run_workload(tmp_path, WORKLOAD, {"target.pgbench_init.scale": 2}, users=4, **SHORT)
     assert scaled["fingerprint"]["postgres_data"] == "initdb"
     assert len(list((tmp_path / "cache" / "pg-templates").iterdir())) == 3   # two templates and the lock
+
+
+PROC_WORKLOAD = EXAMPLES / "postgres" / "debit-credit-proc.yaml"
+
+
+@needs_pg15
+def test_the_one_call_transaction_commits_once_and_its_knob_adds_backend_cpu(tmp_path):
+    # debit-credit as one PL/pgSQL call: one commit per transaction (ETR RATIO's law, as above).
+    # The knob's 200,000 empty iterations cost the backend about 1.2 ms (6.2 ns each, bench/knob.py),
+    # some 14x the transaction's own 0.085 ms: a CPU per command more than 5x the plain one's is
+    # the knob working, whatever the machine's speed within a factor of 2.5.
+    _, plain = run_workload(tmp_path / "plain", PROC_WORKLOAD, users=2, **SHORT)
+    _, knob = run_workload(tmp_path / "knob", PROC_WORKLOAD, {"transactions.tpcb_like.params.knob.value": 200_000},
+                           users=2, **SHORT)
+    for values in (plain.values, knob.values):
+        assert values["errors_t"] == 0 and values["tx_ok"] > 100
+        assert _commits_match(values), values["etr_ratio"]
+    assert knob.values["pbt_cmd_s"] > 5 * plain.values["pbt_cmd_s"]
