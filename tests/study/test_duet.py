@@ -65,10 +65,14 @@ def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_
         starts = [rec["clock"]["t0_epoch"] + rec["window"]["start"] for rec in records]
         assert abs(starts[0] - starts[1]) < 0.5, starts
         # each SUT's CPU per transaction from its own cgroup, though they shared CPU 1: the designed
-        # cost (synthetic:work burns to a CPU-time target) plus the worker's own share
+        # cost (synthetic:work burns to a CPU-time target) plus the worker's own share. Below it by
+        # at most the window's edges: a transaction counted by its end has part of its CPU before
+        # the window's start -- at most one per user (CI once saw 3.9948 ms for 4 ms, -0.13%).
         by_config = {r["config"]: r["metrics"] for r in pair}
-        assert CPU_MS <= by_config["base"]["pbt_cmd_s"] <= CPU_MS * 1.25, by_config
-        assert 2 * CPU_MS <= by_config["dearer"]["pbt_cmd_s"] <= 2 * CPU_MS * 1.25, by_config
+        for config, cost in (("base", CPU_MS), ("dearer", 2 * CPU_MS)):
+            values = by_config[config]
+            edges = values["users"] / values["tx_ok"]
+            assert cost * (1 - edges) <= values["pbt_cmd_s"] <= cost * 1.25, by_config
         # the two shared one SUT CPU: together they cannot have used more than all of it (2% for
         # the counters' granularity over a 2 s window)
         assert sum(m["util_proc_s"] for m in by_config.values()) <= 102.0, by_config
