@@ -114,6 +114,12 @@ def steady_t(intervals: int) -> float:
     return float(stats.t.ppf(1.0 - cav.STEADY_ALPHA / 2.0, max(intervals - 2, 1)))
 
 
+def _drifted(fit: tuple[float, float, int], limit: float) -> bool:
+    """A line's change across the window beyond the limit and beyond its own scatter."""
+    change, se, n = fit
+    return abs(change) > limit and abs(change) > steady_t(n) * se
+
+
 def relative_to_partner(per_interval: Sequence[Mapping[str, Any]],
                         partner: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A duet run's per-interval rates divided by its partner's over the same interval (their
@@ -154,16 +160,16 @@ def steady_state(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
     fit = etr_trend_fit(per_interval)
     if fit is None:
         return None, cav.steady_unjudged(intervals)
-    change, se, n = fit
-    if abs(change) > limit and abs(change) > steady_t(n) * se:
-        relative = etr_trend_fit(relative_to_partner(per_interval, partner)) if partner else None
-        if relative is not None:
-            r_change, r_se, r_n = relative
-            if not (abs(r_change) > limit and abs(r_change) > steady_t(r_n) * r_se):
-                return None, cav.shared_drift(change, r_change)
-            return cav.not_steady(r_change, r_se, limit, r_n, beside_partner=True), None
+    if not _drifted(fit, limit):
+        return None, None
+    relative = etr_trend_fit(relative_to_partner(per_interval, partner)) if partner else None
+    if relative is None:
+        change, se, n = fit
         return cav.not_steady(change, se, limit, n), None
-    return None, None
+    if not _drifted(relative, limit):
+        return None, cav.shared_drift(fit[0], relative[0])
+    change, se, n = relative
+    return cav.not_steady(change, se, limit, n, beside_partner=True), None
 
 
 def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None,
