@@ -146,3 +146,29 @@ def test_the_terminal_never_shows_a_secret(text):
     for shown in (terminal(text), visible(text)):
         assert_no_secret(shown, "the shown text")
         assert "***" in shown
+
+
+def test_a_transaction_error_quoting_a_dsn_is_stored_masked(tmp_path):
+    """transactions.parquet keeps each failed transaction's error text: a SUT that quotes its
+    DSN back (as drivers do in connection errors) must not write the password there either."""
+    import pyarrow.parquet as pq
+
+    path = write_workload(tmp_path, f"""
+        name: py-secret
+        target: {{kind: python}}
+        transactions:
+          - {{name: t, call: "perflab.sut.synthetic:fail", kwargs: {{message: "cannot reach {DSN}"}}}}
+        scripts: [{{name: s, steps: [t]}}]
+        think: 0.05
+        load: {{users: 2}}
+        timing: {{measurement: 1s}}
+        placement: {{workers: 1}}
+        """)
+    store = tmp_path / "store"
+    r = perflab("run", path, "--no-monitor", "--quiet", store=store, timeout=120)
+    run_dir = next(store.rglob("transactions.parquet")).parent
+    errors = [e for e in pq.read_table(run_dir / "transactions.parquet", columns=["error"]).column("error").to_pylist()
+              if e is not None]
+    assert errors, r.stderr
+    assert all("postgresql://bench:***@127.0.0.1:1/bank" in e for e in errors), errors[:3]
+    assert_no_secret_in_files(store)

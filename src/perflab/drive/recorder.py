@@ -2,7 +2,7 @@
 
 One Python list per column keeps the cost of recording a transaction to its appends (about
 0.5 µs); times are stored as the clock gave them and made relative to t0 when converted. Error
-texts are kept only for the rows that have one. Names (script, transaction, class) are stored
+texts are kept only for the rows that have one, their passwords masked (perflab.redact). Names (script, transaction, class) are stored
 once, as dictionary-encoded columns.
 
 A run does not keep its transactions in memory: given a spill file, the recorder appends every
@@ -18,6 +18,7 @@ include them). Spilling that fails stops; the rest stays in memory.
 
 from __future__ import annotations
 
+import functools
 import marshal
 import math
 import os
@@ -28,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from perflab.redact import redact_text
+
 NAN = math.nan
 
 #: Rows kept in memory before they are spilled (about 1.2 MB of Python objects): writing them
@@ -36,6 +39,12 @@ SPILL_ROWS = 4096
 #: The spill file's name in the run directory; removed once transactions.parquet is written,
 #: left beside the record of a run that could not write it (or was killed).
 SPILL_FILE = "transactions.spill"
+@functools.lru_cache(maxsize=256)
+def _redacted(error: str) -> str:
+    """An error text with its passwords masked; a failing run repeats a few texts many times."""
+    return redact_text(error)
+
+
 #: A chunk's header: the length of its marshal bytes.
 _CHUNK_HEADER = struct.Struct("<Q")
 #: The in-memory lists in the order a chunk holds them (SPILL_SCHEMA's, error apart).
@@ -157,7 +166,8 @@ class Recorder:
         else:
             self.errors += 1
         if error is not None:
-            self.error_texts[self.spilled + len(self.ok) - 1] = error
+            # a SUT's message may quote its DSN back: transactions.parquet is a file perflab writes
+            self.error_texts[self.spilled + len(self.ok) - 1] = _redacted(error)
         if len(self.ok) >= SPILL_ROWS and self.spill_path is not None and self.spill_error is None:
             self._spill()
 
