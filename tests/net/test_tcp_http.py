@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from perflab.sut.service import free_port
+from perflab.workload.service_port import free_port
 
 from .net_helpers import EXAMPLES, needs_nginx, run_workload
 

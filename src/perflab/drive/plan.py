@@ -32,6 +32,8 @@ from perflab.monitor.sources.remote import RemoteSpec
 from perflab.workload import limits
 from perflab.sut.placement import Placement, resolve_placement
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
+from perflab.workload.service_port import TOKEN as SERVICE_PORT
+from perflab.workload.service_port import free_port, replace_in_text
 
 MAX_DEFAULT_WORKERS = 8
 
@@ -104,6 +106,7 @@ class RunPlan:
     remote: RemoteSpec | None = None  # the SUT host's monitor (workload `monitor:`)
     drivers: Drivers | None = None  # drivers on several hosts (workload `drivers:`, --drivers)
     duet: DuetSlot | None = None  # run at the same time as its partner (study/duet.py)
+    service_port: int | None = None  # `{service_port}`, filled in the workload (workload/service_port.py)
 
     @property
     def closed(self) -> bool:
@@ -141,6 +144,11 @@ def resolve_plan(request: RunRequest) -> RunPlan:
     workers = request.workers or workload.placement.workers or min(users or initiators or MAX_DEFAULT_WORKERS,
                                                                    MAX_DEFAULT_WORKERS)
     drivers = _drivers(request)
+    service_port = None
+    if workload.service is not None:
+        # chosen per run, so that two runs of one workload (a duet's pair) can listen at once
+        service_port = free_port()
+        workload = replace_in_text(workload, SERVICE_PORT, str(service_port))
     return RunPlan(
         workload=workload, workload_path=Path(request.workload_path),
         workload_dir=Path(request.workload_path).resolve().parent,
@@ -150,6 +158,7 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         position=StudyPosition(request.study, request.block, request.order, request.purpose, request.configuration),
         jobs=jobs, initiators=initiators,
         remote=remote_spec(workload, Path(request.workload_path)), drivers=drivers, duet=request.duet,
+        service_port=service_port,
     )
 
 

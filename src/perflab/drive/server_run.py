@@ -47,7 +47,8 @@ def start_sut(plan: RunPlan, life: RunLifecycle):
         return PostgresServer(target.server, target.database, life.run_dir, life.record.run_id,
                               plan.placement.sut_cpus, life.cgroup, max_connections=max(100, (plan.users or 0) + 20))
     if workload.service is not None:
-        return Service(workload.service, plan.workload_dir, life.run_dir, plan.placement.sut_cpus, life.cgroup)
+        return Service(workload.service, plan.workload_dir, life.run_dir, plan.placement.sut_cpus, life.cgroup,
+                       port=plan.service_port)
     return None
 
 

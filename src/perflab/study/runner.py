@@ -37,6 +37,7 @@ from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_stu
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_run
 from perflab.workload.limits import MAX_BLOCKS
+from perflab.workload.service_port import names_service_port
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.checks import LocatedError
 from perflab.workload.model import Workload
@@ -91,6 +92,11 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
                 except ChangeError as exc:
                     raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
                                      field=f"sweep.values[{i}]") from None
+    if study.duet and any(w.service is not None and not names_service_port(w, workload_path.parent) for w in configured):
+        raise InputError("a duet runs two servers of this workload at once: its service must listen on "
+                         "{service_port} (a free port chosen per run), not a fixed port -- in its command or "
+                         "a file it renders, and in the target's base_url (docs/real-systems.md)",
+                         file=path, line=line_of(data, ("duet",)), field="duet")
     for i, other in enumerate(configured[1:], start=1):
         why = two_changes(configured[0], other)
         if why is not None:

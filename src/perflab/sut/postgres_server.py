@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import SutFailure
-from perflab.sut.service import Account, ServiceProcess, describe_exit, free_port, tcp_probe
+from perflab.sut.service import Account, ServiceProcess, describe_exit, tcp_probe
+from perflab.workload.service_port import free_port
 from perflab.workload.model import PostgresServer as PostgresServerSpec
 
 # Title rules for PostgreSQL's processes (first match wins; see monitor/sources/process_tree.py).

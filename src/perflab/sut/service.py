@@ -81,12 +81,6 @@ class Account:
         return subprocess.run(["test", "-x", str(path)], preexec_fn=self.demote).returncode == 0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "still running"
@@ -266,10 +260,16 @@ def substitute(text: str, values: dict[str, str]) -> str:
 class Service:
     """A workload's `service` block, started for one run."""
 
-    def __init__(self, spec: ServiceSpec, workload_dir: Path, run_dir: Path, cpus: list[int] | None, cgroup: Any):
+    def __init__(self, spec: ServiceSpec, workload_dir: Path, run_dir: Path, cpus: list[int] | None, cgroup: Any,
+                 port: int | None = None):
         self.spec = spec
+        # absolute: the server runs in its own directory (nginx resolves a relative path from its
+        # prefix), and the default store, ./perflab-runs, is relative
+        run_dir, workload_dir = Path(run_dir).resolve(), Path(workload_dir).resolve()
         self.tokens = {"run_dir": str(run_dir), "workload_dir": str(workload_dir), "python": sys.executable,
                        "service_address": spec.address, "run_id": run_dir.name}
+        if port is not None:  # the workload's own text has it already (drive/plan.py); its files get it here
+            self.tokens["service_port"] = str(port)
         self.cwd = (workload_dir / substitute(spec.cwd, self.tokens)) if spec.cwd else run_dir
         self.workload_dir, self.run_dir = workload_dir, run_dir
         account = Account.resolve(spec.user)
