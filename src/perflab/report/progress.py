@@ -93,8 +93,11 @@ class StudyProgress:
                 if self.index:
                     remaining = self.elapsed / self.index * (self.total - self.index)
                     left = f", about {remaining / 60:.1f} min left"
-                header = (f"run {self.index + 1}/{self.total}: [bold]{escape(info['config'])}[/bold] "
-                          f"(block {info['block'] + 1}){left}")
+                # the run's own place in the schedule (a duet's pair are two places), and its
+                # block numbered as the report numbers it
+                place = info["order"] if info.get("order") is not None else self.index
+                header = (f"run {place + 1}/{self.total}: [bold]{escape(info['config'])}[/bold] "
+                          f"(block {info['block']}){left}")
             self.console.print(header)
             self.run_progress = RunProgress(self.console, announce=False)
         elif kind in ("run-end", "calibration-step"):
