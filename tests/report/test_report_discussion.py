@@ -159,3 +159,16 @@ def test_the_report_says_which_processor_time_the_verdicts_use(study):
                            "worker included (8.1% of it in the base, 9.4% in the new configuration); without it, ")
     assert "(SUT/CMD (S)) decreased by 0.060 ms (6.4%) [90% CI -7.5% to -5.3%]: BETTER" in text
     assert discussion.study_notes(study_doc)[0] == "make demo runs the short default."
+
+
+def test_a_study_inconclusive_for_noise_is_told_of_the_duet_and_a_duet_is_not(study):
+    itr = find(study["comparisons"][0]["metrics"], "itr_s")
+    itr.update(verdict="INCONCLUSIVE", cv=0.035)
+    notes = discussion.study_notes(doc(study)[0])
+    (hint,) = [n for n in notes if "duet" in n]
+    assert hint.startswith("ITR (S) scattered 3.5% from block to block.") and "{service_port}" in hint
+    study["design"]["duet"] = True
+    assert not [n for n in discussion.study_notes(doc(study)[0]) if "a duet (" in n]
+    study["design"]["duet"] = False
+    itr.update(cv=0.004)   # quiet enough: no advice
+    assert not [n for n in discussion.study_notes(doc(study)[0]) if "a duet (" in n]

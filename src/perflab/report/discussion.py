@@ -397,9 +397,35 @@ def study_notes(study: StudyDocument) -> list[str]:
                      f"{aa.n_blocks} blocks; {aa.false_claims} claim(s) of a change (each one false); "
                      f"{aa.blocks_needed if aa.blocks_needed is not None else 'na'} blocks needed for EQUIVALENT at "
                      f"{fmt.margin(aa.margin)} with 80% probability.")
+    hint = duet_hint(study)
+    if hint:
+        notes.append(hint)
     for warning in study.warnings:
         notes.append(f"Warning: {warning.text}")
     return notes
+
+
+#: Block-to-block CV of a primary ratio above which runs one after the other are worth running
+#: as a duet: about the host's own wander between windows on a VM (docs/noise.md §1).
+DUET_HINT_CV = 0.01
+
+
+def duet_hint(study: StudyDocument) -> str | None:
+    """A study run one configuration at a time whose primary verdict is INCONCLUSIVE for noise
+    is told what cancels most of it: the duet design (docs/studies.md)."""
+    if study.design.duet or study.sweep is not None or len(study.comparisons) != 1:
+        return None   # a duet runs exactly two configurations, and no sweep
+    primary = set(study.design.primary_metrics)
+    noisy = [m for c in study.comparisons for m in c.metrics
+             if m.key in primary and m.verdict == "INCONCLUSIVE" and m.cv is not None and m.cv > DUET_HINT_CV]
+    if not noisy:
+        return None
+    worst = max(noisy, key=lambda m: m.cv)
+    return (f"{fmt.label_of(worst.key, worst)} scattered {fmt.pct(worst.cv, signed=False)} from block to block. "
+            f"Runs one after the other each meet the host's speed of their own moment; a duet (`duet: true` in the "
+            f"study file) runs each block's two configurations at the same time on the same CPUs, so a slow spell "
+            f"slows both and cancels from their ratio (a service must then listen on `{{service_port}}`; "
+            f"docs/studies.md, \"Duet\").")
 
 
 def generate(study: StudyDocument) -> dict[str, Any]:
