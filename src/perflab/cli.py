@@ -236,6 +236,8 @@ def study(
     blocks: Optional[int] = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
     aa: bool = typer.Option(False, "--aa", help="A/A: run the base against itself; report the noise and the "
                             "blocks the margin needs"),
+    duet: bool = typer.Option(False, "--duet", help="run each block's two configurations at the same time on the "
+                              "same CPUs (as `duet: true` in the file): the host's slow spells cancel from their ratio"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
     no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
     store: Optional[Path] = StoreOpt,
@@ -254,7 +256,7 @@ def study(
 
     options = StudyOptions(measurement=_seconds(measurement, "--measurement"),
                            stabilization=_seconds(stabilization, "--stabilization"), blocks=blocks,
-                           monitor=not no_monitor, aa=aa)
+                           monitor=not no_monitor, aa=aa, duet=duet)
     progress = StudyProgress(err)
     runner = StudyRunner(study_file, Store(store), options, on_event=progress.event, observer=progress)
     err.print(f"study [bold]{escape(runner.study_id)}[/bold] -> {escape(runner.dir)}")

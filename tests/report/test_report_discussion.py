@@ -166,7 +166,7 @@ def test_a_study_inconclusive_for_noise_is_told_of_the_duet_and_a_duet_is_not(st
     itr.update(verdict="INCONCLUSIVE", cv=0.035)
     notes = discussion.study_notes(doc(study)[0])
     (hint,) = [n for n in notes if "duet" in n]
-    assert hint.startswith("ITR (S) scattered 3.5% from block to block.") and "{service_port}" in hint
+    assert hint.startswith("ITR (S) scattered 3.5% from block to block.") and "perflab study --duet" in hint
     study["design"]["duet"] = True
     assert not [n for n in discussion.study_notes(doc(study)[0]) if "a duet (" in n]
     study["design"]["duet"] = False

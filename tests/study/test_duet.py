@@ -36,10 +36,10 @@ def _write(tmp_path: Path, study: str) -> Path:
 
 
 def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_path):
+    # the file does not say duet: the command line's --duet does
     path = _write(tmp_path, f"""
         name: duet
         workload: known-cost.yaml
-        duet: true
         configurations:
           - name: base
           - name: dearer
@@ -48,7 +48,7 @@ def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_
         metrics: [itr_s, pbt_cmd_s, util_proc_s]
     """)
     store = tmp_path / "store"
-    done = perflab("study", path, store=store, timeout=600)
+    done = perflab("study", path, "--duet", store=store, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     directory = Path(done.stdout.strip().splitlines()[-1])
     doc = json.loads((directory / "study.json").read_text())
@@ -113,3 +113,22 @@ def test_runs_of_one_duet_are_not_concurrent_runs_to_each_other(tmp_path):
     assert [r.run_id for r in active.register("c", [1], duet="s/block-2")] == ["a", "b"]  # another pair
     assert [r.run_id for r in active.register("d", [0, 1])] == ["a", "b", "c"]  # a run of its own
     assert sorted(r.run_id for r in active.withdraw("a", [0, 1], duet="s/block-1")) == ["c", "d"]
+
+
+def test_duet_on_the_command_line_is_checked_like_the_file_s(tmp_path):
+    """`--duet` on a study of three configurations: one line naming the option, exit 2."""
+    path = _write(tmp_path, """
+        name: three
+        workload: known-cost.yaml
+        blocks: 3
+        configurations:
+          - name: base
+          - name: b
+            set: {transactions.work.kwargs.cpu_ms: 3}
+          - name: c
+            set: {transactions.work.kwargs.cpu_ms: 4}
+    """)
+    done = perflab("study", path, "--duet", store=tmp_path / "store")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "duet.yaml: --duet:" in line and "exactly two configurations" in line, line

@@ -40,12 +40,17 @@ class DuetOutcome:
     error: str | None = None
 
 
-def _child(index: int, request: RunRequest, home: str, results) -> None:
-    """One run of the pair, in a process of its own."""
+def _child(index: int, request: RunRequest, home: str, results, private_network: bool) -> None:
+    """One run of the pair, in a process of its own (and, for a service on a fixed port, in a
+    network namespace of its own: sut/private_net.py)."""
     from perflab.drive.run import execute_run
     from perflab.store.catalog import Store
 
     try:
+        if private_network:
+            from perflab.sut.private_net import enter_private_loopback
+
+            enter_private_loopback()
         result = execute_run(request, Store(Path(home)))
         results.put((index, str(result.run_dir), None))
     except BaseException as exc:  # noqa: BLE001 - the study hears of every ending, the partner too
@@ -53,17 +58,19 @@ def _child(index: int, request: RunRequest, home: str, results) -> None:
         results.put((index, None, f"{type(exc).__name__}: {exc}"))
 
 
-def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float) -> tuple[list[DuetOutcome], bool]:
+def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
+             private_network: bool = False) -> tuple[list[DuetOutcome], bool]:
     """Run `requests` at the same time (each told its duet key and the shared barrier); -> each
     run's outcome, in order, and whether the study was interrupted (Ctrl-C reaches the runs too:
-    each is stored interrupted, and this waits for them)."""
+    each is stored interrupted, and this waits for them). `private_network`: each run in a network
+    namespace of its own."""
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(len(requests))
     results = context.Queue()
     processes = []
     for index, request in enumerate(requests):
         paired = dataclasses.replace(request, duet=DuetSlot(key, barrier))
-        process = context.Process(target=_child, args=(index, paired, str(home), results),
+        process = context.Process(target=_child, args=(index, paired, str(home), results, private_network),
                                   name=f"perflab-duet-{index}")
         process.start()
         processes.append(process)

@@ -54,16 +54,24 @@ class StudyOptions:
     blocks: int | None = None
     monitor: bool = True
     aa: bool = False
+    duet: bool = False   # --duet: run the study as a duet whatever its file says
 
 
-def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
-    """Validate a study file and the workload it names; errors point at file:line."""
+def load_study(path: Path, aa: bool = False, duet: bool = False) -> tuple[Study, Workload, Path]:
+    """Validate a study file and the workload it names; errors point at file:line. `duet`: the
+    command line asks for a duet (`--duet`) of a file that may not say so; what it cannot do is
+    then said of `--duet`."""
     path = Path(path)
     data = read_yaml(path)
     study = validate_model(Study, data, path)
+    duet_field = "duet" if study.duet or not duet else "--duet"
+    if duet:
+        study = study.model_copy(update={"duet": True})
     try:
         check_study(study, aa)
     except LocatedError as exc:
+        if exc.loc == ("duet",) and duet_field == "--duet":
+            raise InputError(str(exc), file=path, field="--duet") from None
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
     try:
         workload_path = (path.parent / study.workload).resolve()
@@ -92,17 +100,26 @@ def load_study(path: Path, aa: bool = False) -> tuple[Study, Workload, Path]:
                 except ChangeError as exc:
                     raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
                                      field=f"sweep.values[{i}]") from None
-    if study.duet and any(w.service is not None and not names_service_port(w, workload_path.parent) for w in configured):
-        raise InputError("a duet runs two servers of this workload at once: its service must listen on "
-                         "{service_port} (a free port chosen per run), not a fixed port -- in its command or "
-                         "a file it renders, and in the target's base_url (docs/real-systems.md)",
-                         file=path, line=line_of(data, ("duet",)), field="duet")
+    if study.duet and any(w.service is not None and w.service.network is not None
+                          and not names_service_port(w, workload_path.parent) for w in configured):
+        # a fixed port is otherwise served by a network namespace per run (fixed_port_duet);
+        # a service in a namespace of its own over a veth pair is not nested in another
+        raise InputError("a duet runs two servers of this workload at once: a service with its own network "
+                         "(service.network) must listen on {service_port} (a free port chosen per run) -- in its "
+                         "command or a file it renders, and in the target's base_url (docs/real-systems.md)",
+                         file=path, line=line_of(data, ("duet",)) if duet_field == "duet" else None, field=duet_field)
     for i, other in enumerate(configured[1:], start=1):
         why = two_changes(configured[0], other)
         if why is not None:
             raise InputError(f"configuration {study.configurations[i].name!r} {why}", file=path,
                              line=line_of(data, ("configurations", i)), field=f"configurations[{i}]")
     return study, workload, workload_path
+
+
+def fixed_port_duet(workloads: list[Workload], workload_dir: Path) -> bool:
+    """Whether a duet of these workloads needs a network namespace per run: a service that listens
+    on a fixed port (not `{service_port}`), which two servers cannot share in one namespace."""
+    return any(w.service is not None and not names_service_port(w, workload_dir) for w in workloads)
 
 
 @dataclass
@@ -131,7 +148,7 @@ class StudyRunner:
                  on_event: Callable[[str, dict], None] | None = None, observer: RunObserver | None = None):
         self.study_path = Path(study_path)
         self.options = options or StudyOptions()
-        self.study, self.workload, self.workload_path = load_study(self.study_path, self.options.aa)
+        self.study, self.workload, self.workload_path = load_study(self.study_path, self.options.aa, self.options.duet)
         self.store = store
         least = 1 if self.study.sweep is not None else MIN_BLOCKS
         most = int(MAX_BLOCKS.default)
@@ -294,6 +311,11 @@ class StudyRunner:
         gets a share of the CPU); the two drivers' saturation is judged on their sum."""
         self.builder.set_util_band(None)
         placement = None
+        private = fixed_port_duet([configured_workload(self.workload, c) for c in by_name.values()],
+                                  self.workload_path.parent)
+        if private:
+            self.builder.warn(cav.note("the service listens on a fixed port: each run of a pair ran in a network "
+                                       "namespace of its own, its server and driver on that namespace's loopback"))
         blocks: dict[int, list[tuple[int, str]]] = {}
         for order, (block, name) in enumerate(schedule):
             blocks.setdefault(block, []).append((order, name))
@@ -304,7 +326,8 @@ class StudyRunner:
             self.on_event("progress", {"index": 2 * done, "total": len(schedule), "elapsed": time.monotonic() - started})
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure")
                         for order, name in entries]
-            outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned)
+            outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
+                                             private_network=private)
             if interrupted:
                 self.interrupted = "interrupted by SIGINT (Ctrl-C)"
             stored = []
