@@ -132,3 +132,22 @@ def test_duet_on_the_command_line_is_checked_like_the_file_s(tmp_path):
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "duet.yaml: --duet:" in line and "exactly two configurations" in line, line
+
+
+def test_a_calibrated_load_is_halved_for_each_of_a_duet_s_pair():
+    """Calibration finds the users at which the base fills the target share of the CPU alone; a
+    duet runs two SUTs there at once, so each gets half (the pair at the target, both at the
+    same users), and the record says how it was shared."""
+    from types import SimpleNamespace
+
+    from perflab.records.study import LoadRecord
+    from perflab.study.runner import StudyRunner
+
+    calibrated = LoadRecord(mode="calibrated", users=23_013, target_util=90.0)
+    duet = StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=True)), calibrated)
+    assert (duet.users, duet.rate, duet.mode, duet.target_util) == (11_506, None, "calibrated", 90.0)
+    assert "half" in duet.share
+    opened = LoadRecord(mode="calibrated", rate=300.0)
+    assert StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=True)), opened).rate == 150.0
+    solo = StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=False)), calibrated)
+    assert solo is calibrated

@@ -84,6 +84,8 @@ class LoadRecord(Record):
     tolerance: float | None = Field(default=None, description='accepted distance from it, points')
     calibration: list[CalibrationStep] = Field(default_factory=list, description='the calibration steps')
     bottleneck: str | None = Field(default=None, description="what stopped calibration short of its target")
+    share: str | None = Field(default=None, description="how a duet shares the calibrated load (each of the pair "
+                                                        "at half of it)")
 
 
 class GatesRecord(Record):

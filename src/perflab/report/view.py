@@ -196,6 +196,8 @@ def load_text(study: StudyDocument) -> str:
         shown += f" to {text(load.target_util)}% UTIL/PROC of the base"
     if load.bottleneck:
         shown += f" (stopped short: {load.bottleneck})"
+    if load.share:
+        shown += f"; {load.share}"
     return shown
 
 

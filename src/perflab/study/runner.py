@@ -385,16 +385,27 @@ class StudyRunner:
             doc.design.load = LoadRecord(mode="workload", users=users, rate=rate)
             return {c.name: (users, rate) for c in configs}
         if not rule.calibrate.equal_utilization:
-            doc.design.load = self._calibrate(configs[0], "calibrated")
+            doc.design.load = self._for_duet(self._calibrate(configs[0], "calibrated"))
             return {c.name: (doc.design.load.users, doc.design.load.rate) for c in configs}
         loads = {}
         for i, config in enumerate(configs):
-            record = self._calibrate(config, "calibrated, equal utilization")
+            record = self._for_duet(self._calibrate(config, "calibrated, equal utilization"))
             if i == 0:
                 doc.design.load = record
             doc.design.loads[config.name] = record
             loads[config.name] = (record.users, record.rate)
         return loads
+
+    def _for_duet(self, record: LoadRecord) -> LoadRecord:
+        """A calibrated load as a duet runs it: calibration finds the load at which one SUT fills
+        the target share of the CPU alone; a duet runs two on that CPU at once, so each gets half
+        of it -- the pair together at the target, neither saturated, each at the same load."""
+        if not self.study.duet:
+            return record
+        users = None if record.users is None else max(1, record.users // 2)
+        rate = None if record.rate is None else record.rate / 2
+        return record.model_copy(update={"users": users, "rate": rate,
+                                         "share": "a duet: each of the pair at half the calibrated load"})
 
     def _calibrate(self, config: Configuration, mode: str) -> LoadRecord:
         cal = self.study.load.calibrate
