@@ -10,11 +10,11 @@ $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 
 install: $(STAMP)
 
-# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (about 4 minutes).
+# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 2 minutes after set-up).
 demo: $(STAMP)
 	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml
 
-# The same study at full length (5-minute windows after 1 minute of stabilization, 6 blocks; about 1.5 hours).
+# The same study at full length (5-minute windows after 1 minute of stabilization, 6 blocks; about 40 minutes).
 demo-full: $(STAMP)
 	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml --measurement 5m --stabilization 1m --blocks 6
 
