@@ -2,8 +2,8 @@
 
 One Python list per column keeps the cost of recording a transaction to its appends (about
 0.5 µs); times are stored as the clock gave them and made relative to t0 when converted. Error
-texts are kept only for the rows that have one, their passwords masked (perflab.redact). Names (script, transaction, class) are stored
-once, as dictionary-encoded columns.
+texts are kept only for the rows that have one, their passwords masked (perflab.redact). Names
+(script, transaction, class) are stored once, as dictionary-encoded columns.
 
 A run does not keep its transactions in memory: given a spill file, the recorder appends every
 SPILL_ROWS rows to it as one chunk -- the lists as `marshal` writes them, a C loop over the

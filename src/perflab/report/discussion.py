@@ -423,8 +423,8 @@ def duet_hint(study: StudyDocument) -> str | None:
     worst = max(noisy, key=lambda m: m.cv)
     return (f"{fmt.label_of(worst.key, worst)} scattered {fmt.pct(worst.cv, signed=False)} from block to block. "
             f"Runs one after the other each meet the host's speed of their own moment; a duet (`duet: true` in the "
-            f"study file, or `perflab study --duet`) runs each block's two configurations at the same time on the same CPUs, so a slow spell "
-            f"slows both and cancels from their ratio (docs/studies.md, \"Duet\").")
+            f"study file, or `perflab study --duet`) runs each block's two configurations at the same time on the "
+            f"same CPUs, so a slow spell slows both and cancels from their ratio (docs/studies.md, \"Duet\").")
 
 
 def generate(study: StudyDocument) -> dict[str, Any]:

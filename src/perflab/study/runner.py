@@ -100,8 +100,8 @@ def load_study(path: Path, aa: bool = False, duet: bool = False) -> tuple[Study,
                 except ChangeError as exc:
                     raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
                                      field=f"sweep.values[{i}]") from None
-    if study.duet and any(w.service is not None and w.service.network is not None
-                          and not names_service_port(w, workload_path.parent) for w in configured):
+    if study.duet and fixed_port_duet([w for w in configured if w.service is not None and w.service.network],
+                                      workload_path.parent):
         # a fixed port is otherwise served by a network namespace per run (fixed_port_duet);
         # a service in a namespace of its own over a veth pair is not nested in another
         raise InputError("a duet runs two servers of this workload at once: a service with its own network "

@@ -21,8 +21,8 @@ import socket
 import struct
 
 from perflab.errors import SutFailure
+from perflab.sut.netns import CLONE_NEWNET
 
-CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 _IFREQ = struct.Struct("16sH14s")  # struct ifreq: the name, then ifr_flags (the rest unused here)
 
