@@ -26,7 +26,10 @@ def test_sut_cpu_per_command_leaves_the_worker_out(tmp_path, store):
     run_dir = run_dir_of(store, result.stdout.strip().splitlines()[-1])
     _, tx = load_run(run_dir)
     values = reduce_run(run_dir).values
-    assert (tx.harness_cpu > 0).all() and (tx.harness_cpu < tx.cpu).all()
+    # Each row's harness is all the worker thread spent since the previous call ended
+    # (drive/workers.py), so one row can carry a collection or a batch of decoded requests: CI
+    # once saw one of 2,256 rows above its 3 ms call. The law is about the rows together.
+    assert (tx.harness_cpu > 0).all() and tx.harness_cpu.quantile(0.99) < tx.cpu.median()
     # The cgroup's CPU of the worker processes is the SUT's calls plus the worker's own code:
     # PBT/CMD (S) carries both, SUT/CMD (S) the calls alone, each burning 3.000 ms of thread CPU
     # plus the few microseconds of calling it (5-20 us: more when the worker slept before, its
