@@ -24,6 +24,7 @@ import dataclasses
 import multiprocessing
 import queue as queue_module
 from pathlib import Path
+from typing import Any, Callable
 
 from perflab.drive.plan import DuetSlot, RunRequest
 
@@ -40,9 +41,11 @@ class DuetOutcome:
     error: str | None = None
 
 
-def _child(index: int, request: RunRequest, home: str, results, private_network: bool) -> None:
+def _child(index: int, request: RunRequest, home: str, results, private_network: bool,
+           executor: Callable[..., Any] | None) -> None:
     """One run of the pair, in a process of its own (and, for a service on a fixed port, in a
-    network namespace of its own: sut/private_net.py)."""
+    network namespace of its own: sut/private_net.py). `executor`: what drives it (default
+    perflab's `execute_run`; a model driver in the fast tests)."""
     from perflab.drive.run import execute_run
     from perflab.store.catalog import Store
 
@@ -51,7 +54,7 @@ def _child(index: int, request: RunRequest, home: str, results, private_network:
             from perflab.sut.private_net import enter_private_loopback
 
             enter_private_loopback()
-        result = execute_run(request, Store(Path(home)))
+        result = (executor or execute_run)(request, Store(Path(home)))
         results.put((index, str(result.run_dir), None))
     except BaseException as exc:  # noqa: BLE001 - the study hears of every ending, the partner too
         request.duet.barrier.abort()
@@ -59,7 +62,8 @@ def _child(index: int, request: RunRequest, home: str, results, private_network:
 
 
 def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
-             private_network: bool = False) -> tuple[list[DuetOutcome], bool]:
+             private_network: bool = False, executor: Callable[..., Any] | None = None) -> \
+        tuple[list[DuetOutcome], bool]:
     """Run `requests` at the same time (each told its duet key and the shared barrier); -> each
     run's outcome, in order, and whether the study was interrupted (Ctrl-C reaches the runs too:
     each is stored interrupted, and this waits for them). `private_network`: each run in a network
@@ -70,7 +74,7 @@ def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
     processes = []
     for index, request in enumerate(requests):
         paired = dataclasses.replace(request, duet=DuetSlot(key, barrier))
-        process = context.Process(target=_child, args=(index, paired, str(home), results, private_network),
+        process = context.Process(target=_child, args=(index, paired, str(home), results, private_network, executor),
                                   name=f"perflab-duet-{index}")
         process.start()
         processes.append(process)

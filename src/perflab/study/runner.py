@@ -55,6 +55,10 @@ class StudyOptions:
     monitor: bool = True
     aa: bool = False
     duet: bool = False   # --duet: run the study as a duet whatever its file says
+    #: What drives one run: perflab's own `execute_run` unless a caller (a test's model driver,
+    #: docs/architecture.md "Model driver") supplies another with the same signature. It must be
+    #: a module-level function: a duet calls it in a child process of its own.
+    executor: Callable[..., Any] | None = None
 
 
 def load_study(path: Path, aa: bool = False, duet: bool = False) -> tuple[Study, Workload, Path]:
@@ -207,7 +211,7 @@ class StudyRunner:
     def _run(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
              block: int | None, order: int | None, purpose: str):
         request = self._request(config, users, rate, measurement, block, order, purpose)
-        result = execute_run(request, self.store, self.observer)
+        result = (self.options.executor or execute_run)(request, self.store, self.observer)
         metrics = reduce_run(result.run_dir)
         self.store.set_etr(result.run_id, metrics.values.get("etr_t"))
         if result.status == "interrupted":
@@ -327,7 +331,7 @@ class StudyRunner:
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure")
                         for order, name in entries]
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
-                                             private_network=private)
+                                             private_network=private, executor=self.options.executor)
             if interrupted:
                 self.interrupted = "interrupted by SIGINT (Ctrl-C)"
             stored = []
