@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from perflab.capacity.closed import mva_steps
+from perflab.capacity.source import StudySource
+from perflab.records.study import parse_study_document
 
 
 def closed_sweep(users, *, demand_ms=2.0, think=0.02, delay=0.001, processors=1, blocks=1, cv=0.0, seed=1,
@@ -84,3 +86,8 @@ def store_study(store: Path, doc: dict) -> Path:
 
 def finite(x) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def source(doc: dict) -> StudySource:
+    """*doc* as the capacity models take it: the typed study document (no file)."""
+    return StudySource(parse_study_document(doc))

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from capacity_studies import closed_sweep, concurrency_sweep
+from capacity_studies import closed_sweep, concurrency_sweep, source
 from perflab.capacity.beside import bounds, knee, predictions
 from perflab.capacity.closed import fit_closed_model, supported_at_response, supported_at_utilization
 from perflab.capacity.mva import mva
@@ -24,7 +24,7 @@ USERS = [1, 2, 4, 8, 12, 16, 24]
 
 
 def test_closed_model_recovers_the_parameters_of_exact_mva_data():
-    data = sweep_data(closed_sweep(USERS, demand_ms=2.0, think=0.02, delay=0.001))
+    data = sweep_data(source(closed_sweep(USERS, demand_ms=2.0, think=0.02, delay=0.001)))
     m = fit_closed_model(data)
     assert m.demand == pytest.approx(0.002, rel=1e-12)
     assert m.think == pytest.approx(0.02)
@@ -38,7 +38,7 @@ def test_closed_model_recovers_the_parameters_of_exact_mva_data():
 
 
 def test_the_scalar_recursion_is_the_exact_mva_of_the_library():
-    data = sweep_data(closed_sweep(USERS, delay=0.0))
+    data = sweep_data(source(closed_sweep(USERS, delay=0.0)))
     m = fit_closed_model(data)
     ref = mva([m.demand], 40, think_time=m.think)
     for n in (1, 7, 40):
@@ -48,7 +48,7 @@ def test_the_scalar_recursion_is_the_exact_mva_of_the_library():
 
 
 def test_users_supported_match_a_brute_force_search():
-    data = sweep_data(closed_sweep(USERS, demand_ms=2.0, think=0.5, delay=0.002))
+    data = sweep_data(source(closed_sweep(USERS, demand_ms=2.0, think=0.5, delay=0.002)))
     m = fit_closed_model(data)
     res = mva([m.demand], 2000, think_time=m.think + m.delay)
     util = res.utilization[:, 0]
@@ -64,7 +64,7 @@ def test_users_supported_match_a_brute_force_search():
 
 
 def test_users_supported_intervals_come_from_the_demands_spread():
-    data = sweep_data(closed_sweep(USERS, think=0.05, blocks=4, cv=0.03, seed=7))
+    data = sweep_data(source(closed_sweep(USERS, think=0.05, blocks=4, cv=0.03, seed=7)))
     m = fit_closed_model(data)
     assert m.demand_ci[0] < m.demand < m.demand_ci[1]
     w = np.array([lv.values("tx_ok")[i] for lv in data.levels for i in range(4)])
@@ -77,7 +77,7 @@ def test_users_supported_intervals_come_from_the_demands_spread():
     assert supported_at_utilization(replace(m, demand=m.demand_ci[1]), 0.9).users == s.low
     assert supported_at_utilization(replace(m, demand=m.demand_ci[0]), 0.9).users == s.high
     # one run per level and no spread: no interval, said so
-    single = fit_closed_model(sweep_data(closed_sweep([4])))
+    single = fit_closed_model(sweep_data(source(closed_sweep([4]))))
     assert single.demand_ci != single.demand_ci or math.isnan(single.demand_ci[0])
     assert supported_at_utilization(single, 0.9).low is None
     assert any("no run-to-run spread" in n for n in single.notes)
@@ -87,14 +87,14 @@ def test_demand_is_weighted_by_transactions():
     def costly_low_level(n, m):
         if n == 1:
             m["pbt_cmd_s"], m["tx_ok"] = 4.0, 10.0  # 10 commands at twice the cost
-    m = fit_closed_model(sweep_data(closed_sweep(USERS, tamper=costly_low_level)))
+    m = fit_closed_model(sweep_data(source(closed_sweep(USERS, tamper=costly_low_level))))
     tx = [x * 60.0 for x in (m.predict(n).x for n in USERS[1:])]
     expected = math.exp((10 * math.log(0.004) + sum(tx) * math.log(0.002)) / (10 + sum(tx)))
     assert m.demand == pytest.approx(expected, rel=1e-3) and m.demand < 0.00201
 
 
 def test_extrapolation_beyond_twice_the_largest_level_is_labelled():
-    data = sweep_data(closed_sweep([1, 2, 4, 8], think=0.02))
+    data = sweep_data(source(closed_sweep([1, 2, 4, 8], think=0.02)))
     m = fit_closed_model(data)
     near = supported_at_utilization(m, 0.5)
     far = supported_at_response(m, 1.0)  # ~500 users from a sweep that stopped at 8
@@ -103,7 +103,7 @@ def test_extrapolation_beyond_twice_the_largest_level_is_labelled():
 
 
 def test_processors_use_seidmann_and_say_so():
-    data = sweep_data(closed_sweep([1, 2, 4, 8, 16], demand_ms=4.0, processors=2, delay=0.0))
+    data = sweep_data(source(closed_sweep([1, 2, 4, 8, 16], demand_ms=4.0, processors=2, delay=0.0)))
     m = fit_closed_model(data)
     assert m.processors == 2 and any("Seidmann" in n for n in m.notes)
     # saturation at C/D, not 1/D
@@ -111,7 +111,7 @@ def test_processors_use_seidmann_and_say_so():
 
 
 def test_bounds_contain_exact_mva_and_the_knee_is_where_asymptotes_cross():
-    data = sweep_data(closed_sweep(USERS, demand_ms=2.0, think=0.02, delay=0.001))
+    data = sweep_data(source(closed_sweep(USERS, demand_ms=2.0, think=0.02, delay=0.001)))
     m = fit_closed_model(data)
     assert knee(m) == pytest.approx((0.002 + 0.001 + 0.02) / 0.002, rel=1e-3)
     for b in bounds(m, data):
@@ -124,7 +124,7 @@ def test_a_level_faster_than_its_bound_is_flagged():
     def faster(n, m):
         if n == 24:
             m["etr_t"] *= 1.5  # throughput beyond C/D: impossible for the pooled demand
-    data = sweep_data(closed_sweep(USERS, tamper=faster))
+    data = sweep_data(source(closed_sweep(USERS, tamper=faster)))
     rows = bounds(fit_closed_model(data), data)
     assert [b.n for b in rows if not b.inside] == [24.0] and "above the bound" in rows[-1].note
 
@@ -133,7 +133,7 @@ def test_non_monotone_throughput_is_no_curve():
     def dip(n, m):
         if n == 8:
             m["etr_t"] *= 0.4  # falls below the level before and rises again
-    data = sweep_data(closed_sweep(USERS, tamper=dip))
+    data = sweep_data(source(closed_sweep(USERS, tamper=dip)))
     with pytest.raises(InputError, match="no curve: ETR \\(T\\) is not monotone"):
         fit_closed_model(data)
     with pytest.raises(InputError, match="no curve"):
@@ -142,7 +142,7 @@ def test_non_monotone_throughput_is_no_curve():
 
 def test_retrograde_throughput_is_a_curve_not_an_error():
     n = [1, 2, 4, 8, 16, 32, 48, 64]
-    data = sweep_data(concurrency_sweep("workers", n, lambda k: usl(k, 0.05, 0.001, 100.0)))
+    data = sweep_data(source(concurrency_sweep("workers", n, lambda k: usl(k, 0.05, 0.001, 100.0))))
     fit, residuals = fit_sweep_usl(data)
     assert fit.peak_n == pytest.approx(math.sqrt(0.95 / 0.001), rel=1e-3)
     assert fit.peak_ci[0] <= fit.peak_n <= fit.peak_ci[1]
@@ -155,23 +155,24 @@ def test_falling_response_time_is_no_curve():
         if n == 16:
             m["avg_last_t"] *= 0.3
     with pytest.raises(InputError, match="no curve: AVG LAST"):
-        fit_closed_model(sweep_data(closed_sweep(USERS, tamper=quick)))
+        fit_closed_model(sweep_data(source(closed_sweep(USERS, tamper=quick))))
 
 
 def test_too_few_levels_and_missing_metrics_are_no_curve():
     with pytest.raises(InputError, match="no curve: a USL fit needs ≥ 6"):
-        fit_sweep_usl(sweep_data(closed_sweep([1, 2, 4])))
+        fit_sweep_usl(sweep_data(source(closed_sweep([1, 2, 4]))))
 
     def no_cpu(n, m):
         m["pbt_cmd_s"] = None
     with pytest.raises(InputError, match="needs PBT/CMD \\(S\\)"):
-        fit_closed_model(sweep_data(closed_sweep(USERS, tamper=no_cpu)))
+        fit_closed_model(sweep_data(source(closed_sweep(USERS, tamper=no_cpu))))
 
 
 def test_usl_that_does_not_converge_or_cannot_separate_is_no_curve(monkeypatch):
     from scipy import optimize
 
-    data = sweep_data(concurrency_sweep("workers", [1, 2, 4, 8, 16, 32], lambda k: 10.0 * k / (1 + 0.1 * k)))
+    doc = concurrency_sweep("workers", [1, 2, 4, 8, 16, 32], lambda k: 10.0 * k / (1 + 0.1 * k))
+    data = sweep_data(source(doc))
 
     def fails(*a, **k):
         raise RuntimeError("Optimal parameters not found: The maximum number of function evaluations is exceeded.")
@@ -187,11 +188,11 @@ def test_not_a_sweep_or_wrong_factor():
     from capacity_studies import ab_study
 
     with pytest.raises(InputError, match="not a sweep study"):
-        sweep_data(ab_study("A", "B", 1.05, (1.0, 1.1)))
+        sweep_data(source(ab_study("A", "B", 1.05, (1.0, 1.1))))
     rate = concurrency_sweep("rate", [10, 20], lambda k: k)
     with pytest.raises(InputError, match="no concurrency to model"):
-        sweep_data(rate)
-    workers = sweep_data(concurrency_sweep("workers", [1, 2, 4], lambda k: k))
+        sweep_data(source(rate))
+    workers = sweep_data(source(concurrency_sweep("workers", [1, 2, 4], lambda k: k)))
     with pytest.raises(InputError, match="needs a sweep over users"):
         fit_closed_model(workers)
 
@@ -199,7 +200,7 @@ def test_not_a_sweep_or_wrong_factor():
 def test_summary_is_pure_and_json_ready():
     doc = closed_sweep(USERS, think=0.02)
     before = json.dumps(doc, sort_keys=True)
-    s = capacity_summary(doc, target_util=0.9, response_limit=1.0)
+    s = capacity_summary(source(doc), target_util=0.9, response_limit=1.0)
     assert json.dumps(doc, sort_keys=True) == before  # the document is not changed
     text = json.dumps(s.to_dict(), allow_nan=False)
     assert "NaN" not in text and "Infinity" not in text
@@ -212,14 +213,14 @@ def test_summary_is_pure_and_json_ready():
 
 
 def test_summary_of_a_short_sweep_has_notes_not_errors():
-    s = capacity_summary(closed_sweep([1, 4, 8]))
+    s = capacity_summary(source(closed_sweep([1, 4, 8])))
     assert s.usl is None and any(n.startswith("USL: no curve: a USL fit needs ≥ 6") for n in s.notes)
     assert s.model is not None  # MVA needs only measured demand and think time
 
     def dip(n, m):
         if n == 4:
             m["etr_t"] *= 0.3
-    bad = capacity_summary(closed_sweep([1, 2, 4, 8, 16, 24], tamper=dip))
+    bad = capacity_summary(source(closed_sweep([1, 2, 4, 8, 16, 24], tamper=dip)))
     assert bad.model is None and bad.usl is None and bad.curve == [] and bad.supported == []
     assert sum("no curve" in n for n in bad.notes) == 2
 
@@ -227,7 +228,7 @@ def test_summary_of_a_short_sweep_has_notes_not_errors():
 def test_disturbed_levels_are_noted():
     def busy(n, m):
         m.update({"busy_sec_h": 3.0, "busy_sec_s": 1.0, "driver_sec": 0.2, "monitor_sec": 0.0, "window_s": 2.0})
-    data = sweep_data(closed_sweep([1, 2], tamper=busy))
+    data = sweep_data(source(closed_sweep([1, 2], tamper=busy)))
     assert any("other processes used 0.90 CPU" in n for n in data.notes)
 
 
@@ -236,7 +237,7 @@ def test_summary_of_a_cpus_sweep_has_the_scaling_table():
 
     doc = concurrency_sweep("sut_cpus", [[1], [0, 1]], lambda k: 500.0 * (1.0 if k == 1 else 1.8), blocks=3,
                             cv=0.01, key="itr_s")
-    s = capacity_summary(doc)
+    s = capacity_summary(source(doc))
     assert s.scaling is not None and s.scaling.levels[1].itrr == pytest.approx(1.8, rel=0.03)
     assert s.model is None and s.usl is None  # scaling only: no users to model, 2 levels
     json.dumps(s.to_dict(), allow_nan=False)

@@ -20,12 +20,12 @@ from .study_data import make_study
 from .test_report_chromium import CHROMIUM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capacity"))
-from capacity_studies import closed_sweep  # noqa: E402
+from capacity_studies import closed_sweep, source  # noqa: E402
 
 
 def test_a_users_sweep_report_has_the_models_and_users_supported(tmp_path):
     study = closed_sweep([1, 2, 4, 8, 12, 16, 24], demand_ms=2.0, think=0.02)
-    summary = capacity_summary(study)
+    summary = capacity_summary(source(study))
     view = capacity_view(parse_study_document(study))
     titles = [t.title for t in view.tables]
     assert any(t.startswith("Universal Scalability Law") for t in titles)

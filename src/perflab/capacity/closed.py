@@ -28,9 +28,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, require_metric
+from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, finite, require_metric
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR
 from perflab.errors import InputError
+from perflab.records.study import StudyRun
 
 #: population beyond which users-supported searches stop (and say so) instead of looping on
 MAX_USERS = 1_000_000
@@ -146,8 +147,7 @@ def fit_closed_model(
         notes.append(f"{c:g} processors taken as one multi-server centre by Seidmann's approximation "
                      "(a few % off exact near the knee)")
     levels = [data.level(v) for v in fit] if fit else list(data.levels)
-    runs = [(level.n, r) for level in levels for r in level.runs
-            if all(_finite(r.get(k)) for k in ("pbt_cmd_s", "avg_think_t", "avg_last_t"))]
+    runs = [f for f in (FitRun.of(level.n, r) for level in levels for r in level.runs) if f is not None]
     if not runs:
         raise InputError("no curve: no fitting run has PBT/CMD (S), AVG THINK (T) and AVG LAST (T)")
     demand, demand_ci, df = _pooled_demand(runs, data.confidence)
@@ -155,7 +155,7 @@ def fit_closed_model(
     if df < 1:
         notes.append("fewer than 2 effective fitting runs (runs weighted by their transactions): the demand "
                      "has no run-to-run spread to give it an interval")
-    z = think if think is not None else float(np.mean([r["avg_think_t"] for _, r in runs]))
+    z = think if think is not None else float(np.mean([r.think for r in runs]))
     delay = _fit_delay(runs, c)
     if delay <= 0.0:
         notes.append("the measured response times are at or below the model's CPU residence alone "
@@ -164,7 +164,29 @@ def fit_closed_model(
                        tuple(level.n for level in levels), len(runs), conf, data.max_n, tuple(notes))
 
 
-def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[float, tuple[float, float], int]:
+@dataclass(frozen=True)
+class FitRun:
+    """One fitting run as the model reads it: its population *n*, its demand D (s of CPU per
+    command: PBT/CMD (S) / 1000), think time Z and response R (s), and its transaction count
+    (the demand's weight; None when not recorded)."""
+
+    n: float
+    demand: float
+    think: float
+    response: float
+    weight: float | None
+
+    @classmethod
+    def of(cls, n: float, run: StudyRun) -> FitRun | None:
+        """The run's fitting values; None when PBT/CMD (S), AVG THINK (T) or AVG LAST (T) is
+        missing or not positive."""
+        pbt, think, last = (finite(run.metric(k)) for k in ("pbt_cmd_s", "avg_think_t", "avg_last_t"))
+        if pbt is None or think is None or last is None or min(pbt, think, last) <= 0:
+            return None
+        return cls(n, pbt / 1000.0, think, last, finite(run.metric("tx_ok")))
+
+
+def _pooled_demand(runs: list[FitRun], confidence: float) -> tuple[float, tuple[float, float], int]:
     """D as the transaction-weighted geometric mean of the runs' PBT/CMD (S), with a t-interval.
 
     Weighted by each run's transaction count (TX OK) when every run has one: a run's mean cost
@@ -174,8 +196,8 @@ def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[f
     equal weights this is the ordinary t-interval of the logs.
     """
     from scipy import stats  # here, not at import: scipy costs most of a second at every command's start
-    logs = np.log([r["pbt_cmd_s"] / 1000.0 for _, r in runs])
-    w = np.array([r.get("tx_ok") for _, r in runs], dtype=float)
+    logs = np.log([r.demand for r in runs])
+    w = np.array([math.nan if r.weight is None else r.weight for r in runs], dtype=float)
     if not (np.all(np.isfinite(w)) and np.all(w > 0)):
         w = np.ones(len(logs))
     m = float(np.sum(w * logs) / w.sum())
@@ -190,18 +212,18 @@ def _pooled_demand(runs: list[tuple[float, dict]], confidence: float) -> tuple[f
     return demand, (demand * math.exp(-half), demand * math.exp(half)), df
 
 
-def _fit_delay(runs: list[tuple[float, dict]], processors: float) -> float:
+def _fit_delay(runs: list[FitRun], processors: float) -> float:
     """d ≥ 0 minimizing Σ (ln R_measured − ln R_model(d))² over the fitting runs."""
     from scipy import optimize  # here, not at import: scipy costs most of a second at every command's start
 
     def loss(d: float) -> float:
         total = 0.0
-        for n, r in runs:
-            p = _predict_one(int(round(n)), r["pbt_cmd_s"] / 1000.0, processors, d, r["avg_think_t"])
-            total += (math.log(r["avg_last_t"]) - math.log(p.r)) ** 2
+        for r in runs:
+            p = _predict_one(int(round(r.n)), r.demand, processors, d, r.think)
+            total += (math.log(r.response) - math.log(p.r)) ** 2
         return total
 
-    upper = max(r["avg_last_t"] for _, r in runs)
+    upper = max(r.response for r in runs)
     res = optimize.minimize_scalar(loss, bounds=(0.0, upper), method="bounded", options={"xatol": upper * 1e-6})
     best = float(res.x)
     return 0.0 if loss(0.0) <= loss(best) else best
@@ -273,10 +295,6 @@ def _supported(model: ClosedModel, rule: str, limit: float) -> Supported:
     found = at is not None and at.n > 0
     return Supported(rule, limit, users, low, high, at.x if found else None, at.r if found else None,
                      at.u if found else None, extrapolated, note)
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def _num(v: float) -> float | None:

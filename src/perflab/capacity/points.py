@@ -4,6 +4,9 @@ the valid runs measured there, and the checks that decide whether a curve may be
 The factor becomes a number: users and workers as they are, `sut_cpus` as the count of CPUs
 online to the SUT (the seeds' PROCESSORS). Excluded runs (failed gates) are left out, as the
 study's own sweep summary leaves them out; a level with no valid run is dropped with a note.
+
+Everything is read from the StudyDocument's attributes (perflab.records.study); a level keeps
+its runs as the study's `StudyRun` records, and the models ask them for metrics by catalog key.
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from perflab.capacity.source import StudySource
 from perflab.errors import InputError
-from perflab.records.study import STUDY_FORMAT, as_study_document
+from perflab.records.study import ConfigurationRecord, StudyRun
+from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
 #: factors whose value is a concurrency a capacity model can use
 NUMERIC_FACTORS = ("users", "workers", "sut_cpus")
@@ -31,19 +38,12 @@ class Level:
 
     n: float
     label: str
-    runs: tuple[dict, ...]
+    runs: tuple[StudyRun, ...]
     excluded: int = 0
-    #: the study block of each run in `runs` (None outside a blocked design), for pairing
-    blocks: tuple[int | None, ...] = ()
 
     def values(self, key: str) -> list[float]:
         """The finite values of metric *key* over this level's valid runs."""
-        out = []
-        for r in self.runs:
-            v = r.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                out.append(float(v))
-        return out
+        return [v for v in (finite(r.metric(key)) for r in self.runs) if v is not None]
 
     def other_load(self) -> float | None:
         """CPUs' worth of work by processes other than the SUT, the driver and the monitor
@@ -52,10 +52,11 @@ class Level:
         CPUs to itself; a machine shared with other work breaks that."""
         worst = None
         for r in self.runs:
-            parts = [r.get(k) for k in ("busy_sec_h", "busy_sec_s", "driver_sec", "monitor_sec", "window_s")]
-            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in parts) or parts[4] <= 0:
+            busy_h, busy_s, driver, monitor, window = (finite(r.metric(k)) for k in (
+                "busy_sec_h", "busy_sec_s", "driver_sec", "monitor_sec", "window_s"))
+            if busy_h is None or busy_s is None or driver is None or monitor is None or not window or window <= 0:
                 continue
-            other = (parts[0] - parts[1] - parts[2] - parts[3]) / parts[4]
+            other = (busy_h - busy_s - driver - monitor) / window
             worst = other if worst is None else max(worst, other)
         return worst
 
@@ -70,6 +71,33 @@ class Level:
         return float(sum(v) / len(v))
 
 
+def finite(value: Any) -> float | None:
+    """A metric value as a float when it is a finite number, else None (not measured)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What capacity needs of the machine a study ran on, read once from the base
+    configuration's hardware fingerprint (perflab.sut.fingerprint: `cores`, `online_cpus`,
+    `processors`); None where the fingerprint does not say."""
+
+    cores: int | None = None
+    processors: float | None = None
+
+    @classmethod
+    def of(cls, configuration: ConfigurationRecord | None) -> Machine:
+        hardware = configuration.hardware if configuration is not None else {}
+        cores = hardware.get("cores")
+        online = hardware.get("online_cpus")
+        if not (isinstance(cores, int) and cores > 0):
+            cores = len(online) if isinstance(online, list) and online else None
+        processors = finite(hardware.get("processors"))
+        return cls(cores, processors if processors is not None and processors > 0 else None)
+
+
 @dataclass(frozen=True)
 class SweepData:
     """The levels of a sweep in increasing order, and what reading them noticed."""
@@ -79,7 +107,7 @@ class SweepData:
     factor: str
     levels: tuple[Level, ...]
     processors: float | None
-    hardware: dict
+    machine: Machine
     placement: str | None
     confidence: float
     notes: list[str] = field(default_factory=list)
@@ -99,34 +127,29 @@ class SweepData:
         return ", ".join(f"{level.n:g}" for level in self.levels)
 
 
-def sweep_data(doc: dict) -> SweepData:
-    """The levels of the sweep study *doc* (a study.json document). Raises InputError when it is
-    not a sweep over a numeric factor or has no valid run. Called by every sweep-based model.
-    The document is read in its current format (older ones upgraded through the model)."""
-    path = doc.get("_path")
-    if doc.get("format") != STUDY_FORMAT:
-        doc = {**as_study_document(doc).dump(), "_path": path}
-    sweep = doc.get("sweep")
-    if not sweep:
+def sweep_data(source: StudySource) -> SweepData:
+    """The levels of the sweep study *source*. Raises InputError when it is not a sweep over a
+    numeric factor or has no valid run. Called by every sweep-based model."""
+    doc, path = source.document, source.path
+    sweep = doc.sweep
+    if sweep is None or not sweep.points:
         raise InputError("not a sweep study (its 'sweep' is empty): capacity curves need a sweep over "
                          "users, workers or sut_cpus; for A/B studies use `perflab capacity compose`",
                          file=path, field="sweep")
-    factor = sweep.get("factor")
+    factor = sweep.factor
     if factor not in NUMERIC_FACTORS:
         raise InputError(f"a sweep over {factor!r} has no concurrency to model; capacity curves need "
                          f"one of {', '.join(NUMERIC_FACTORS)}", file=path, field="sweep.factor")
-    runs = doc.get("runs") or []
     levels: list[Level] = []
     notes: list[str] = []
-    for point in sweep.get("points") or []:
-        n = _numeric(factor, point.get("value"), path)
-        mine = [r for r in runs if r.get("config") == point.get("config")]
-        kept = [r for r in mine if not r.get("exclusions")]
+    for point in sweep.points:
+        n = _numeric(factor, point.value, path)
+        mine = doc.runs_of(point.config)
+        kept = [r for r in mine if r.valid]
         if not kept:
-            notes.append(f"{point.get('config')}: no valid run ({len(mine)} excluded or missing); level left out")
+            notes.append(f"{point.config}: no valid run ({len(mine)} excluded or missing); level left out")
             continue
-        levels.append(Level(n, str(point.get("config")), tuple(r.get("metrics") or {} for r in kept),
-                            len(mine) - len(kept), tuple(r.get("block") for r in kept)))
+        levels.append(Level(n, point.config, tuple(kept), len(mine) - len(kept)))
     levels.sort(key=lambda level: level.n)
     for level in levels:
         other = level.other_load()
@@ -140,24 +163,21 @@ def sweep_data(doc: dict) -> SweepData:
                              file=path, field="sweep.points")
     if not levels:
         raise InputError("no curve: the sweep has no valid run at any level", file=path, field="sweep.points")
-    design = doc.get("design") or {}
-    configs = doc.get("configurations") or [{}]
-    hardware = dict(configs[0].get("hardware") or {})
-    processors = _processors(levels, factor, hardware)
+    machine = Machine.of(doc.configurations[0] if doc.configurations else None)
     return SweepData(
-        study_id=doc.get("study_id"),
-        title=str(doc.get("name") or doc.get("title") or ""),
+        study_id=doc.study_id,
+        title=doc.name or doc.title,
         factor=factor,
         levels=tuple(levels),
-        processors=processors,
-        hardware=hardware,
-        placement=design.get("placement"),
-        confidence=float(design.get("confidence") or 0.90),
+        processors=_processors(levels, factor, machine),
+        machine=machine,
+        placement=doc.design.placement,
+        confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
         notes=notes,
     )
 
 
-def _numeric(factor: str, value, path) -> float:
+def _numeric(factor: str, value: Any, path: Path | None) -> float:
     """A sweep value as a number: `sut_cpus` lists (or "0-1" strings) count their CPUs."""
     if factor == "sut_cpus":
         if isinstance(value, list):
@@ -174,7 +194,7 @@ def _numeric(factor: str, value, path) -> float:
     return float(value)
 
 
-def _cpu_count(text: str, path) -> int:
+def _cpu_count(text: str, path: Path | None) -> int:
     """CPUs in a list such as "1" or "0,2-3"."""
     count = 0
     try:
@@ -188,7 +208,7 @@ def _cpu_count(text: str, path) -> int:
     return count
 
 
-def _processors(levels: Iterable[Level], factor: str, hardware: dict) -> float | None:
+def _processors(levels: Iterable[Level], factor: str, machine: Machine) -> float | None:
     """PROCESSORS online to the SUT when the sweep does not vary it: from the runs, else the
     configuration's hardware record; None when neither says."""
     if factor == "sut_cpus":
@@ -199,8 +219,7 @@ def _processors(levels: Iterable[Level], factor: str, hardware: dict) -> float |
     if len(seen) > 1:
         raise InputError(f"the runs had different numbers of processors ({sorted(seen)}) although the sweep "
                          f"varies {factor}: not one system", field="processors")
-    p = hardware.get("processors")
-    return float(p) if isinstance(p, (int, float)) and p > 0 else None
+    return machine.processors
 
 
 def noise_cv(data: SweepData, key: str) -> float | None:

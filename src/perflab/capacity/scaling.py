@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perflab.capacity.points import SweepData
+from perflab.capacity.points import Level, SweepData, finite
 from perflab.errors import InputError
 from perflab.stats import compare
 
@@ -86,7 +86,7 @@ def sweep_scaling(data: SweepData, key: str = "itr_s") -> Scaling:
     return Scaling(key, out, data.confidence, machine_caveats(data))
 
 
-def _interval(base, level, key: str, confidence: float) -> tuple[float | None, float | None]:
+def _interval(base: Level, level: Level, key: str, confidence: float) -> tuple[float | None, float | None]:
     """The ratio's interval by the study's own comparison (paired by block when it can be)."""
     a, b = _by_block(base, key), _by_block(level, key)
     if sum(v is not None for v in a.values()) < 2 or sum(v is not None for v in b.values()) < 2:
@@ -97,22 +97,20 @@ def _interval(base, level, key: str, confidence: float) -> tuple[float | None, f
     return c.ci_low, c.ci_high
 
 
-def _by_block(level, key: str) -> dict[int, float | None]:
+def _by_block(level: Level, key: str) -> dict[int, float | None]:
     """Block → value (None when not measured); position stands in for a missing block."""
-    blocks = level.blocks or (None,) * len(level.runs)
-    return {(blk if blk is not None else i): (r.get(key) if _ok(r.get(key)) else None)
-            for i, (blk, r) in enumerate(zip(blocks, level.runs))}
-
-
-def _ok(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    out: dict[int, float | None] = {}
+    for i, run in enumerate(level.runs):
+        value = finite(run.metric(key))
+        out[run.block if run.block is not None else i] = value if value is not None and value > 0 else None
+    return out
 
 
 def machine_caveats(data: SweepData) -> list[str]:
     """What this machine can and cannot show about processor scaling."""
     notes = ["scaling measured by varying the SUT's CPUs on one machine (the seeds' 'processors varied "
              "offline'): the memory, caches and I/O stay those of the whole machine"]
-    cores = data.hardware.get("cores") or len(data.hardware.get("online_cpus") or [])
+    cores = data.machine.cores
     placement = data.placement or ""
     if cores:
         notes.append(f"this machine has {cores} CPUs and the driver uses one ({placement or 'placement not recorded'}): "

@@ -1,16 +1,28 @@
 """Where capacity planning reads its inputs: a stored study's study.json.
 
 `read_study` is the one place that opens a study document: through the StudyDocument model
-(perflab.records.study), so older formats are upgraded and a malformed file is one clear error;
-capacity's code then reads the document's current JSON form (docs/architecture.md).
+(perflab.records.study), so older formats are upgraded and a malformed file is one clear error.
+Capacity's code reads the model's attributes (docs/architecture.md); the one thing it needs that
+the record does not carry -- the file the document came from, for error messages -- travels
+beside it in a `StudySource`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import InputError
-from perflab.records.study import read_study_document
+from perflab.records.study import StudyDocument, read_study_document
+
+
+@dataclass(frozen=True)
+class StudySource:
+    """A study document and the study.json it was read from (None: built in memory -- a report's
+    own document, a `runs:A..B` comparison). Every capacity model that reads a study takes one."""
+
+    document: StudyDocument
+    path: Path | None = None
 from perflab.store.catalog import is_plain_name, store_home
 
 
@@ -48,13 +60,11 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def read_study(ref: str | Path, store: str | Path | None = None) -> dict:
-    """The study document (study.json as a dict) with `_path` set to the file it came from.
+def read_study(ref: str | Path, store: str | Path | None = None) -> StudySource:
+    """The study document *ref* names, with the file it came from.
 
-    Called by the `perflab capacity` subcommands and by `capacity_summary`'s callers; a report
-    that already holds the document passes it to `capacity_summary` directly.
+    Called by the `perflab capacity` subcommands; a report that already holds the document wraps
+    it in a `StudySource` itself.
     """
     path = study_json_path(ref, store)
-    doc = read_study_document(path).dump()
-    doc["_path"] = str(path)
-    return doc
+    return StudySource(read_study_document(path), path)

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.capacity.compose import ITRR
-from perflab.capacity.source import read_study
+from perflab.capacity.source import StudySource, read_study
 from perflab.errors import InputError
+from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN, Criteria
 
 METRIC = "itr_s"
 _NUMBER = re.compile(r"^(?:(?P<label>[^=]+)=)?(?P<ratio>[0-9.]+)"
@@ -55,8 +56,7 @@ def parse_step(text: str, *, store: str | Path | None, confidence: float) -> Ste
     if text.startswith("runs:"):
         return _runs(text, store, confidence)
     ref, _, config = text.partition("#")
-    doc = read_study(ref, store)
-    return from_study(doc, config or None, source=text)
+    return from_study(read_study(ref, store), config or None, source=text)
 
 
 def _literal(text: str, m: re.Match, confidence: float) -> Step:
@@ -78,35 +78,31 @@ def _literal(text: str, m: re.Match, confidence: float) -> Step:
     return Step(itrr, "given", "", label)
 
 
-def from_study(doc: dict, config: str | None, source: str) -> Step:
+def from_study(study: StudySource, config: str | None, source: str) -> Step:
     """The ITR (S) comparison of a study document (or a `perflab compare` document)."""
-    path = doc.get("_path")
-    comparisons = doc.get("comparisons") or []
-    if config is not None:
-        comparisons = [c for c in comparisons if c.get("new") == config]
+    doc, path = study.document, study.path
+    comparisons = [c for c in doc.comparisons if config is None or c.new == config]
     if not comparisons:
         which = f" with new configuration {config!r}" if config else ""
         raise InputError(f"no comparison{which} in this study (a sweep has none)", file=path, field="comparisons")
     if len(comparisons) > 1:
-        names = ", ".join(repr(c.get("new")) for c in comparisons)
+        names = ", ".join(repr(c.new) for c in comparisons)
         raise InputError(f"the study compares several configurations ({names}); add #CONFIG to pick one",
                          file=path, field="comparisons")
     comp = comparisons[0]
-    entry = next((m for m in comp.get("metrics") or [] if m.get("key") == METRIC), None)
-    if entry is None or not _pos(entry.get("ratio")):
-        raise InputError(f"no ITR (S) ratio in the comparison {comp.get('base')!r} -> {comp.get('new')!r} "
+    label = f"{comp.base} -> {comp.new}"
+    entry = comp.entry(METRIC)
+    if entry is None or not _pos(entry.ratio):
+        raise InputError(f"no ITR (S) ratio in the comparison {comp.base!r} -> {comp.new!r} "
                          "(ITR (S) not measured, or fewer than 2 valid runs per configuration)",
                          file=path, field="comparisons.metrics")
-    conf = float((doc.get("design") or {}).get("confidence") or 0.90)
-    n = int(entry.get("n_blocks") or 0)
-    label = f"{comp.get('base')} -> {comp.get('new')}"
-    if _pos(entry.get("ci_low")) and _pos(entry.get("ci_high")) and n >= 2:
-        itrr = ITRR.from_interval(entry["ratio"], entry["ci_low"], entry["ci_high"], confidence=conf,
-                                  df=max(1, n - 1), label=label)
-    else:
+    ratio, low, high, n = entry.ratio, entry.ci_low, entry.ci_high, entry.n_blocks
+    if ratio is None or low is None or high is None or not (_pos(low) and _pos(high)) or n < 2:
         raise InputError(f"the ITR (S) ratio of {label!r} has no interval (fewer than 2 blocks): composing it "
                          "would carry no uncertainty", file=path, field="comparisons.metrics")
-    return Step(itrr, source, str(comp.get("base")), str(comp.get("new")), n)
+    itrr = ITRR.from_interval(ratio, low, high, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
+                              df=max(1, n - 1), label=label)
+    return Step(itrr, source, comp.base, comp.new, n)
 
 
 def _runs(text: str, store, confidence: float) -> Step:
@@ -118,10 +114,9 @@ def _runs(text: str, store, confidence: float) -> Step:
     from perflab.store.catalog import Store
     from perflab.study.groups import comparison_document
 
-    from perflab.stats.criteria import Criteria
-
-    doc = comparison_document(Store(store), a, b, Criteria(0.03, confidence), metrics=[METRIC], primary=[METRIC])
-    return from_study(doc.dump(), None, source=text)
+    doc = comparison_document(Store(store), a, b, Criteria(DEFAULT_MARGIN, confidence), metrics=[METRIC],
+                              primary=[METRIC])
+    return from_study(StudySource(doc), None, source=text)
 
 
 def chain_warnings(steps: list[Step]) -> list[str]:
@@ -134,5 +129,5 @@ def chain_warnings(steps: list[Step]) -> list[str]:
     return out
 
 
-def _pos(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+def _pos(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v > 0

@@ -1,7 +1,7 @@
 """Everything capacity planning says about one sweep study, as data a report can render.
 
-`capacity_summary(study)` is pure: it takes the study document (the dict of study.json, e.g.
-from `source.read_study`) and returns a `CapacitySummary`; it never prints, never reads files and
+`capacity_summary(study)` is pure: it takes a `StudySource` (the StudyDocument, e.g. from
+`source.read_study`, and the file it came from if any) and returns a `CapacitySummary`; it never prints, never reads files and
 never raises for a model that cannot be built -- that section is empty and `notes` says
 "no curve: <why>". It raises InputError only when the document is not a sweep over a numeric
 factor, or its levels are not one system (two points at one value, runs that disagree on
@@ -25,6 +25,7 @@ from perflab.capacity.closed import (
 )
 from perflab.capacity.points import SweepData, sweep_data
 from perflab.capacity.scaling import Scaling, sweep_scaling
+from perflab.capacity.source import StudySource
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR, USLFit
 from perflab.capacity.uslsweep import LevelResidual, fit_sweep_usl
 from perflab.errors import InputError
@@ -121,7 +122,7 @@ class CapacitySummary:
 
 
 def capacity_summary(
-    study: dict,
+    study: StudySource,
     *,
     target_util: float = 0.90,
     response_limit: float = 1.0,

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from perflab.capacity.points import NUMERIC_FACTORS
+from perflab.capacity.source import StudySource
 from perflab.capacity.summary import CapacitySummary, capacity_summary
 from perflab.errors import InputError
 from perflab.records.study import StudyDocument
@@ -58,7 +59,7 @@ def sweep_capacity(study: StudyDocument) -> CapacityView | None:
         return None
     view = CapacityView()
     try:
-        summary = capacity_summary(study.dump())
+        summary = capacity_summary(StudySource(study))
     except InputError as exc:
         view.notes.append(f"no capacity model: {exc.message}")
         return view
