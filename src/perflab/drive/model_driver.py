@@ -1,0 +1,562 @@
+"""The model driver: a stand-in for `execute_run` that writes a complete, typed run directory
+from a queueing model whose every number is known, in milliseconds and without a system under
+test. The fast tier of the tests drives studies, comparisons, capacity and the serve store
+through it (docs/architecture.md, "Model driver"); the lab tier keeps the real runs.
+
+    model = Model(noise=0.01)                                    # 1% run-to-run noise
+    options = StudyOptions(executor=model.executor())            # the study runner's seam
+    doc = StudyRunner(study_path, store, options).run()
+
+What a run is, in the model:
+
+* the workload file is read as perflab reads it (`resolve_plan`: users or rate, phases,
+  placement, workers, seed), so a study's configurations, sweeps and calibration change the
+  model as they would change a real run;
+* each transaction costs the CPU its workload names: `cpu_ms` (user) and `sys_ms` (system) in
+  its `kwargs` or drawn from its `params` -- the arguments of `perflab.sut.synthetic:work`, so
+  one workload file runs real (lab tier) and modelled (fast tier) -- else `Model.cpu_ms`;
+* that cost is multiplied by the run's factor: a log-normal noise per run (`noise`) and per
+  block (`block_noise`, shared by a block's runs), a drift between runs (`run_drift`, by the
+  run's place in the schedule) and within the window (`drift`, linear from its start to its
+  end). The factor is a pure function of the model and the run's place in the study (seeded,
+  never the clock), written to run.json (`fingerprint.model`), so a test knows the truth of
+  every run;
+* the SUT is a first-come first-served station of min(workers, SUT CPUs) servers, each a
+  CPU: a transaction holds a server for its CPU time. Closed loop: users think (the workload's
+  think-time distributions, its seeded per-user streams) and issue their scripts' steps; open
+  loop: Poisson (or constant) arrivals at the rate, each running one script, dropped beyond
+  `max_in_flight`. The time line is simulated (event by event, synthetic timestamps), so
+  Little's law and the utilization law hold as they do in a real closed system;
+* errors (`errors`: the SUT answers with an error at once, no CPU) and hangs (`hangs`: the
+  transaction holds its server until its deadline, then is an error, and the run is invalid
+  as a real run with a hung transaction is);
+* the monitor's samples: s.cpu_user / s.cpu_sys (the SUT's CPU, accrued while each transaction
+  is served), h.cpu<N>.* for the run's CPUs (the SUT's busy time spread over its CPUs, the
+  driver's and the monitor's on the driver's CPUs, `background` of what is left to others),
+  driver.* and monitor.* -- sampled every `monitor_interval` on a grid through the window's
+  start;
+* `interrupt_at` / `fail_at`: the run at that place in the schedule (its `order`) ends half-way
+  through its window, interrupted (Ctrl-C) or failed (a SUT failure), stored as perflab stores
+  such runs.
+
+Every executor argument is picklable (a frozen dataclass in a functools.partial of a module
+function), so a duet's child processes run the model as they run `execute_run`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import heapq
+import itertools
+import math
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from perflab import __version__
+from perflab import caveats
+from perflab.drive.deadline import deadline_text, deadlines_of
+from perflab.drive.lifecycle import RunObserver, RunResult, now_iso
+from perflab.drive.params import ParamMaker
+from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
+from perflab.drive.recorder import SCHEMA, THINKS_SCHEMA
+from perflab.drive.remote_sut import redacted
+from perflab.errors import InputError
+from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
+                                 WindowRecord)
+from perflab.store.atomic import write_atomic, write_json_atomic
+from perflab.store.catalog import Store, new_run_id
+from perflab.workload.model import OpenLoad
+from perflab.workload.rng import UserRandom
+from perflab.workload.thinktime import NO_THINK
+
+#: The CPU each sample of the monitor costs it (seconds per second): a small, constant share.
+MONITOR_SHARE = 0.002
+#: How long a duet's model run waits for its partner at the start barrier.
+DUET_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Model:
+    """The known truth a model run is drawn from (see the module doc). All defaults: a noiseless
+    SUT whose transactions cost what the workload says."""
+
+    cpu_ms: float = 1.0          # CPU per transaction (user) where the workload names no cpu_ms
+    noise: float = 0.0           # SD of ln(cost) between runs (log-normal, independent per run)
+    block_noise: float = 0.0     # SD of ln(cost) shared by the runs of one block (the host's slow spells)
+    drift: float = 0.0           # relative change of the cost from the window's start to its end
+    run_drift: float = 0.0       # relative change of the cost per place in the schedule (order)
+    errors: float = 0.0          # fraction of transactions that end in an error (at once, no CPU)
+    hangs: float = 0.0           # fraction that hold their server until their deadline, then fail
+    driver_us: float = 20.0      # the driver's CPU per transaction issued (microseconds)
+    background: float = 0.0      # share of the run's CPUs' idle time other processes use ((H) rows)
+    seed: int = 0                # mixed into every run's noise (the workload's seed drives the users)
+    interrupt_at: int | None = None   # the run at this schedule position is interrupted half-way
+    fail_at: int | None = None        # ... fails half-way (a SUT failure)
+
+    def executor(self) -> Callable[..., RunResult]:
+        """`execute_run`'s stand-in for this model (picklable: a duet's children call it)."""
+        return functools.partial(execute_model_run, model=self)
+
+    def factor(self, plan: RunPlan) -> float:
+        """The run's cost factor (noise and drift between runs; not the drift within it)."""
+        position = plan.position
+        z_run = _normal(self.seed, "run", position.configuration or plan.label, position.block, position.order,
+                        position.purpose, plan.users, plan.rate)
+        z_block = _normal(self.seed, "block", position.block) if position.block is not None else 0.0
+        ln = self.noise * z_run + self.block_noise * z_block
+        return math.exp(ln) * (1.0 + self.run_drift * (position.order or 0))
+
+
+def _normal(*key: Any) -> float:
+    """A standard normal drawn from a stable hash of `key` (the same run, the same number)."""
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    rng = UserRandom(int.from_bytes(digest, "little"), 0)
+    return rng.normal()
+
+
+def execute_model_run(request: RunRequest | RunPlan, store: Store, observer: RunObserver | None = None, *,
+                      model: Model = Model()) -> RunResult:
+    """One run of `model` for `request`, stored as `execute_run` stores a run (run.json through
+    RunRecord, transactions.parquet, thinks.parquet, samples.parquet, the catalog row)."""
+    plan = request if isinstance(request, RunPlan) else resolve_plan(request)
+    if plan.batch:
+        raise InputError("the model driver runs closed and open loops, not job streams", field="load")
+    run_id, run_dir = _new_run_dir(store, plan.workload.name)
+    if observer is not None:
+        observer.started(run_id, run_dir)
+    if plan.duet is not None:
+        try:
+            plan.duet.barrier.wait(timeout=DUET_WAIT_S)
+        except threading.BrokenBarrierError:
+            pass   # the partner ended first: this run goes on alone, as its record shows
+    try:
+        sim = _simulate(plan, model)
+    finally:
+        if plan.duet is not None:
+            plan.duet.barrier.abort()
+    return _store(plan, model, store, run_id, run_dir, sim)
+
+
+def _new_run_dir(store: Store, name: str) -> tuple[str, Path]:
+    # Model runs come many to a second: a run id's random suffix may repeat, so try again.
+    for _ in range(100):
+        run_id = new_run_id(name)
+        try:
+            return run_id, store.create_run_dir(run_id)
+        except FileExistsError:
+            continue
+    raise RuntimeError("no free run id")
+
+
+# -- the simulation ---------------------------------------------------------------------------
+
+@dataclass
+class _Simulated:
+    rows: dict[str, list]
+    thinks: dict[str, list]
+    classes: list[str]
+    factor: float
+    stop: float                  # when the run stopped issuing transactions (the window end, or earlier)
+    status: str
+    reason: str | None
+    hung: int
+    deadline: float | None
+    busy: list[tuple[float, float, float, float]]   # (start, end, user CPU, system CPU) per served transaction
+    issued: list[float]          # when the driver issued each transaction
+
+
+NAN = float("nan")
+#: The columns of a simulated transaction's row, in order.
+_ROW = ("user", "script", "transaction", "class", "intended_start", "actual_start", "end", "ok", "error", "think", "cpu",
+        "worker")
+
+
+class _Station:
+    """The SUT: `servers` CPUs serving first come, first served."""
+
+    def __init__(self, servers: int):
+        self.free = [(0.0, i) for i in range(servers)]
+
+    def serve(self, arrive: float, seconds: float) -> tuple[float, float, int]:
+        free_at, server = heapq.heappop(self.free)
+        start = max(arrive, free_at)
+        end = start + seconds
+        heapq.heappush(self.free, (end, server))
+        return start, end, server
+
+
+def _simulate(plan: RunPlan, model: Model) -> _Simulated:
+    w = plan.workload
+    phases = plan.phases
+    window_start, window_end = phases.window_start, phases.window_end
+    ending = None
+    if model.interrupt_at is not None and plan.position.order == model.interrupt_at:
+        ending = ("interrupted", "interrupted by SIGINT (Ctrl-C)")
+    elif model.fail_at is not None and plan.position.order == model.fail_at:
+        ending = ("failed", "the model's SUT failed half-way through the window (Model.fail_at)")
+    stop = window_start + phases.measurement / 2 if ending else window_end
+    factor = model.factor(plan)
+
+    tx_index = {t.name: i for i, t in enumerate(w.transactions)}
+    classes = sorted({t.tx_class for t in w.transactions})
+    class_of = [classes.index(t.tx_class) for t in w.transactions]
+    makers = [ParamMaker(t.params) for t in w.transactions]
+    deadlines = deadlines_of(w)
+    base_cost = [(_number((t.kwargs or {}).get("cpu_ms"), model.cpu_ms), _number((t.kwargs or {}).get("sys_ms"), 0.0))
+                 for t in w.transactions]
+    default_think = w.think or NO_THINK
+    scripts = [[(tx_index[s.transaction], s.think or default_think) for s in script.steps] for script in w.scripts]
+    init = next((i for i, s in enumerate(w.scripts) if s.name == w.init_script), None)
+    choosable = [i for i, s in enumerate(w.scripts) if s.name != w.init_script and s.weight > 0]
+    cumulative = list(itertools.accumulate(w.scripts[i].weight for i in choosable))
+    station = _Station(max(1, min(plan.workers, len(plan.placement.sut_cpus))))
+    fate = UserRandom(plan.seed ^ 0x5EED, model.seed, 3)   # errors and hangs: the model's own stream
+
+    faults = model.errors + model.hangs
+    thinks: dict[str, list] = {k: [] for k in ("user", "transaction", "class", "start", "think")}
+    busy: list[tuple[float, float, float, float]] = []
+    issued: list[float] = []
+    state = {"hung": 0, "deadline": None}
+
+    def drift_at(t: float) -> float:
+        if not model.drift:
+            return 1.0
+        return 1.0 + model.drift * min(1.0, max(0.0, (t - window_start) / phases.measurement))
+
+    records: list[tuple] = []   # one row per transaction, in _ROW order
+
+    def transact(uid: int, script: int, ti: int, intended: float, think: float, prng: UserRandom) -> float:
+        user_ms, sys_ms = base_cost[ti]
+        params = makers[ti](prng)
+        if params:
+            user_ms, sys_ms = _number(params.get("cpu_ms"), user_ms), _number(params.get("sys_ms"), sys_ms)
+        issued.append(intended)
+        draw = fate.random() if faults else 1.0
+        if draw < model.errors:
+            records.append((uid, script, ti, class_of[ti], intended, intended, intended + 1e-4, False,
+                            "model: the SUT answered with an error", think, NAN, -1))
+            return intended + 1e-4
+        if draw < faults:
+            _, end, worker = station.serve(intended, deadlines[ti])
+            state["hung"] += 1
+            state["deadline"] = max(state["deadline"] or 0.0, deadlines[ti])
+            records.append((uid, script, ti, class_of[ti], intended, intended, end, False, deadline_text(deadlines[ti]),
+                            think, NAN, worker))
+            return end
+        scale = factor * drift_at(intended) / 1000.0
+        u, s = user_ms * scale, sys_ms * scale
+        start, end, worker = station.serve(intended, u + s)
+        if u + s > 0:
+            busy.append((start, end, u, s))
+        records.append((uid, script, ti, class_of[ti], intended, intended, end, True, None, think, u + s, worker))
+        return end
+
+    def pending(uid: int, ti: int, start: float, think: float) -> None:
+        for key, value in (("user", uid), ("transaction", ti), ("class", class_of[ti]), ("start", start),
+                           ("think", think)):
+            thinks[key].append(value)
+
+    def run_script(uid: int, script: int, rng: UserRandom, prev_end: float, first_intended: float | None,
+                   residual: bool) -> Iterator[tuple[float, Callable[[], float]]]:
+        """A user's (or an arrival's) script as the engine runs it: yields (intended start, the
+        transaction to do then) and is sent its end; returns the last end, or None to stop."""
+        for i, (ti, think_dist) in enumerate(scripts[script]):
+            if first_intended is not None and i == 0:
+                intended, think = first_intended, float("nan")
+            else:
+                partial = residual and i == 0
+                think = think_dist.sample_residual(rng) if partial else think_dist.sample(rng)
+                intended = prev_end + think
+                if intended >= stop:
+                    if not partial:
+                        pending(uid, ti, prev_end, think)
+                    return None
+                if partial:
+                    think = float("nan")
+            if intended >= stop:
+                return None
+            prev_end = yield intended, functools.partial(transact, uid, script, ti, intended, think)
+        return prev_end
+
+    def user(uid: int, users: int) -> Iterator:
+        rng, prng = UserRandom(plan.seed, uid, 0), UserRandom(plan.seed, uid, 1)
+        logon = phases.stagger * uid / max(1, users)
+        if logon >= stop:
+            return
+        residual = w.timing.first_think == "residual"
+        prev_end = logon
+        if init is not None:
+            prev_end = yield from _with_prng(run_script(uid, init, rng, prev_end, None, residual), prng)
+            residual = False
+        while prev_end is not None:
+            script = choosable[rng.pick(cumulative)]
+            prev_end = yield from _with_prng(run_script(uid, script, rng, prev_end, None, residual), prng)
+            residual = False
+
+    # The event loop: every pending request by its intended start (first come, first served).
+    heap: list[tuple[float, int, Iterator, Callable[[], float]]] = []
+    order = itertools.count()
+
+    def advance(process: Iterator, value: float | None) -> None:
+        try:
+            intended, work = process.send(value)
+        except StopIteration:
+            return
+        heapq.heappush(heap, (intended, next(order), process, work))
+
+    if plan.users is not None:
+        for uid in range(plan.users):
+            advance(user(uid, plan.users), None)
+        while heap:
+            _, _, process, work = heapq.heappop(heap)
+            advance(process, work())
+    else:
+        load = w.load
+        arrival = load.arrival if isinstance(load, OpenLoad) else "poisson"
+        cap = load.max_in_flight if isinstance(load, OpenLoad) else 1000
+        times = UserRandom(plan.seed, 0, 2)
+        gap = 1.0 / plan.rate
+        in_flight: list[float] = []
+        t, n = 0.0, 0
+        t += times.exponential(gap) if arrival == "poisson" else gap
+        while heap or t < stop:
+            if t < stop and (not heap or t <= heap[0][0]):
+                rng, prng = UserRandom(plan.seed, n, 0), UserRandom(plan.seed, n, 1)
+                script = choosable[rng.pick(cumulative)]
+                while in_flight and in_flight[0] <= t:
+                    heapq.heappop(in_flight)
+                if len(in_flight) >= cap:
+                    ti = scripts[script][0][0]
+                    records.append((n, script, ti, class_of[ti], t, t, t, False,
+                                    f"dropped: {cap} transactions already in flight", NAN, NAN, -1))
+                else:
+                    advance(_with_prng(_tracked(run_script(n, script, rng, t, t, False), in_flight), prng), None)
+                n += 1
+                t += times.exponential(gap) if arrival == "poisson" else gap
+                continue
+            _, _, process, work = heapq.heappop(heap)
+            advance(process, work())
+
+    if ending is not None:
+        # Cut short: what had ended by the stop is recorded; the rest was lost with the run.
+        records = [r for r in records if r[6] <= stop]
+        busy = [b for b in busy if b[0] < stop]
+        thinks = {k: [] for k in thinks}
+    rows = {key: list(column) for key, column in zip(_ROW, zip(*records))} if records else {k: [] for k in _ROW}
+    return _Simulated(rows, thinks, classes, factor, stop, ending[0] if ending else "complete",
+                      ending[1] if ending else None, state["hung"], state["deadline"], busy, issued)
+
+
+def _with_prng(script: Iterator, prng: UserRandom) -> Iterator:
+    """Pass the user's parameter stream to each transaction as it is done."""
+    value = None
+    try:
+        while True:
+            intended, work = script.send(value)
+            value = yield intended, functools.partial(work, prng)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _tracked(script: Iterator, in_flight: list[float]) -> Iterator:
+    """An arrival's script whose transactions count as in flight until they end."""
+    value = None
+    try:
+        while True:
+            intended, work = script.send(value)
+
+            def done(*args: Any, _work=work) -> float:
+                end = _work(*args)
+                heapq.heappush(in_flight, end)
+                return end
+
+            value = yield intended, done
+    except StopIteration as stop:
+        return stop.value
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+# -- the run directory ------------------------------------------------------------------------
+
+def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path, sim: _Simulated) -> RunResult:
+    phases = plan.phases
+    table = _transactions(plan, sim)
+    write_atomic(run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+    thinks = _thinks(plan, sim)
+    write_atomic(run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))
+    window_end = phases.window_end
+    if sim.status != "complete":
+        ends = [e for e in sim.rows["end"] if e == e]
+        window_end = min(window_end, max(phases.window_start, max(ends, default=0.0)))
+    window = WindowRecord(start=phases.window_start, end=window_end, planned_end=phases.window_end)
+    interval = plan.workload.monitor_interval
+    driver_cpu = model.driver_us * 1e-6 * sum(1 for t in sim.issued if window.start <= t < window.end)
+    wall = window.end - window.start
+    util = 100.0 * driver_cpu / wall if wall > 0 else float("nan")
+    if plan.monitor:
+        samples = _samples(plan, model, sim, interval)
+        write_atomic(run_dir / "samples.parquet", lambda tmp: pq.write_table(samples, tmp))
+        monitor = MonitorRecord(interval_s=interval, samples=samples.num_rows, source="model")
+    else:
+        monitor = MonitorRecord(interval_s=interval, note="monitor disabled (--no-monitor)")
+    invalid: list[caveats.Caveat] = []
+    saturated = util >= caveats.DRIVER_SATURATION_PCT
+    if saturated:
+        invalid.append(caveats.driver_saturated(util))
+    if sim.hung:
+        invalid.append(caveats.hung_transactions(sim.hung, sim.deadline))
+    if sim.status != "complete":
+        invalid.append(caveats.run_not_complete(sim.status, sim.reason))
+    position = plan.position
+    fingerprint = _fingerprint(plan)
+    fingerprint["model"] = {**asdict(model), "factor": sim.factor,
+                            "servers": max(1, min(plan.workers, len(plan.placement.sut_cpus)))}
+    record = RunRecord(
+        run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
+        workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
+        config=RunConfig(
+            users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
+            processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
+            driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
+            real_storage_bytes=plan.memory_limit, stagger_s=phases.stagger, stabilization_s=phases.stabilization,
+            measurement_s=phases.measurement, block=position.block, order=position.order, purpose=position.purpose,
+            configuration=position.configuration, duet=plan.duet.key if plan.duet is not None else None),
+        fingerprint=fingerprint, pid=os.getpid(), created=now_iso(),
+        clock=Clock(t0_monotonic=0.0, t0_epoch=time.time()),
+        window=window,
+        driver=DriverRecord(pid=os.getpid(), cpu_s=driver_cpu, window_wall_s=wall, util_pct=util, saturated=saturated,
+                            dropped=sum(1 for e in sim.rows["error"] if e and e.startswith("dropped")) or None),
+        monitor=monitor,
+        sut=SutRecord(pids=[], cgroup_note="a model run (perflab.drive.model_driver): no SUT process, its CPU is "
+                      "the model's", memory_limit=plan.memory_limit),
+        status=sim.status, reason=sim.reason, valid=not invalid, invalid=invalid, finished=now_iso())
+    write_json_atomic(run_dir / "run.json", record.dump())
+    store.index(record)
+    return RunResult(run_id, run_dir, record.status, record.reason, bool(record.valid), table.num_rows, record)
+
+
+@functools.lru_cache(maxsize=1)
+def _machine() -> dict[str, Any]:
+    from perflab.sut.fingerprint import machine_fingerprint
+
+    return machine_fingerprint()
+
+
+def _fingerprint(plan: RunPlan) -> dict[str, Any]:
+    info = dict(_machine())
+    info["perflab"] = __version__
+    info["placement"] = plan.placement.describe()
+    return info
+
+
+def _dictionary(indices: list[int], names: list[str]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int16()), pa.array(names, pa.string()))
+
+
+def _transactions(plan: RunPlan, sim: _Simulated) -> pa.Table:
+    w = plan.workload
+    r = sim.rows
+    n = len(r["end"])
+    nan = np.full(n, np.nan)
+    columns = {
+        "user": pa.array(r["user"], pa.int32()),
+        "script": _dictionary(r["script"], [s.name for s in w.scripts]),
+        "transaction": _dictionary(r["transaction"], [t.name for t in w.transactions]),
+        "class": _dictionary(r["class"], sim.classes),
+        "intended_start": np.asarray(r["intended_start"], np.float64),
+        "actual_start": np.asarray(r["actual_start"], np.float64),
+        "first_response": nan,
+        "end": np.asarray(r["end"], np.float64),
+        "ok": pa.array(r["ok"], pa.bool_()),
+        "error": pa.array(r["error"], pa.string()),
+        "think": np.asarray(r["think"], np.float64),
+        "cpu": np.asarray(r["cpu"], np.float64),
+        "cpu_user": nan, "cpu_sys": nan, "instructions": nan,
+        "worker": pa.array(r["worker"], pa.int16()),
+        "harness_cpu": nan,
+    }
+    return pa.Table.from_arrays([pa.array(columns[f.name], f.type) if not isinstance(columns[f.name], pa.Array)
+                                 else columns[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
+def _thinks(plan: RunPlan, sim: _Simulated) -> pa.Table:
+    w = plan.workload
+    t = sim.thinks
+    return pa.Table.from_arrays([
+        pa.array(t["user"], pa.int32()),
+        _dictionary(t["transaction"], [x.name for x in w.transactions]),
+        _dictionary(t["class"], sim.classes),
+        pa.array(t["start"], pa.float64()),
+        pa.array(t["think"], pa.float64())], schema=THINKS_SCHEMA)
+
+
+def _accrued(grid: np.ndarray, starts: np.ndarray, ends: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+    """Cumulative amount at each grid time, each item's amount accrued evenly over [start, end]:
+    a piecewise-linear integral of the summed rates, exact at every grid time."""
+    if len(starts) == 0:
+        return np.zeros_like(grid)
+    rates = amounts / np.maximum(ends - starts, 1e-12)
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([rates, -rates])
+    order = np.argsort(times, kind="stable")
+    times, deltas = times[order], deltas[order]
+    rate_after = np.cumsum(deltas)
+    integral = np.concatenate([[0.0], np.cumsum(rate_after[:-1] * np.diff(times))])
+    # between event times the rate is constant: interpolate linearly, flat before the first
+    at = np.interp(grid, times, integral, left=0.0)
+    beyond = grid > times[-1]
+    at[beyond] = integral[-1]
+    return at
+
+
+def _samples(plan: RunPlan, model: Model, sim: _Simulated, interval: float) -> pa.Table:
+    phases = plan.phases
+    start = phases.window_start
+    last = sim.stop + interval
+    first_k = -math.floor(start / interval + 1e-9)
+    last_k = math.ceil((last - start) / interval - 1e-9) + 1
+    grid = start + interval * np.arange(first_k, last_k + 1, dtype=np.float64)
+    grid = grid[grid >= 0.0]
+    busy = np.asarray(sim.busy, dtype=np.float64).reshape(-1, 4)
+    user = _accrued(grid, busy[:, 0], busy[:, 1], busy[:, 2])
+    system = _accrued(grid, busy[:, 0], busy[:, 1], busy[:, 3])
+    issued = np.sort(np.asarray(sim.issued, np.float64))
+    driver = model.driver_us * 1e-6 * np.searchsorted(issued, grid, side="right")
+    monitor = MONITOR_SHARE * grid
+    columns: dict[str, np.ndarray] = {"t": grid, "s.cpu_user": user, "s.cpu_sys": system,
+                                      "driver.cpu_user": 0.8 * driver, "driver.cpu_sys": 0.2 * driver,
+                                      "monitor.cpu_user": monitor, "monitor.cpu_sys": 0.0 * grid}
+    sut_cpus, driver_cpus = plan.placement.sut_cpus, plan.placement.driver_cpus
+    for cpu in sorted(set(sut_cpus) | set(driver_cpus)):
+        u = np.zeros_like(grid)
+        s = np.zeros_like(grid)
+        if cpu in sut_cpus:
+            u += user / len(sut_cpus)
+            s += system / len(sut_cpus)
+        if cpu in driver_cpus:
+            u += (0.8 * driver + monitor) / len(driver_cpus)
+            s += 0.2 * driver / len(driver_cpus)
+        others = model.background * np.maximum(grid - u - s, 0.0)
+        u += others
+        columns[f"h.cpu{cpu}.user"] = u
+        columns[f"h.cpu{cpu}.system"] = s
+        for field in ("nice", "irq", "softirq", "iowait", "steal"):
+            columns[f"h.cpu{cpu}.{field}"] = np.zeros_like(grid)
+        columns[f"h.cpu{cpu}.idle"] = np.maximum(grid - u - s, 0.0)
+    return pa.table(columns)
