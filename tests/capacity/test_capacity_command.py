@@ -11,6 +11,7 @@ import pytest
 
 from capacity_studies import ab_study, closed_sweep, concurrency_sweep, store_study
 from cli_helpers import perflab
+from perflab.derive.command import derive_table
 
 DATA = Path(__file__).parent / "data"
 PAIRS = DATA / "21-t03-itrr-measurement-pairs.csv"
@@ -27,38 +28,63 @@ def run_json(*args, **kw) -> dict:
 def test_release_matrix_reproduced_from_the_seed_csvs():
     doc = run_json("matrix", PAIRS, MATRIX)
     c = doc["counts"]
-    # every printed cell (12, one OCR-doubtful) and every recomputed cell (23 rows) within rounding
-    assert c == {"rows": 23, "printed_cells": 12, "printed_reproduced": 12, "printed_doubtful": 1,
-                 "recomputed_cells": 23, "recomputed_reproduced": 23, "not_derivable": 0}
+    # every judged cell reproduced within rounding: 10 printed, 17 of the seeds' recomputed
+    # column; a `?` keeps 1 printed (0.91?) and 5 recomputed cells (R13C?, RH?) from being
+    # judged; the R13A row defines R13A (nothing to check); the 27 are derive's 27 (below)
+    assert c == {"rows": 23, "printed_cells": 10, "printed_reproduced": 10, "printed_doubtful": 1,
+                 "recomputed_cells": 17, "recomputed_reproduced": 17, "recomputed_doubtful": 5, "defining": 1,
+                 "not_derivable": 0}
     rows = {(r["source"], r["target"], r["case"]): r for r in doc["rows"]}
     # the seeds' worked example: VM/XA 2.1 -> VM/ESA 1.1 = R21 x R1E = 1.04 x 1.04 = 1.08 (1.0816)
     r = rows[("VM/XA 2.1", "VM/ESA 1.1", "")]
     assert r["perflab"] == pytest.approx(1.0816) and r["printed"] == 1.08 and r["printed_ok"]
-    # from the pairs: R21 = geomean(1.064, 1.029), R1E = geomean(pairs 9-12), interval from their spread
+    # within rounding: each symbol anywhere in [1.035, 1.045]
+    assert r["within"] == pytest.approx([1.035 ** 2, 1.045 ** 2])
+    # from the pairs: R21 = geomean(1.064?, 1.029), R1E = geomean(pairs 9-12), interval from their
+    # spread; pair 6 and pair 9 are doubtful, so the estimate says so
     assert r["from_pairs"] == pytest.approx(math.sqrt(1.064 * 1.029) * (1.059 * 1.032 * 1.045 * 1.043) ** 0.25)
     assert r["ci_low"] < r["from_pairs"] < r["ci_high"]
+    assert "pair 6 printed '1.064?'" in r["note"] and not r["doubtful"]
     # a product using a one-pair transition gets no interval, and says why
     r20 = rows[("VM/XA 2.0", "VM/ESA 1.1", "")]
     assert r20["ci_low"] is None and "R20 is one pair" in r20["note"]
     # R13A is not in the pairs table: the printed value is used, and nothing is made up from pairs
     r13a = rows[("VM/SP 5", "VM/ESA 1.0 (ESA)", "4381")]
     assert r13a["perflab"] == pytest.approx(0.82 * 1.07 * 0.87) and r13a["from_pairs"] is None
+    assert rows[("VM/ESA 1.0 (370)", "VM/ESA 1.0 (ESA)", "4381")]["defines"] == "R13A"
+    # a doubtful printed cell is read (0.91), shown beside R13A x R1E = 0.9048, and not judged
+    doubtful = rows[("VM/ESA 1.0 (370)", "VM/ESA 1.1", "4381")]
+    assert doubtful["printed"] == 0.91 and doubtful["printed_ok"] is None and doubtful["printed_doubtful"]
+    assert doubtful["perflab"] == pytest.approx(0.87 * 1.04) and doubtful["recomputed_ok"]
+    # a doubtful derivation (R13C?) is computed from its reading, shown, and not judged
+    r13c = rows[("VM/SP 5", "VM/ESA 1.1", "9221")]
+    assert r13c["perflab"] == pytest.approx(0.82 * 1.07 * 0.95) and r13c["recomputed_ok"] is None
+    assert r13c["doubtful"] and "R13C?" in r13c["note"]
     symbols = {s["symbol"]: s for s in doc["symbols"]}
     assert symbols["R1E"]["pairs"] == ["9", "10", "11", "12"] and round(symbols["R1E"]["perflab"], 2) == 1.04
+    assert symbols["RH"]["doubtful"] and symbols["RH"]["printed"] == 0.97
 
 
-def test_release_matrix_table_output_counts():
-    res = perflab("capacity", "matrix", PAIRS, MATRIX)
-    assert res.returncode == 0, res.stderr
-    assert "printed cells reproduced within rounding: 12 of 12 (1 OCR-doubtful)" in res.stdout
-    assert "seeds' recomputed cells: 23 of 23" in res.stdout
-
-
-def test_a_wrong_matrix_cell_is_not_reproduced(tmp_path):
-    bad = tmp_path / "m.csv"
-    bad.write_text(MATRIX.read_text().replace("VM/XA 2.1,VM/ESA 1.1,,1.08,", "VM/XA 2.1,VM/ESA 1.1,,1.12,"))
-    c = run_json("matrix", PAIRS, bad)["counts"]
-    assert c["printed_reproduced"] == c["printed_cells"] - 1
+def test_capacity_matrix_and_derive_judge_the_matrix_alike():
+    # one computation: `perflab derive` on the matrix CSV (its pairs table beside it) and
+    # `perflab capacity matrix` give every cell the same recomputed range and the same judgement
+    doc = run_json("matrix", PAIRS, MATRIX)
+    derived = derive_table(MATRIX)
+    by_cell = {(c.row, c.column): c for c in derived.checks}
+    assert len(by_cell) == len(derived.checks) == 2 * 23
+    for r in doc["rows"]:
+        label = f"{r['source']} -> {r['target']}" + (f" ({r['case']})" if r["case"] else "")
+        for column, status in (("itrr_printed", r["printed_status"]),
+                               ("itrr_recomputed_from_symbols", r["recomputed_status"])):
+            check = by_cell[(label, column)]
+            assert check.status.value == status, (label, column)
+            if check.recomputed is None:
+                assert r["within"] is None or r["defines"], (label, column)
+            else:
+                assert [check.recomputed.lo, check.recomputed.hi] == pytest.approx(r["within"], rel=1e-12)
+                assert check.recomputed.lo <= r["perflab"] <= check.recomputed.hi
+    assert derived.tally.checked == 27 == doc["counts"]["printed_cells"] + doc["counts"]["recomputed_cells"]
+    assert not derived.disagreements
 
 
 def test_processor_scaling_of_the_seeds_table_31():

@@ -180,3 +180,27 @@ def test_tvr_h_follows_cp_plus_emul():
     # (CP + EMUL) / EMUL = 1.4849 is in. The PBT form is reported as approximate.
     checks = [c for c in derive_table(table("06")).checks if c.row == "TVR(H)" and c.column == "Y24R2161"]
     assert sorted(c.status.value for c in checks) == ["agree", "approx"]
+
+
+def test_doubtful_cells_are_read_shown_and_never_judged(tmp_path):
+    # release_matrix.py's rule. Pair 6 prints 1.064?: the avg row R21 = mean(1.064?, 1.029) =
+    # 1.0465 is shown beside the printed 1.04 but not judged, whatever pair 6 reads as.
+    checks = derive_table(table("21")).checks
+    r21 = next(c for c in checks if c.row.startswith("pair avg: VM/XA 2.1"))
+    assert r21.status is Status.UNKNOWN and "pair 6 printed '1.064?'" in r21.reason
+    assert r21.recomputed is not None and r21.recomputed.lo <= (1.064 + 1.029) / 2 <= r21.recomputed.hi
+    lines = [line.replace(",1.064?,", ",1.500?,") for line in table("21").read_text().splitlines()]
+    (tmp_path / "pairs.csv").write_text("\n".join(lines) + "\n")
+    assert not derive_table(tmp_path / "pairs.csv").disagreements
+    # In the matrix, R13C? is read as R13C (0.95): 0.82 x 1.07 x 0.95 = 0.8335 is shown beside
+    # the seeds' 0.83-0.84, not judged; without the `?` the same cell agrees.
+    matrix = derive_table(table("22")).checks
+    cell = next(c for c in matrix if c.row == "VM/SP 5 -> VM/ESA 1.1 (9221)"
+                and c.column == "itrr_recomputed_from_symbols")
+    assert cell.status is Status.UNKNOWN and "R13C?" in cell.reason
+    assert cell.recomputed is not None and cell.recomputed.lo <= 0.82 * 1.07 * 0.95 <= cell.recomputed.hi
+    path = _corrupt(tmp_path, "22", "VM/SP 5", 0, "VM/SP 5", siblings=("21",))
+    path.write_text(path.read_text().replace("R5*R6*R13C?", "R5*R6*R13C"))
+    cell = next(c for c in derive_table(path).checks if c.row == "VM/SP 5 -> VM/ESA 1.1 (9221)"
+                and c.column == "itrr_recomputed_from_symbols")
+    assert cell.status is Status.AGREE

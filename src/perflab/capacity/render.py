@@ -164,25 +164,27 @@ def matrix(console: Console, m) -> None:
     conf = f"{100 * m.confidence:.0f}% CI"
     t = _table("transition symbols (Table 3 pairs)", ["symbol", "transition", "printed", "pairs", "perflab (geo. mean)",
                                                       conf])
-    for s in m.symbols.values():
-        d = s.to_dict(m.confidence)
-        _row(t, s.name + ("?" if s.doubtful else ""), s.transition, num(s.printed, ".2f"),
-                  ", ".join(f"{p}:{v:g}" for p, v in zip(s.pair_ids, s.pairs)) or s.source,
-                  num(d["perflab"], ".4f"), interval(d["ci_low"], d["ci_high"], ".3f"))
+    for estimate in m.symbols.values():
+        s, d = estimate.symbol, estimate.to_dict(m.confidence)
+        pairs = ", ".join(f"{p.pair}:{p.ratio.text}" for p in s.pairs if p.ratio is not None) or estimate.source
+        _row(t, s.name + ("?" if estimate.doubtful else ""), s.transition, s.value.text if s.value else "?", pairs,
+             num(d["perflab"], ".4f"), interval(d["ci_low"], d["ci_high"], ".3f"))
     console.print(t)
     r = _table("release ITRR matrix (Table 2): from the printed symbols, and from the pairs",
                ["from", "to", "case", "derivation", "printed", "seeds' recomp.", "perflab", "ok (printed/recomp.)",
                 "from pairs", conf, "note"])
 
-    def ok(v) -> str:
-        return "-" if v is None else ("yes" if v else "NO")
+    def ok(status) -> str:
+        return {"agree": "yes", "disagree": "NO", "defines": "="}.get(status.value, "?") if status else "-"
 
     for row in m.rows:
         _row(r, row.source, row.target, row.case, row.derivation, row.printed_text, row.recomputed_text,
-                  num(row.perflab, ".4f"), f"{ok(row.printed_ok)}/{ok(row.recomputed_ok)}", num(row.from_pairs, ".4f"),
-                  interval(row.ci_low, row.ci_high, ".3f"), row.note)
+             num(row.perflab, ".4f"), f"{ok(row.printed_status)}/{ok(row.recomputed_status)}",
+             num(row.from_pairs, ".4f"), interval(row.ci_low, row.ci_high, ".3f"), row.note)
     console.print(r)
     c = m.counts()
     console.print(f"printed cells reproduced within rounding: {c['printed_reproduced']} of {c['printed_cells']} "
-                  f"({c['printed_doubtful']} OCR-doubtful); seeds' recomputed cells: {c['recomputed_reproduced']} of "
-                  f"{c['recomputed_cells']}; rows not derivable: {c['not_derivable']}", highlight=False)
+                  f"({c['printed_doubtful']} more not judged: a ? in the way); seeds' recomputed cells: "
+                  f"{c['recomputed_reproduced']} of {c['recomputed_cells']} ({c['recomputed_doubtful']} more not "
+                  f"judged: a ? in the way); rows defining a symbol: {c['defining']}; rows not derivable: "
+                  f"{c['not_derivable']}", highlight=False)

@@ -14,12 +14,15 @@ Called by `summary.capacity_summary` and `perflab capacity cpus`.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from perflab.capacity.points import Level, SweepData, finite
+from perflab.catalog.registry import REGISTRY
+from perflab.derive.checks import Status, judge
+from perflab.derive.resolve import resolve_rows
+from perflab.derive.table import Cell, Row, read_table
 from perflab.errors import InputError
 from perflab.stats import compare
 
@@ -123,64 +126,50 @@ def machine_caveats(data: SweepData) -> list[str]:
 
 def table_scaling(path: Path) -> Scaling:
     """Scaling from a seed-table CSV (metric column, one column per run) with PROCESSORS and
-    ITR (H) rows; a printed ITRR (H) row is compared with the recomputed ITRR within rounding
-    (half a unit of its last printed digit plus the propagated rounding of the two ITRs)."""
-    rows = _read_table(path)
-    for needed in ("PROCESSORS", "ITR (H)"):
-        if needed not in rows:
-            raise InputError(f"the table has no {needed} row", file=path, field=needed)
-    runs = list(rows["PROCESSORS"].keys())
-    procs = [_number(rows["PROCESSORS"][r], path, "PROCESSORS") for r in runs]
-    itr_text = [rows["ITR (H)"][r] for r in runs]
-    itr = [_number(t, path, "ITR (H)") for t in itr_text]
-    printed = rows.get("ITRR (H)")
-    order = sorted(range(len(runs)), key=lambda i: procs[i])
-    if len({procs[i] for i in order}) != len(order):
+    ITR (H) rows, read by the one seed-table reader (perflab.derive.table). A printed ITRR (H)
+    row is judged as `perflab derive` judges it: the ratio of the two printed ITRs, each known
+    to ± half a unit of its last digit, must overlap the printed ITRR ± half its last unit; a
+    doubtful (`?`) ITRR is shown and never judged."""
+    table = read_table(path)
+    if table.layout != "metric":
+        raise InputError("not a seed table with one column per run (first column `metric`)", file=path, line=1)
+    rows = {meaning.metric.key: row for row, meaning in zip(table.rows, resolve_rows(
+        [r.label for r in table.rows], REGISTRY)[0]) if meaning is not None and not meaning.component}
+    for key, label in (("processors", "PROCESSORS"), ("itr_h", "ITR (H)")):
+        if key not in rows:
+            raise InputError(f"the table has no {label} row", file=path, field=label)
+    runs = table.columns
+    procs = [_number(c, path, rows["processors"]) for c in rows["processors"].cells]
+    itr = [_number(c, path, rows["itr_h"]) for c in rows["itr_h"].cells]
+    printed = rows.get("itrr_h")
+    order = sorted(range(len(runs)), key=lambda i: procs[i].value or 0.0)
+    if len({procs[i].value for i in order}) != len(order):
         raise InputError("two columns have the same PROCESSORS: not one scaling series", file=path,
                          field="PROCESSORS")
     first = order[0]
+    base = itr[first]
     out = []
     prev = None
     for i in order:
-        itrr = itr[i] / itr[first]
+        n, value = procs[i].value or 0.0, itr[i].value or 0.0
+        itrr = value / (base.value or 1.0)
         p_val = p_ok = None
-        if printed is not None and printed.get(runs[i], "").rstrip("?") not in ("", "na"):
-            text = printed[runs[i]]
-            p_val = float(text.rstrip("?"))
-            tol = _half_unit(text) + itrr * (_half_unit(itr_text[i]) / itr[i] + _half_unit(itr_text[first]) / itr[first])
-            p_ok = abs(round(itrr, _decimals(text)) - p_val) <= tol + 1e-12
-        per_added = None if prev is None else (itrr - prev[1]) / (procs[i] - prev[0])
-        out.append(ScalingLevel(procs[i], runs[i], 1, itr[i], itrr, None, None, itrr / (procs[i] / procs[first]),
+        if printed is not None:
+            cell = printed.cells[i]
+            shown = cell.reading()
+            p_val = shown.value if shown is not None else None
+            status, _, _ = judge(cell, itr[i].interval() / base.interval())
+            p_ok = {Status.AGREE: True, Status.DISAGREE: False}.get(status)
+        per_added = None if prev is None else (itrr - prev[1]) / (n - prev[0])
+        out.append(ScalingLevel(n, runs[i], 1, value, itrr, None, None, itrr / (n / (procs[first].value or 1.0)),
                                 per_added, p_val, p_ok))
-        prev = (procs[i], itrr)
+        prev = (n, itrr)
     return Scaling("itr_h", out, math.nan, ["one run per processor count in the table: no intervals"])
 
 
-def _read_table(path: Path) -> dict[str, dict[str, str]]:
-    try:
-        with open(path, newline="") as f:
-            reader = csv.reader(f)
-            header = next(reader)
-            rows = {}
-            for line in reader:
-                if line:
-                    rows[line[0]] = dict(zip(header[1:], line[1:]))
-    except (OSError, StopIteration) as exc:
-        raise InputError(f"cannot read the table: {exc}", file=path) from None
-    return rows
-
-
-def _number(text: str, path: Path, row: str) -> float:
-    try:
-        return float(text.rstrip("?"))
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", file=path, field=row) from None
-
-
-def _decimals(text: str) -> int:
-    t = text.rstrip("?")
-    return len(t.split(".")[1]) if "." in t else 0
-
-
-def _half_unit(text: str) -> float:
-    return 0.5 * 10.0 ** (-_decimals(text))
+def _number(cell: Cell, path: Path, row: Row) -> Cell:
+    """A cell that must be a positive number (a doubtful `?` cell is read through its `?`)."""
+    shown = cell.reading()
+    if shown is None or shown.value is None or shown.value <= 0:
+        raise InputError(f"expected a positive number, got {cell.text!r}", file=path, line=row.line, field=row.label)
+    return shown

@@ -68,7 +68,7 @@ def derive_table(path: Path, console: Console | None = None) -> DeriveResult:
         if table.layout == "pairs":
             checks = check_pairs(table, REGISTRY, siblings)
         elif table.layout == "matrix":
-            checks, more = check_matrix(table, REGISTRY, siblings)
+            checks, more = check_matrix(table, siblings)
             notes += more
         else:
             checks = check_runs(table, REGISTRY, siblings)

@@ -7,6 +7,8 @@
 * Release ITRR matrix (`derivation`, `itrr_*`: Table 2). Each migration's ITRR is the
   product of its transitions' symbols (`R20*R21*R1E`); symbols come from a sibling pairs
   table, or, for symbols no pairs table defines (R13A), from the matrix row that prints it.
+  The computation, and the one rule for doubtful (`?`) cells, are in `release_matrix.py`,
+  which `perflab capacity matrix` shares.
 * Run summaries (`run_id` plus metric columns: Table 1). A ratio column is relative to the
   first row; other metric columns repeat values of runs tabulated elsewhere.
 
@@ -15,33 +17,13 @@ Every formula is the registry's: mean_of, compose, and the relative-to-base rule
 
 from __future__ import annotations
 
-import re
-
-from perflab.derive.checks import Check, Gap, Outcome, Status, Unknown, first_problem, judge
+from perflab.catalog.metric import SUMMARY, Metric, Registry
+from perflab.catalog.registry import compose
+from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
 from perflab.derive.interval import Interval
+from perflab.derive.release_matrix import PAIRS, judge_doubtful, pairs_mean, release_matrix
 from perflab.derive.siblings import Siblings
 from perflab.derive.table import Cell, Kind, Row, Table
-from perflab.catalog.metric import SUMMARY, Metric, Registry
-from perflab.catalog.registry import compose, mean_of
-
-
-def _cell(table: Table, row: Row, column: str) -> Cell:
-    index = table.column_index(column)
-    if index is None:
-        return Cell("", Kind.EMPTY)
-    return Cell.parse(row.label) if index == 0 else row.cells[index - 1]
-
-
-def _text(table: Table, row: Row, column: str) -> str:
-    return _cell(table, row, column).text
-
-
-def _as_outcome(cell: Cell, what: str) -> Outcome:
-    if cell.kind is Kind.NUMBER:
-        return cell.interval()
-    if cell.kind is Kind.NA:
-        return Gap.NA
-    return Unknown(f"{what} printed {cell.text!r}")
 
 
 def _check(row_label: str, column: str, row: Row, cell: Cell, outcome: Outcome, text: str) -> Check:
@@ -63,45 +45,24 @@ def _metric_for_column(registry: Registry, header: str) -> Metric | None:
 
 # -- measurement pairs ---------------------------------------------------------------------
 
-def _transition(text: str) -> str:
-    return " ".join(text.rstrip("?").split()).lower()
-
-
-def pair_symbols(table: Table) -> dict[str, Outcome]:
-    """Symbol → ITRR printed on the row that defines it (an avg row, or a single pair)."""
-    symbols: dict[str, Outcome] = {}
-    for row in table.rows:
-        name = _text(table, row, "symbol").strip()
-        if not name:
-            continue
-        if name.endswith("?"):
-            symbols.setdefault(name.rstrip("?"), Unknown(f"symbol {name} is marked uncertain"))
-            continue
-        symbols.setdefault(name, _as_outcome(_cell(table, row, "itr_ratio"), f"{name}"))
-    return symbols
-
-
 def check_pairs(table: Table, registry: Registry, siblings: Siblings | None) -> list[Check]:
     checks: list[Check] = []
     itrr = registry["itrr_h"]
     base_pg = _metric_for_column(registry, "base_pg_per_cmd")
-    numbered = [r for r in table.rows if r.label.strip().isdigit()]
     for row in table.rows:
-        ratio = _cell(table, row, "itr_ratio")
-        label = f"pair {row.label}: {_text(table, row, 'transition')}"
+        ratio = table.cell(row, "itr_ratio")
+        label = f"pair {row.label}: {table.text(row, 'transition')}"
         if row.label.strip().lower() == "avg":
-            members = [r for r in numbered if _transition(_text(table, r, "transition"))
-                       == _transition(_text(table, row, "transition"))]
-            if not members:
+            mean = pairs_mean(table, row)
+            if mean is None:
                 continue
-            values = [_as_outcome(_cell(table, r, "itr_ratio"), f"pair {r.label} itr_ratio") for r in members]
-            outcome = first_problem(values) or mean_of(values)
-            text = f"mean_of(itr_ratio of pairs {', '.join(r.label for r in members)})"
-            checks.append(_check(label, "itr_ratio", row, ratio, outcome, text))
+            judged = judge_doubtful(ratio, mean.value, mean.problem, mean.doubt)
+            checks.append(Check(label, "itr_ratio", row.line, ratio, judged.value, judged.status, mean.formula,
+                                judged.reason))
             continue
         if siblings is None:
             continue
-        source, target = _text(table, row, "from_runid"), _text(table, row, "to_runid")
+        source, target = table.text(row, "from_runid"), table.text(row, "to_runid")
         if not source or source.endswith("?") or not target or target.endswith("?"):
             continue    # an uncertain run id cannot be looked up
         to_value, to_table = siblings.value(target, itrr.relative_to or "")
@@ -114,84 +75,26 @@ def check_pairs(table: Table, registry: Registry, siblings: Siblings | None) -> 
             value, name = siblings.value(source, base_pg.key)
             if value is not Gap.ABSENT:
                 text = f"{base_pg.label} of {source} ({name})"
-                checks.append(_check(label, "base_pg_per_cmd", row, _cell(table, row, "base_pg_per_cmd"), value,
+                checks.append(_check(label, "base_pg_per_cmd", row, table.cell(row, "base_pg_per_cmd"), value,
                                      text))
     return checks
 
 
 # -- release ITRR matrix -------------------------------------------------------------------
 
-_SYMBOL = re.compile(r"^R[0-9A-Z]+$")
-_RANGE = re.compile(r"^\s*(\d*\.\d+|\d+)\s*-\s*(\d*\.\d+|\d+)\s*$")
-
-
-def _matrix_cell(text: str) -> Cell:
-    """A printed ITRR; the recomputed column also holds ranges ("0.76-0.77") and notes
-    ("1.04 (1.0465 unrounded)"): a range is the span of its ends' rounding intervals, a note
-    after the number is ignored."""
-    m = _RANGE.match(text)
-    if m:
-        low, high = Cell.parse(m.group(1)), Cell.parse(m.group(2))
-        lo, hi = low.value - low.half, high.value + high.half
-        return Cell(text, Kind.NUMBER, (lo + hi) / 2, (hi - lo) / 2)
-    return Cell.parse(text.split("(")[0]) if "(" in text and not text.strip().endswith("?") else Cell.parse(text)
-
-
-def _factors(derivation: str) -> list[str] | None:
-    expression = derivation.split("=")[0]
-    factors = [f.strip() for f in expression.split("*")]
-    return factors if all(_SYMBOL.match(f) for f in factors) else None
-
-
-def check_matrix(table: Table, registry: Registry, siblings: Siblings | None) -> tuple[list[Check], list[str]]:
-    notes: list[str] = []
-    symbols: dict[str, Outcome] = {}
-    for other in (siblings.summary_tables if siblings else []):
-        if other.layout == "pairs":
-            found = pair_symbols(other)
-            if found:
-                notes.append(f"symbols {', '.join(sorted(found))} from {other.path.name}")
-            for name, value in found.items():
-                symbols.setdefault(name, value)
-    targets = [h for h in table.header if h.strip().lower().startswith("itrr")]
-    defined_here: dict[int, str] = {}
-    for i, row in enumerate(table.rows):
-        derivation = _text(table, row, "derivation")
-        factors = _factors(derivation) if "?" not in derivation else None
-        if factors and len(factors) == 1 and factors[0] not in symbols:
-            printed = _cell(table, row, targets[0]) if targets else Cell("", Kind.EMPTY)
-            if printed.kind is Kind.NUMBER:
-                symbols[factors[0]] = printed.interval()
-                defined_here[i] = factors[0]
-    if defined_here:
-        notes.append(f"symbols {', '.join(sorted(defined_here.values()))} defined by this table's own rows")
-
+def check_matrix(table: Table, siblings: Siblings | None) -> tuple[list[Check], list[str]]:
+    """Every printed `itrr_*` cell against the product of its row's symbols (release_matrix.py)."""
+    pairs = [t for t in siblings.summary_tables if t.layout == PAIRS] if siblings else []
+    matrix = release_matrix(table, pairs)
     checks: list[Check] = []
-    for i, row in enumerate(table.rows):
-        derivation = _text(table, row, "derivation")
-        if not derivation:
-            continue
-        case = _text(table, row, "case")
-        label = f"{row.label} -> {_text(table, row, 'to')}" + (f" ({case})" if case else "")
-        factors = _factors(derivation)
-        if "?" in derivation:
-            outcome: Outcome = Unknown(f"derivation {derivation!r} is marked uncertain")
-        elif factors is None:
-            outcome = Unknown(f"derivation {derivation!r} is not a product of symbols")
-        else:
-            values = [symbols.get(f, Unknown(f"symbol {f} is not defined")) for f in factors]
-            outcome = first_problem(values) or compose(values)
-        text = f"compose({derivation.split('=')[0].strip()})"
-        for column in targets:
-            cell = _matrix_cell(_text(table, row, column))
-            if i in defined_here:
-                checks.append(Check(label, column, row.line, cell, None, Status.DEFINES, text,
-                                    f"defines {defined_here[i]}"))
+    for composed in matrix.rows:
+        for column in matrix.targets:
+            judged = composed.judged(column)
+            if judged is None:
                 continue
-            if cell.kind is Kind.EMPTY:
-                continue
-            checks.append(_check(label, column, row, cell, outcome, text))
-    return checks, notes
+            checks.append(Check(composed.label, column, composed.row.line, composed.cells[column], judged.value,
+                                judged.status, composed.formula, judged.reason))
+    return checks, matrix.notes
 
 
 # -- run summaries -------------------------------------------------------------------------
@@ -202,7 +105,7 @@ def check_runs(table: Table, registry: Registry, siblings: Siblings | None) -> l
     rows = table.rows
     if not rows:
         return checks
-    run_ids = [_text(table, r, id_column) for r in rows]
+    run_ids = [table.text(r, id_column) for r in rows]
     for header in table.header:
         metric = _metric_for_column(registry, header)
         if metric is None or header.strip().lower() == id_column or metric.text:
@@ -215,7 +118,7 @@ def check_runs(table: Table, registry: Registry, siblings: Siblings | None) -> l
                 if value is Gap.ABSENT:
                     continue
                 text = f"{metric.label} of {run_id} ({name})"
-                checks.append(_check(run_id, header, row, _cell(table, row, header), value, text))
+                checks.append(_check(run_id, header, row, table.cell(row, header), value, text))
     return checks
 
 
@@ -225,7 +128,7 @@ def _relative_column(table: Table, header: str, metric: Metric, label: str, run_
     (k) anchors the others through r/base = (r/k) · (k/base)."""
     checks: list[Check] = []
     rows = table.rows
-    base_cell = _cell(table, rows[0], header)
+    base_cell = table.cell(rows[0], header)
     checks.append(_check(run_ids[0], header, rows[0], base_cell, Interval.point(metric.relative_scale),
                          "base row"))
     if siblings is None or metric.relative_to is None:
@@ -235,7 +138,7 @@ def _relative_column(table: Table, header: str, metric: Metric, label: str, run_
     anchor = None
     if base_value is Gap.ABSENT:
         anchor = next((i for i in range(1, len(rows)) if isinstance(known[run_ids[i]][0], Interval)
-                       and _cell(table, rows[i], header).known), None)
+                       and table.cell(rows[i], header).known), None)
         if anchor is None:
             return checks
     for i in range(1, len(rows)):
@@ -248,9 +151,9 @@ def _relative_column(table: Table, header: str, metric: Metric, label: str, run_
         else:
             k = run_ids[anchor]
             k_value, k_name = known[k]
-            k_ratio = _cell(table, rows[anchor], header).interval()
+            k_ratio = table.cell(rows[anchor], header).interval()
             outcome = first_problem([value, k_value]) or (
                 compose([metric.ratio_to_base(value, k_value), k_ratio]) / metric.relative_scale)
             text = f"{label} of {run_ids[i]} ({name}) / of {k} ({k_name}) * {header} of {k}"
-        checks.append(_check(run_ids[i], header, rows[i], _cell(table, rows[i], header), outcome, text))
+        checks.append(_check(run_ids[i], header, rows[i], table.cell(rows[i], header), outcome, text))
     return checks

@@ -70,6 +70,19 @@ class Cell:
     def known(self) -> bool:
         return self.kind is Kind.NUMBER
 
+    def reading(self) -> Cell | None:
+        """The number a cell reads as: itself when it is one; for a doubtful cell (`1.064?`) its
+        text without the `?`, when that is a number; None otherwise (a bare `?`, na, text).
+
+        A reading of a doubtful cell is never evidence (docs/derive.md, doubtful cells): it is
+        carried only so that what is computed from it can be shown, marked doubtful."""
+        if self.kind is Kind.NUMBER:
+            return self
+        if self.kind is not Kind.UNKNOWN:
+            return None
+        inner = Cell.parse(self.text.rstrip("?"))
+        return inner if inner.kind is Kind.NUMBER else None
+
     @property
     def decimals(self) -> int:
         """Digits after the point of the (last) printed number: "0.76-0.77" has 2."""
@@ -114,6 +127,18 @@ class Table:
             if head.strip().lower() == wanted:
                 return i
         return None
+
+    def cell(self, row: Row, column: str) -> Cell:
+        """The cell of *row* under the heading *column* (the first column is the row's label);
+        an empty cell when the table has no such column."""
+        index = self.column_index(column)
+        if index is None:
+            return Cell("", Kind.EMPTY)
+        return Cell.parse(row.label) if index == 0 else row.cells[index - 1]
+
+    def text(self, row: Row, column: str) -> str:
+        """The printed text of `cell(row, column)`."""
+        return self.cell(row, column).text
 
 
 def _layout(header: list[str]) -> str | None:
