@@ -21,4 +21,4 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -e ".[test,net,serve,ray]"
+"$venv/bin/python" -m pip install -q -e ".[test,all]"   # all: every feature's extra (pyproject.toml)

@@ -34,10 +34,9 @@ from perflab import caveats
 from perflab.drive.engine import STOP_GRACE_S
 from perflab.drive.plan import RunPlan
 from perflab.errors import InputError
+from perflab.extras import require
 from perflab.records.run import DriverHostRecord
 
-RAY_MISSING = ("drivers on several hosts run on Ray, which is not installed here: pip install 'perflab[ray]' "
-               "(on this host and on every node of the cluster)")
 CLOCK_TRIES = 7
 CONNECT_TRIES = 3
 START_LEAD_S = 1.0  # t0 this far ahead of the start command: every driver has it before t0
@@ -47,11 +46,8 @@ END_SLACK_S = 30.0  # beyond the engine's own grace for the last transactions
 
 
 def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise InputError(RAY_MISSING, field="drivers") from None
-    return ray
+    return require("ray", extra="ray", feature="drivers on several hosts (Ray, on this host and every node)",
+                   field="drivers")
 
 
 @dataclass

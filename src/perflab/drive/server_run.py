@@ -25,6 +25,7 @@ from perflab.drive.recorder import SPILL_FILE, Recorder
 from perflab.drive.remote_sut import host_record
 from perflab.monitor.sources.remote import HostInfo
 from perflab.errors import SutFailure
+from perflab.extras import require
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
 from perflab.sut.service import Service
@@ -83,7 +84,7 @@ def prepare_postgres(workload: Workload, server: Any) -> tuple[str, dict[str, An
 
 
 async def _setup_sql(dsn: str, statements: list[str], want_version: bool) -> dict[str, Any]:
-    import asyncpg
+    asyncpg = require("asyncpg", extra="net", feature="a postgres target")
 
     try:
         conn = await asyncpg.connect(dsn, timeout=30)

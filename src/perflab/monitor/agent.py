@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import __version__
+from perflab.extras import require
 
 from .sampler import MonitorSpec
 from .sources.procfs import read_bytes, read_pid_stat
@@ -211,7 +212,7 @@ def create_app(agent: Agent, token: str | None):
     import asyncio
     import json
 
-    from aiohttp import web
+    web = require("aiohttp.web", extra="net", feature="perflab agent")
 
     @web.middleware
     async def guard(request, handler):
@@ -248,7 +249,7 @@ def serve(agent: Agent, sock: socket.socket, token: str | None) -> None:
     import asyncio
     import signal
 
-    from aiohttp import web
+    web = require("aiohttp.web", extra="net", feature="perflab agent")
 
     async def main() -> None:
         runner = web.AppRunner(create_app(agent, token), access_log=None)

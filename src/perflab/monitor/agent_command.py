@@ -59,8 +59,11 @@ def agent_command(
 
     Prints the agent's URL, then answers until Ctrl-C or SIGTERM. Read-only.
     """
+    from perflab.extras import require
     from perflab.monitor.agent import Agent, AgentConfig, pg_counter_spec, resolve_cgroup, serve
     from perflab.sut.placement import parse_cpus
+
+    require("aiohttp.web", extra="net", feature="perflab agent")   # before anything is bound or printed
 
     host, port = _split_listen(listen)
     if (cgroup is None) == (pid_match is None):

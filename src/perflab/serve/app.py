@@ -26,9 +26,9 @@ from typing import Any, Callable
 from urllib.parse import urlencode
 
 import jinja2
-from aiohttp import web
 
 from perflab.errors import InputError
+from perflab.extras import require
 from perflab.report import numbers as fmt
 from perflab.serve import compare as cmp
 from perflab.serve import run_report
@@ -38,6 +38,8 @@ from perflab.report import view as report_view
 from perflab.report.html import plain_text
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
+
+web = require("aiohttp.web", extra="serve", feature="perflab serve")   # this module is the web application
 
 log = logging.getLogger("perflab.serve")
 PACKAGE = Path(__file__).resolve().parent

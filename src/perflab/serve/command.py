@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from perflab.errors import InputError
+from perflab.extras import require
 from perflab.safe_text import visible
 
 #: A token given on the command line must be at least this long: it is the only lock.
@@ -34,8 +35,10 @@ def serve_command(
     Read-only: it never changes the store (docs/serve.md). Prints the address to open (with
     the token when one is needed) and serves until Ctrl-C.
     """
-    from perflab.serve.security import is_loopback, new_token
     from perflab.store.catalog import store_home
+
+    require("aiohttp.web", extra="serve", feature="perflab serve")   # before anything is bound or printed
+    from perflab.serve.security import is_loopback, new_token
 
     home = store_home(store)
     if not home.is_dir():
@@ -83,9 +86,9 @@ def _serve(sock: socket.socket, home: Path, token: str | None, check_host: bool)
     import logging
     import signal
 
-    from aiohttp import web
-
     from perflab.serve.app import create_app
+
+    web = require("aiohttp.web", extra="serve", feature="perflab serve")
 
     logging.basicConfig(level=logging.WARNING, format="perflab serve: %(levelname)s %(message)s")
 

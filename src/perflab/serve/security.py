@@ -19,7 +19,9 @@ import ipaddress
 import secrets
 from typing import Awaitable, Callable
 
-from aiohttp import web
+from perflab.extras import require
+
+web = require("aiohttp.web", extra="serve", feature="perflab serve")
 
 TOKEN_COOKIE = "perflab_token"
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "

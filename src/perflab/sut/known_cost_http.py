@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 
-from aiohttp import web
-
+from perflab.extras import require
 from perflab.sut.synthetic import burn_user
+
+web = require("aiohttp.web", extra="net", feature="the known-cost HTTP server")
 
 
 def make_app(cost_us: float, body_bytes: int) -> web.Application:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import SutFailure
+from perflab.extras import missing_extra, require
 from perflab.sut.service import Account, ServiceProcess, describe_exit, tcp_probe
 from perflab.workload.service_port import free_port
 from perflab.workload.model import PostgresServer as PostgresServerSpec
@@ -53,7 +54,7 @@ def postgres_bin(spec: str) -> Path:
 
         found = importlib.util.find_spec("pgserver")
         if found is None or not found.submodule_search_locations:
-            raise SutFailure("the pgserver package is not installed (pip install pgserver)")
+            raise SutFailure(str(missing_extra("net", "PostgreSQL from the pgserver wheel")))
         return Path(list(found.submodule_search_locations)[0]) / "pginstall" / "bin"
     return Path(spec)
 
@@ -193,7 +194,7 @@ class PostgresServer:
         """The port opens before recovery ends; wait until a query works, then create the database."""
         import asyncio
 
-        import asyncpg
+        asyncpg = require("asyncpg", extra="net", feature="a postgres target")
 
         async def setup() -> str:
             deadline = time.monotonic() + self.spec.ready_timeout

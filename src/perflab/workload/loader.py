@@ -27,11 +27,13 @@ from ruamel.yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, 
 from ruamel.yaml.reader import Reader
 
 from perflab.errors import InputError
+from perflab.extras import check
 from perflab.tools import find_tool
 from perflab.workload import limits
 from perflab.workload.checks import LocatedError, check_references
 from perflab.workload.model import (
     CommandTarget,
+    HttpTarget,
     PostgresTarget,
     PythonTarget,
     Workload,
@@ -366,11 +368,9 @@ def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
     def fail(message: str, loc: tuple) -> None:
         raise InputError(message, file=path, line=line_of(data, loc), field=".".join(map(str, loc)))
 
-    if isinstance(target, PostgresTarget) and target.server is not None:
-        if target.server.bin == "pgserver":
-            if importlib.util.find_spec("pgserver") is None:
-                fail("the pgserver package is not installed (pip install pgserver)", ("target", "server", "bin"))
-        elif not (Path(target.server.bin) / "postgres").exists():
+    _check_extras(workload, data, path)   # pgserver among them
+    if isinstance(target, PostgresTarget) and target.server is not None and target.server.bin != "pgserver":
+        if not (Path(target.server.bin) / "postgres").exists():
             fail(f"no PostgreSQL server in {target.server.bin} (e.g. apt-get install postgresql-15 for "
                  "/usr/lib/postgresql/15/bin)", ("target", "server", "bin"))
     service = workload.service
@@ -387,6 +387,32 @@ def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
     kind = workload.driver.kind
     if kind in tools and find_tool(kind) is None:
         fail(f"{tools[kind]} is not installed", ("driver", "kind"))
+
+
+def _check_extras(workload: Workload, data: Any, path: Path) -> None:
+    """The optional packages (pyproject's extras) the workload's features need must be installed:
+    else one line naming the extra, at the field that asks for the feature (perflab.extras)."""
+    target = workload.target
+    needs: list[tuple[str, str, str, tuple]] = []   # module, extra, feature, where in the file
+    if isinstance(target, PostgresTarget):
+        needs.append(("asyncpg", "net", "a postgres target", ("target", "kind")))
+        if target.server is not None and target.server.bin == "pgserver":
+            needs.append(("pgserver", "net", "PostgreSQL from the pgserver wheel", ("target", "server", "bin")))
+    if isinstance(target, HttpTarget) and workload.driver.kind == "native":
+        if target.client == "httptools":
+            needs.append(("httptools", "net", "the httptools client", ("target", "client")))
+        else:
+            needs.append(("aiohttp", "net", "an http target", ("target", "kind")))
+    if workload.monitor is not None:
+        needs.append(("aiohttp", "net", "a SUT host's monitor", ("monitor",)))
+        if workload.monitor.node_exporter is not None:
+            needs.append(("prometheus_client", "net", "reading a Prometheus exporter", ("monitor", "node_exporter")))
+    if workload.drivers is not None:
+        needs.append(("ray", "ray", "drivers on several hosts (Ray, on this host and every node)",
+                      ("drivers", "ray")))
+    for module, extra, feature, loc in needs:
+        check(module, extra=extra, feature=feature, file=path, line=line_of(data, loc),
+              field=_field_path(data, loc) or ".".join(loc))
 
 
 def _module_exists(module: str, extra_paths: list[str]) -> bool:

@@ -31,12 +31,12 @@ from urllib.parse import urlsplit
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_request import IDEMPOTENT, PreparedRequest, encode_request
 from perflab.errors import SutFailure
+from perflab.extras import require
 from perflab.workload.model import TlsOptions
 
-try:
-    import httptools
-except ImportError:  # optional (perflab[net]); only `client: httptools` needs it
-    httptools = None
+# The 'net' extra's packages, imported by the client that uses them: httptools by the first
+# LeanClient (`client: httptools`), aiohttp by each AiohttpClient.
+httptools: Any = None
 
 
 class KeepAliveClosed(ConnectionResetError):
@@ -86,7 +86,7 @@ class TlsSetup:
 
 class AiohttpClient:
     def __init__(self, base: str, limit: int, timeout: float, tls: TlsSetup | None = None, counts: Any = NO_COUNTS):
-        import aiohttp
+        aiohttp = require("aiohttp", extra="net", feature="an http target")
 
         # aiohttp connects inside the connector: its trace hooks are where a new connection shows.
         trace = aiohttp.TraceConfig()
@@ -420,8 +420,9 @@ class LeanClient:
                  recover: Callable[["LeanClient", PreparedRequest, Exception], Any],
                  connection_type: type[LeanConnection] = LeanConnection, tls: TlsSetup | None = None,
                  user: int = -1, counts: Any = NO_COUNTS):
+        global httptools
         if httptools is None:
-            raise RuntimeError("client: httptools needs the httptools package (pip install 'perflab[net]')")
+            httptools = require("httptools", extra="net", feature="the httptools client")
         self.host, self.port, self.host_header = self.address(base)
         self.tls, self.user, self.counts = tls, user, counts
         self.timeout = timeout

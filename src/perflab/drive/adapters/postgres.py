@@ -18,18 +18,27 @@ import re
 import time
 from typing import Any, Callable
 
-import asyncpg
-
 from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.errors import SutFailure
+from perflab.extras import require
 from perflab.workload.model import PostgresTarget, Workload
 
 # `:name` but not the `::type` cast.
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-_CONNECTION_ERRORS = (OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
-                      asyncpg.exceptions.InterfaceError, asyncpg.exceptions.AdminShutdownError,
-                      asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.CrashShutdownError)
+# asyncpg (the 'net' extra) is imported by the first PostgresExecutor, not with this module:
+# the http and tcp adapters import raise_if_down from here on a plain install.
+asyncpg: Any = None
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (OSError,)
+
+
+def _import_asyncpg() -> None:
+    global asyncpg, _CONNECTION_ERRORS
+    if asyncpg is None:
+        asyncpg = require("asyncpg", extra="net", feature="a postgres target")
+        _CONNECTION_ERRORS = (OSError, asyncpg.exceptions.ConnectionDoesNotExistError,
+                              asyncpg.exceptions.InterfaceError, asyncpg.exceptions.AdminShutdownError,
+                              asyncpg.exceptions.CannotConnectNowError, asyncpg.exceptions.CrashShutdownError)
 
 
 async def raise_if_down(failure: Callable[[], str | None] | None, wait_s: float = 0.2) -> None:
@@ -70,6 +79,7 @@ class PostgresExecutor:
 
     def __init__(self, workload: Workload, dsn: str, failure: Callable[[], str | None] | None = None,
                  pool_size: int | None = None):
+        _import_asyncpg()
         target = workload.target
         assert isinstance(target, PostgresTarget)
         self.dsn = dsn

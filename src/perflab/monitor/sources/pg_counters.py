@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from perflab.extras import MissingExtra, require
+
 from . import SourceUnavailable
 
 FIELDS = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched",
@@ -45,9 +47,9 @@ class PgCounterSource:
 
     def __init__(self, spec: PgCounterSpec) -> None:
         try:
-            import asyncpg
-        except ImportError as exc:
-            raise SourceUnavailable(f"asyncpg is not installed: {exc}") from None
+            asyncpg = require("asyncpg", extra="net", feature="reading PostgreSQL's counters")
+        except MissingExtra as exc:
+            raise SourceUnavailable(str(exc)) from None
         self._spec = spec
         self._loop = asyncio.new_event_loop()
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 
-from prometheus_client.parser import text_string_to_metric_families
+from perflab.extras import require
 
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 VMSTAT = ("pgfault", "pgmajfault", "pswpin", "pswpout")
@@ -55,7 +55,9 @@ def _name(text: str) -> str:
 
 def _samples(text: str):
     """(metric name without the _total suffix, labels, value) for every finite sample."""
-    for family in text_string_to_metric_families(text):
+    parser = require("prometheus_client.parser", extra="net",
+                     feature="reading a Prometheus exporter (monitor.node_exporter)")
+    for family in parser.text_string_to_metric_families(text):
         for sample in family.samples:
             if not math.isfinite(sample.value):
                 continue

@@ -30,6 +30,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab.extras import MissingExtra, require
+
 from . import SourceUnavailable
 from .prometheus import cpus_in, node_exporter_columns, process_exporter_columns
 
@@ -83,9 +85,9 @@ class Http:
 
     def __init__(self, timeout_s: float, token: str | None = None) -> None:
         try:
-            import aiohttp
-        except ImportError as exc:
-            raise RemoteUnavailable(f"aiohttp is not installed (pip install 'perflab[net]'): {exc}") from None
+            aiohttp = require("aiohttp", extra="net", feature="reading the SUT host's monitor")
+        except MissingExtra as exc:
+            raise RemoteUnavailable(str(exc)) from None
         self._aiohttp = aiohttp
         self._loop = asyncio.new_event_loop()
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
