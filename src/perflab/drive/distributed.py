@@ -31,7 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflab import caveats
-from perflab.drive.engine import STOP_GRACE_S
+from perflab.drive.deadline import deadlines_of
+from perflab.drive.engine import STOP_GRACE_S, stop_wait_s
 from perflab.drive.plan import RunPlan
 from perflab.errors import InputError
 from perflab.extras import require
@@ -198,13 +199,16 @@ class DriverCluster:
             # Only drains, every second: each returns its driver's new transactions and, at its
             # end, its outcome (ray.wait on the running calls does not honour its timeout under
             # Ray Client, which would hold every report back to the end).
-            deadline = t0 + plan.phases.window_end + STOP_GRACE_S + END_SLACK_S
+            # A driver's engine waits for its transactions in flight up to their deadline after
+            # the window (engine.stop_wait_s), then reports its end.
+            wait = max(STOP_GRACE_S, stop_wait_s(deadlines_of(plan.workload))) + END_SLACK_S
+            deadline = t0 + plan.phases.window_end + wait
             while not all(d.outcome is not None or d.lost for d in self.drivers):
                 time.sleep(DRAIN_INTERVAL_S)
                 for d in self.drivers:
                     self._drain(d)
                     if d.outcome is None and not d.lost and time.monotonic() > deadline:
-                        d.lost = f"no end reported {STOP_GRACE_S + END_SLACK_S:g} s after the window's end"
+                        d.lost = f"no end reported {wait:g} s after the window's end"
                 lost = [d for d in self.drivers if d.lost]
                 why = None
                 if lost and status == "complete":
@@ -263,7 +267,8 @@ class DriverCluster:
                 clock_offset_s=d.offset, clock_error_s=d.error, cpu_s=cpu if cpu == cpu else None,
                 window_wall_s=wall if wall == wall else None, util_pct=util,
                 saturated=util is not None and util >= caveats.DRIVER_SATURATION_PCT,
-                dropped=outcome.get("dropped"), transactions=sum(t.num_rows for t in d.tables), lost=d.lost))
+                dropped=outcome.get("dropped"), transactions=sum(t.num_rows for t in d.tables),
+                hung=int(outcome.get("hung") or 0), lost=d.lost))
         return out
 
     def close(self, shutdown: bool = True) -> None:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterator, Protocol
 
-from perflab.drive.deadline import deadlines_of
+from perflab.drive.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
 from perflab.drive.params import ParamMaker
 from perflab.drive.recorder import Recorder
 from perflab.errors import SutFailure
@@ -33,9 +33,28 @@ from perflab.workload.rng import UserRandom
 from perflab.workload.thinktime import NO_THINK
 
 NAN = math.nan
+#: A run cut short (failed, interrupted) waits at most this long for its transactions in flight.
 STOP_GRACE_S = 30.0
+#: After the window, a transaction still in flight is waited for until its deadline (plus the
+#: executor's own grace) and this much more, for the executor to kill and answer it; whatever is
+#: still in flight then is given up and counted as hung (see `stop_wait_s`).
+DRAIN_SLACK_S = 1.0
 TIMER_TICK_S = 0.001  # uvloop's timers count whole milliseconds of CLOCK_MONOTONIC
 USER_START_BATCH = 1000  # user tasks created per event-loop iteration
+
+
+def stop_wait_s(deadlines: list[float], grace: float = 0.0) -> float:
+    """How long after the window's end a run waits for its transactions still in flight.
+
+    A transaction issued before the window's end may run until its deadline; the executor kills
+    and answers it there (a SUT worker's process group, a network transaction cancelled), `grace`
+    later for an executor that lets its worker enforce the deadline first (a command). So every
+    transaction has ended, answered or hung, one deadline after the window at most; one that has
+    not -- it waited for a free worker behind a hung one, or its executor never answers -- is
+    given up then and counted as hung. The run thus ends a deadline after its window at most,
+    whatever the SUT does (before, a fixed 30 s: a transaction hung past it was dropped uncounted,
+    and a run that measured nothing was complete and valid)."""
+    return max(deadlines, default=DEFAULT_DEADLINE_S) + grace + DRAIN_SLACK_S
 
 
 async def sleep_until(deadline: float) -> None:
@@ -158,6 +177,7 @@ class Engine:
         self.stop_at = t0 + phases.window_end
         self.stopping = False
         self.in_flight = 0
+        self._giving_up = False  # the drain's wait is over: a transaction still in flight is recorded as given up
         self._thinking: dict[int, asyncio.Task] = {}
         # The driver's own counts (connections, TLS handshakes), read at the window's edges: a
         # monitor sample a second apart, interpolated, would cut the users' logon burst of full
@@ -262,11 +282,25 @@ class Engine:
             for task in list(self._thinking.values()):
                 task.cancel()
 
+    @property
+    def drain_wait_s(self) -> float:
+        """How long the drain waits for the transactions in flight (module `stop_wait_s`; a run
+        cut short waits STOP_GRACE_S at most)."""
+        wait = stop_wait_s(self.deadlines, float(getattr(self.executor, "grace", 0.0) or 0.0))
+        return min(wait, STOP_GRACE_S) if self.cut_short else wait
+
     async def _drain(self, tasks: list[asyncio.Task]) -> None:
-        _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S) if tasks else (None, [])
-        for task in pending:
-            task.cancel()
+        started = time.monotonic()
+        pending = set(tasks)
+        # In steps, so a run cut short meanwhile (Ctrl-C during a long wait) waits its shorter time.
+        while pending and (left := started + self.drain_wait_s - time.monotonic()) > 0:
+            _, pending = await asyncio.wait(pending, timeout=min(left, 0.5))
         if pending:
+            # Still in flight a deadline after the window: recorded (as hung, past its deadline)
+            # by `_transaction` as its task is cancelled, never dropped uncounted.
+            self._giving_up = True
+            for task in pending:
+                task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         for task in tasks:
             if task.done() and not task.cancelled() and task.exception() is not None:
@@ -318,6 +352,10 @@ class Engine:
                               f"SUT failure: {exc}", think)
             self.fail(str(exc))
             raise
+        except asyncio.CancelledError:
+            if self._giving_up:
+                self._given_up(uid, script, step, intended, actual, think)
+            raise
         finally:
             self.in_flight -= 1
         end = time.monotonic()
@@ -327,6 +365,22 @@ class Engine:
                           reply.ok, reply.error, think, reply.cpu, reply.cpu_user, reply.cpu_sys, reply.worker,
                           reply.instructions, reply.harness_cpu)
         return end
+
+    def _given_up(self, uid: int, script: _Script, step: _Step, intended: float, actual: float,
+                  think: float) -> None:
+        """A transaction still in flight when the drain stopped waiting: an error, and hung when it
+        has been out longer than its deadline (always, at the end of a whole window's wait; a run
+        cut short waits less and may give up on one that is not)."""
+        end = time.monotonic()
+        deadline = self.deadlines[step.tx_index]
+        after = max(0.0, end - self.stop_at)
+        if end - actual >= deadline:
+            self._hung(step.tx_index)
+            error = f"{deadline_text(deadline)}: still in flight {after:.1f} s after the window's end; given up"
+        else:
+            error = f"still in flight when the run ended ({self.outcome.status}); given up"
+        self.recorder.add(uid, script.index, step.tx_index, step.klass, intended, actual, None, end, False, error,
+                          think)
 
     def _hung(self, tx_index: int) -> None:
         """A transaction past its deadline (its worker or command was killed): the run is invalid."""

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from perflab import __version__
 from perflab import caveats
+from perflab.drive.deadline import deadlines_of
 from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
 from perflab.drive.plan import RunPlan
@@ -487,6 +488,10 @@ class RunLifecycle:
             invalid.append(caveats.driver_saturated(record.driver.util_pct, tool))
         if engine is not None and engine.outcome.hung:
             invalid.append(caveats.hung_transactions(engine.outcome.hung, engine.outcome.deadline_s))
+        elif any(d.hung for d in record.drivers):
+            # Several drivers: their hung transactions together, under the workload's longest deadline.
+            invalid.append(caveats.hung_transactions(sum(d.hung for d in record.drivers),
+                                                     max(deadlines_of(self.plan.workload), default=None)))
         if ending.status != "complete":
             invalid.append(caveats.run_not_complete(ending.status, ending.reason))
         for other in self.active.withdraw(record.run_id, self._cpus(), self._duet_key):

@@ -589,10 +589,20 @@ class WorkerPool:
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every worker: asked first (an empty message), then SIGTERM (a command worker
-        kills its command's process group), then SIGKILL to the worker's whole process group."""
+        kills its command's process group), then SIGKILL to the worker's whole process group.
+        A worker still running a transaction (the engine gave up on it at the run's end: hung)
+        is not asked and waited for: SIGTERM at once, then SIGKILL to what is left of its group."""
+        busy: list[_Worker] = []
         for worker in self.workers:
             if not worker.ready:  # a replacement still starting: it has nothing to finish
                 kill_group(worker.process.pid)
+                continue
+            if worker.pending:
+                busy.append(worker)
+                try:
+                    os.kill(worker.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
                 continue
             try:
                 write_all(worker.fd, frame(b""))  # an empty message: stop
@@ -607,6 +617,11 @@ class WorkerPool:
             if worker.process.is_alive():
                 kill_group(worker.process.pid)
                 worker.process.join(timeout=1.0)
+            elif worker in busy:  # what its transaction started, in its process group
+                try:
+                    os.killpg(worker.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 worker.conn.close()
             except OSError:

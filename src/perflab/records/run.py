@@ -136,6 +136,7 @@ class DriverHostRecord(DriverRecord):
     clock_offset_s: float | None = Field(default=None, description="its CLOCK_MONOTONIC minus the coordinator's")
     clock_error_s: float | None = Field(default=None, description="half the round trip of that measurement")
     transactions: int = Field(default=0, description="transactions it recorded (in transactions.parquet)")
+    hung: int = Field(default=0, description="its transactions past their deadline (the run is invalid)")
     lost: str | None = Field(default=None, description="why it stopped answering, when it did")
 
 
