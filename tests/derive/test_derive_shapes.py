@@ -1,9 +1,11 @@
 """derive on the seeds' other table shapes, transcribed under data/ from the seed reports (they
 are not in shared/): parameter-first tables with a `Delta (%)` column (001's IEBCOPY tables),
-Delta/Pct. pairs with no run columns (003 Table 33), DELTA/PERCENT beside two runs with a `?`
+Delta/Pct. pairs between runs of another table (003 Table 33, derived from Table 34 beside
+it, and refused without it), DELTA/PERCENT beside two runs with a `?`
 base (003 Table 43), repeated run/run/Delta/Pct. groups (003 Tables 47 and 49, with values
-printed once for two rows), and a Delta column whose heading names a run the table does not
-have (001's GRS table).
+printed once for two rows), a Delta column whose heading names a run the table does not
+have (001's GRS table), and the z/OS LSPR release table (001: workloads x n-way, an Average
+row).
 
 Expected values are the printed tables' own arithmetic, worked out in the comments."""
 
@@ -112,17 +114,88 @@ def test_a_corrupted_iebcopy_table_fails_naming_the_cell(tmp_path, old, new, row
     assert "✗ line" in buffer.getvalue() and f"{row} / Delta (%)" in buffer.getvalue()
 
 
-# -- Table 33: Delta/Pct. pairs whose runs are not in the table --------------------------------
+# -- Table 33: Delta/Pct. pairs between runs of Table 34 --------------------------------------
 
-def test_pct_after_delta_without_its_runs_is_not_derivable():
-    path = DATA / "003-t33-storage-constrained-deltas.csv"
+T33 = "003-t33-storage-constrained-deltas.csv"
+T34 = "003-t34-storage-constrained-9021-720.csv"
+
+
+def alone(tmp_path: Path, name: str) -> Path:
+    """A fixture copied where no other table sits beside it."""
+    target = tmp_path / name
+    target.write_text((DATA / name).read_text())
+    return target
+
+
+def test_pct_after_delta_without_its_runs_is_not_derivable(tmp_path):
+    path = alone(tmp_path, T33)
     result = derive_table(path)
     assert run_derive(path, True, console()[0]) == 0
     assert not result.disagreements and result.tally.checked == 0
     found = [c for c in result.checks if c.status is Status.NOT_DERIVABLE]
     assert len(found) == 24                       # 4 rows x 3 (Delta, Pct.) pairs
-    pct = [c for c in found if c.column.startswith("Pct.")]
-    assert len(pct) == 12 and all("earlier run" in c.reason for c in pct)
+    assert all("not columns of this table" in c.reason and "no table beside it" in c.reason for c in found)
+
+
+def test_table_33_is_derived_from_table_34_beside_it():
+    # "Y64F4809 - Y64F480E": moving from the first run to the second (the report's text), with
+    # the values Table 34 prints: AVG LAST (T) 0.700 -> 0.804 = +0.104, 100 * 0.104 / 0.700 =
+    # 14.86 % (printed 14.8 %); PBT/CMD of Y64F480E -> Y64F480D 31.654 -> 36.035 = +4.381, 13.84 %;
+    # Y64F480A -> Y64F4808: AVG LAST (T) 9.767 -> 63.246 = +53.479, 547.55 % (printed 547.5 %).
+    path = DATA / T33
+    result = derive_table(path)
+    assert run_derive(path, True, console()[0]) == 0
+    assert any(T34 in note for note in result.notes)
+    found = cells(path)
+    first = found[("AVG LAST (T)", "Y64F4809 - Y64F480E Delta")]
+    assert first.status is Status.AGREE and first.formula == "Y64F480E - Y64F4809"
+    assert first.recomputed.lo <= 0.804 - 0.700 <= first.recomputed.hi
+    pct = found[("AVG LAST (T)", "Pct. (column 3)")]
+    assert pct.status is Status.AGREE and pct.recomputed.lo <= percent(0.804, 0.700) <= pct.recomputed.hi
+    assert found[("PBT/CMD", "Y64F480E - Y64F480D Delta")].recomputed.lo <= 36.035 - 31.654
+    last = found[("AVG LAST (T)", "Pct. (column 7)")]
+    assert last.status is Status.AGREE and last.recomputed.lo <= percent(63.246, 9.767) <= last.recomputed.hi
+    # 24 cells: 23 agree; XSTOR/CMD's 136.0% is marked `?` in the transcription (next test)
+    assert (result.tally.checked, result.tally.counts[Status.AGREE]) == (23, 23)
+    doubtful = found[("XSTOR/CMD", "Pct. (column 5)")]
+    assert doubtful.status is Status.UNKNOWN
+    assert doubtful.recomputed.lo <= percent(36.925, 15.661) <= doubtful.recomputed.hi
+
+
+def test_table_33_without_its_question_mark_fails_where_the_report_is_wrong(tmp_path):
+    # XSTOR/CMD Y64F480E -> Y64F480D: 100 * 21.264 / 15.661 = 135.78 %, printed 136.0 % (the
+    # delta 21.264 itself agrees): the report's own slip, found by deriving Table 33 from Table 34.
+    path = edited(tmp_path, T33, "136.0%?", "136.0%")
+    (tmp_path / T34).write_text((DATA / T34).read_text())
+    bad = derive_table(path).disagreements
+    assert [(c.row, c.column) for c in bad] == [("XSTOR/CMD", "Pct. (column 5)")]
+
+
+def test_table_33_with_its_run_ids_in_a_row_is_derived_the_same(tmp_path):
+    # As printed: "Run Id: Y64F4809 - Y64F480E ..." above bare "Delta Pct." headings.
+    lines = (DATA / T33).read_text().splitlines()
+    lines[0] = "metric,Delta,Pct.,Delta,Pct.,Delta,Pct."
+    lines.insert(1, "Run Id,Y64F4809 - Y64F480E,,Y64F480E - Y64F480D,,Y64F480A - Y64F4808,")
+    path = tmp_path / T33
+    path.write_text("\n".join(lines) + "\n")
+    (tmp_path / T34).write_text((DATA / T34).read_text())
+    result = derive_table(path)
+    assert (result.tally.checked, result.tally.counts[Status.AGREE]) == (23, 23)
+    assert cells(path)[("PAGE/CMD", "Delta (column 2)")].formula == "Y64F480E - Y64F4809"
+
+
+def test_a_corrupted_table_34_fails_the_table_33_cells_computed_from_it(tmp_path):
+    # PBT/CMD of Y64F480E 31.654 -> 31.754: the four cells that use it no longer agree
+    # (+0.510 and 1.63 % from Y64F4809, printed 0.410 and 1.3 %; +4.281 and 13.48 % to
+    # Y64F480D, printed 4.381 and 13.8 %); the third pair does not use it.
+    path = alone(tmp_path, T33)
+    text = (DATA / T34).read_text()
+    assert text.count("PBT/CMD,85.916,41.822,36.035,31.654,") == 1
+    (tmp_path / T34).write_text(text.replace("PBT/CMD,85.916,41.822,36.035,31.654,",
+                                             "PBT/CMD,85.916,41.822,36.035,31.754,"))
+    bad = {(c.row, c.column) for c in derive_table(path).disagreements}
+    assert bad == {("PBT/CMD", "Y64F4809 - Y64F480E Delta"), ("PBT/CMD", "Pct. (column 3)"),
+                   ("PBT/CMD", "Y64F480E - Y64F480D Delta"), ("PBT/CMD", "Pct. (column 5)")}
 
 
 @pytest.mark.parametrize("header", [
@@ -341,3 +414,61 @@ def test_malformed_parameter_table_is_one_message_and_exit_2(tmp_path, text, whe
     assert "Traceback" not in done.stderr + done.stdout
     message = done.stderr.strip()
     assert f"{path}{where}" in message and expected in message and len(message.splitlines()) == 1
+
+
+# -- the z/OS LSPR release table: workloads x n-way, with an Average row ------------------------
+
+LSPR = "001-lspr-zos-v112-release.csv"
+
+
+def test_lspr_table_checks_its_average_row():
+    # z/OS V1.12 over V1.11, ITR change per LSPR workload: the Average is the mean of the
+    # workloads measured at that n-way ('-': not measured there).
+    # 1w: (1.9 - 0.2 + 0.2 + 0.2) / 4 = 0.525, printed 0.5 %; 12w: (1.5 + 0.1 + 1.7) / 3 = 1.1;
+    # 32w: (1.2 + 4.0 + 4.6 + 1.2) / 4 = 2.75, printed 2.7 (within the inputs' rounding);
+    # 64w: (2.5 + 3.4) / 2 = 2.95, printed 3.0.
+    path = DATA / LSPR
+    out, buffer = console()
+    assert run_derive(path, True, out) == 0, buffer.getvalue()
+    result = derive_table(path)
+    assert result.layout == "average" and result.context == "n-way"
+    assert (result.tally.checked, result.tally.counts[Status.AGREE]) == (4, 4)
+    found = cells(path)
+    for column, mean in (("1w on z10", 0.525), ("12w on z10 with HD=YES", 1.1), ("32w on z10 with HD=YES", 2.75),
+                         ("64w on z10 with HD=YES", 2.95)):
+        check = found[("Average", column)]
+        assert check.recomputed.lo <= mean <= check.recomputed.hi, column
+    assert found[("Average", "64w on z10 with HD=YES")].formula == "mean_of(WASDB, OLTP-W), not measured: OLTP-T, CB-L"
+    assert "columns by n-way: 1w, 12w, 32w, 64w" in buffer.getvalue()
+    assert "2.7% 2.75 ✓" in buffer.getvalue()
+
+
+@pytest.mark.parametrize("old,new,column", [
+    ("2.7%,3.0%,", "2.9%,3.0%,", "32w on z10 with HD=YES"),       # the mean is 2.75: 2.9 is out of rounding
+    ("0.5%,1.1%", "0.7%,1.1%", "1w on z10"),
+    # a workload above: OLTP-W at 12w 0.1 -> 1.1 makes the mean 1.43, printed 1.1
+    ("-0.2%,0.1%,4.0%", "-0.2%,1.1%,4.0%", "12w on z10 with HD=YES"),
+    # a '-' (not measured) read as a measurement: CB-L at 12w 0.0 makes the mean 0.825
+    ("0.2%,-,1.2%", "0.2%,0.0%,1.2%", "12w on z10 with HD=YES"),
+])
+def test_a_corrupted_lspr_table_fails_naming_the_average_cell(tmp_path, old, new, column):
+    path = edited(tmp_path, LSPR, old, new)
+    out, buffer = console()
+    assert run_derive(path, True, out) == 1
+    assert [(c.row, c.column) for c in derive_table(path).disagreements] == [("Average", column)]
+
+
+def test_lspr_shape_under_other_headings_and_with_doubt(tmp_path):
+    text = (DATA / LSPR).read_text()
+    # the seed-table heading `metric` and bold copied from the report read the same
+    path = tmp_path / "metric.csv"
+    path.write_text(text.replace("Workload,", "metric,").replace("Average,0.5%", "<b>Average</b>,<b>0.5%</b>"))
+    result = derive_table(path)
+    assert (result.tally.checked, result.tally.counts[Status.AGREE]) == (4, 4)
+    # a doubtful cell above: the mean is shown, the Average not judged (checks.py's rule)
+    path = edited(tmp_path, LSPR, "1.9%,1.5%", "1.9%?,1.5%")
+    check = cells(path)[("Average", "1w on z10")]
+    assert check.status is Status.UNKNOWN and "1.9%?" in check.reason and check.recomputed is not None
+    # a blank cell above is not a measurement of 0 and not a '-': not derivable
+    path = edited(tmp_path, LSPR, "1.9%,1.5%,1.2%", "1.9%,,1.2%")
+    assert cells(path)[("Average", "12w on z10 with HD=YES")].status is Status.NOT_DERIVABLE

@@ -24,7 +24,7 @@ Two recomputations per matrix row:
 R13A (4381 data) is in neither pairs table; like the seeds, its value is Table 2's printed
 R13A cell: that row defines it (nothing to check), it is used for (1) and leaves (2) without a
 value. A doubtful cell's reading is used for the numbers shown, never for a count of cells
-reproduced (release_matrix.py states the rule). Called by `perflab capacity matrix`.
+reproduced (perflab.derive.checks states the rule). Called by `perflab capacity matrix`.
 """
 
 from __future__ import annotations

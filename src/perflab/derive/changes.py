@@ -3,15 +3,22 @@ of the earlier run's value) printed beside the runs it compares.
 
 Which two runs a change column compares:
 
-* a heading that names them with a direction ("Delta V1.11 to V1.12") names them; if it names
-  runs that are not columns of this table ("... to V.12 w/GRS and allocation"), the change is
-  not derivable: the heading says it is not the adjacent pair;
+* a heading that names them with a direction ("Delta V1.11 to V1.12") names them; if one of
+  them is not a column of this table ("... to V.12 w/GRS and allocation"), the change is not
+  derivable: the heading says it is not the adjacent pair;
+* a heading (or a `Run Id` row's cell in the column, as Table 33 is printed) that names two
+  runs that are both not columns of this table -- with a direction, or joined by a hyphen
+  ("Y64F4809 - Y64F480E Delta": Table 33, whose text reads each pair as "moving from the first
+  run to the second") -- compares them where they are tabulated: the row's printed values in
+  a table beside this one (siblings.py; Table 34 for Table 33). With no such table, or for a
+  row the registry does not know, it is not derivable. Within one table a hyphen decides
+  nothing (it reads both as a transition and as a subtraction): the rule below applies;
 * otherwise the two run columns printed since the previous change columns (RUN1 RUN2 DELTA
   PERCENT; the trace tables' repeated groups PRPQ VM Delta Pct.). One run, more than two, or
   several deltas in one block leave the pair undetermined: not derivable, never guessed;
 * a percent column that follows a delta column is that delta as a percent of the earlier run:
-  it compares the delta's runs. In Table 33 (Delta Pct. Delta Pct. ..., no run columns) the
-  earlier run is not in the table, so neither is derivable.
+  it compares the delta's runs. In Table 33 without its run ids (Delta Pct. Delta Pct. ..., no
+  run columns) the earlier run is not in the table, so neither is derivable.
 
 A change is recomputed from the row's printed cells only, never from a value recomputed for a
 `?` cell: the report computed it from the figures it printed (Table 43: DELTA -165.6 =
@@ -21,6 +28,8 @@ follows, makes the change unknown.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from perflab.derive.checks import Gap, Outcome, Underivable, Unknown, first_problem
@@ -37,12 +46,23 @@ class ChangeColumn:
     new: int | None = None
     follows: int | None = None  # the delta column a percent column was computed from
     why_not: str = ""          # why the table does not determine it
+    #: (earlier, later) runs the heading names that are not columns of this table: their values
+    #: come from a table beside it (`change_outcome`'s *elsewhere*), else `why_not` stands
+    elsewhere: tuple[str, str] | None = None
 
     def formula(self, columns: list[str]) -> str:
-        if self.why_not or self.old is None or self.new is None:
+        if self.elsewhere is not None:
+            old, new = self.elsewhere
+        elif self.why_not or self.old is None or self.new is None:
             return "not derivable"
-        old, new = columns[self.old], columns[self.new]
+        else:
+            old, new = columns[self.old], columns[self.new]
         return f"{new} - {old}" if self.kind is Change.DELTA else f"100 * ({new} - {old}) / {old}"
+
+
+#: A row's printed value in another table: (run id, the row) -> that value (Gap.ABSENT: no
+#: table beside this one prints it). Given by `perflab.derive.siblings`.
+Elsewhere = Callable[[str, Row], Outcome]
 
 
 def plan_changes(table: Table) -> tuple[list[ChangeColumn], list[int]]:
@@ -100,13 +120,23 @@ def _plan_one(table: Table, i: int, changes: dict[int, ChangeHeading], block: li
         named = heading.pair()
         if named is not None:
             return _named(table, i, kind, named, runs, follows)
+        hyphen = heading.hyphen_pair()
+        if hyphen is not None and all(_find_run(table, name, runs) is None for name in hyphen):
+            return ChangeColumn(i, kind, follows=follows, elsewhere=hyphen,
+                                why_not=f"its heading names runs {hyphen[0]!r} and {hyphen[1]!r}, which are not "
+                                        "columns of this table")
+    caption = _run_id_caption(table, i, kind)
+    if caption is not None and all(_find_run(table, name, runs) is None for name in caption):
+        return ChangeColumn(i, kind, follows=follows, elsewhere=caption,
+                            why_not=f"its Run Id row names runs {caption[0]!r} and {caption[1]!r}, which are not "
+                                    "columns of this table")
     if follows is not None and heading.bare:
         # The delta as a percent of the earlier run: the delta's two runs, or not derivable with it.
         delta_column = planned[follows]
         why = delta_column.why_not
-        if why and not since:
+        if why and not since and delta_column.elsewhere is None:
             why = "the delta as a percent of the earlier run's value, which is not in the table"
-        return ChangeColumn(i, kind, delta_column.old, delta_column.new, follows, why)
+        return ChangeColumn(i, kind, delta_column.old, delta_column.new, follows, why, delta_column.elsewhere)
     if not since:
         what = "the runs it compares are" if kind is Change.DELTA else "the earlier run's value is"
         return ChangeColumn(i, kind, follows=follows, why_not=f"{what} not in the table")
@@ -125,10 +155,28 @@ def _plan_one(table: Table, i: int, changes: dict[int, ChangeHeading], block: li
                                 "compares")
 
 
+_RUN_ID_ROW = re.compile(r"^run\s*ids?\b", re.IGNORECASE)
+
+
+def _run_id_caption(table: Table, index: int, kind: Change) -> tuple[str, str] | None:
+    """The runs a `Run Id` row names in a change column ("Y64F4809 - Y64F480E" over a bare
+    Delta: Table 33 as printed, the run ids in a row above `Delta Pct.`)."""
+    for row in table.rows:
+        cell = row.cells[index]
+        if _RUN_ID_ROW.match(row.label) and cell.kind is Kind.TEXT:
+            named = ChangeHeading(kind, cell.text)
+            return named.pair() or named.hyphen_pair()
+    return None
+
+
 def _named(table: Table, i: int, kind: Change, named: tuple[str, str], runs: list[int],
            follows: int | None) -> ChangeColumn:
     found = [_find_run(table, name, runs) for name in named]
     missing = [name for name, index in zip(named, found) if index is None]
+    if len(missing) == 2:
+        return ChangeColumn(i, kind, follows=follows, elsewhere=named,
+                            why_not=f"its heading names runs {named[0]!r} and {named[1]!r}, which are not columns "
+                                    "of this table")
     if missing:
         return ChangeColumn(i, kind, follows=follows,
                             why_not=f"its heading names {', '.join(repr(m) for m in missing)}, not a run column "
@@ -150,20 +198,28 @@ def _find_run(table: Table, name: str, runs: list[int]) -> int | None:
 
 # -- one cell ---------------------------------------------------------------------------------
 
-def change_outcome(table: Table, row: Row, change: ChangeColumn, exact: bool = False) -> Outcome | None:
+def change_outcome(table: Table, row: Row, change: ChangeColumn, exact: bool = False,
+                   elsewhere: Elsewhere | None = None) -> Outcome | None:
     """The recomputed change of one row, or None where there is no change to check: a
-    descriptive row (RELEASE ...) or a caption in the change column."""
+    descriptive row (RELEASE ...) or a caption in the change column. *elsewhere* gives the
+    row's printed values of runs tabulated in another table (`ChangeColumn.elsewhere`)."""
     printed = row.cells[change.index].kind
     if printed is Kind.NA:
         return Gap.NA          # the report printed no change (a dash, `---`): nothing to check
     if printed is Kind.TEXT:
         return None            # a caption over the column ("384M/1G - 320M/1G"), not a change
-    if change.why_not or change.old is None or change.new is None:
+    if change.elsewhere is not None and elsewhere is not None:
+        old_run, new_run = change.elsewhere
+        inputs = [elsewhere(new_run, row), elsewhere(old_run, row)]
+        if any(i is Gap.ABSENT for i in inputs):
+            return Underivable(f"{change.why_not}, and no table beside it prints {row.label} for both")
+    elif change.why_not or change.old is None or change.new is None:
         return Underivable(change.why_not or "the runs it compares are not determined")
-    new, old = row.cells[change.new], row.cells[change.old]
-    if new.kind is Kind.TEXT:
-        return None
-    inputs = [_printed(new, table.columns[change.new], exact), _printed(old, table.columns[change.old], exact)]
+    else:
+        new, old = row.cells[change.new], row.cells[change.old]
+        if new.kind is Kind.TEXT:
+            return None
+        inputs = [_printed(new, table.columns[change.new], exact), _printed(old, table.columns[change.old], exact)]
     if change.follows is not None and row.cells[change.follows].kind is Kind.UNKNOWN:
         inputs.append(Unknown(f"computed from the delta printed {row.cells[change.follows].text!r}"))
     problem = first_problem(inputs)

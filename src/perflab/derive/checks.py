@@ -3,6 +3,13 @@
 A recomputed value agrees with a printed one when they match within the printed rounding:
 every input is known to ± half a unit in its last printed digit, the formula is evaluated on
 those intervals, and the result must overlap the printed value's own ± half unit.
+
+**Doubtful cells (a trailing `?`): one rule, for every derive check and for `perflab capacity
+matrix`.** A doubtful cell is never evidence: no check is judged against it, and no check is
+judged on a value computed from it -- such a check is `unknown` (neither agrees nor fails).
+Where the cell still reads as something (`0.91?`, `1.064?`: `reading`), a shape that carries
+the reading shows the value computed from it beside the printed one, marked doubtful, with the
+reason (`judge_doubtful`); a bare `?` reads as nothing, and a check that needs it has no value.
 """
 
 from __future__ import annotations
@@ -94,6 +101,51 @@ def judge(printed: Cell, outcome: Outcome, approx: float | None = None) -> tuple
     deviation = (outcome.mid - printed.value) / abs(printed.value) if printed.value else math.inf
     off = outcome.gap(shown) / abs(printed.value) if printed.value else math.inf
     return (Status.APPROX if off <= approx else Status.APPROX_OFF), "", deviation
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A printed number: its value, known to ± half a unit of its last digit, and whether the
+    cell was doubtful (read through its `?`)."""
+
+    text: str
+    value: float
+    half: float
+    doubtful: bool
+
+    @property
+    def interval(self) -> Interval:
+        return Interval.around(self.value, self.half)
+
+
+def reading(cell: Cell) -> Reading | None:
+    """What *cell* reads as (see the module docstring); None for a bare `?`, na or text."""
+    inner = cell.reading()
+    if inner is None or inner.value is None:
+        return None
+    return Reading(cell.text, inner.value, inner.half, cell.kind is Kind.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A printed cell judged against a recomputed value: the status, why, and the value shown."""
+
+    status: Status
+    reason: str
+    value: Interval | None
+
+
+def judge_doubtful(printed: Cell, value: Interval | None, problem: str | None, doubt: str | None) -> Judged:
+    """The doubtful-cell rule applied to one check: *value* recomputed (None with *problem* when
+    there is none); *doubt* says why it was computed from a doubtful reading. A check that would
+    be judged is `unknown` when *doubt* is set; the value is shown all the same."""
+    if value is None:
+        status, reason, _ = judge(printed, Unknown(problem or "no value"))
+        return Judged(status, reason, None)
+    status, reason, _ = judge(printed, value)
+    if doubt is not None and status in (Status.AGREE, Status.DISAGREE):
+        return Judged(Status.UNKNOWN, f"{doubt}: computed from a doubtful reading, not judged", value)
+    return Judged(status, reason, value)
 
 
 def first_problem(outcomes: list[Outcome]) -> Outcome | None:

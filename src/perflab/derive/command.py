@@ -15,12 +15,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from perflab.derive.average import check_averages, has_average, n_way
 from perflab.derive.checks import Check, Status
 from perflab.derive.metric_table import PARAMETER, check_metric_table
 from perflab.derive.render import Tally, render_check_list, render_metric_table, render_tally
 from perflab.derive.siblings import Siblings
 from perflab.derive.summary_tables import check_matrix, check_pairs, check_runs
-from perflab.derive.table import read_table
+from perflab.derive.table import AVERAGE, Table, is_average, read_table
 from perflab.catalog.registry import REGISTRY
 
 
@@ -46,8 +47,23 @@ def derive_table(path: Path, console: Console | None = None) -> DeriveResult:
     path = Path(path)
     table = read_table(path)
     notes: list[str] = []
-    if table.layout in ("metric", PARAMETER):
+    if table.layout == AVERAGE or (table.layout == "metric" and has_average(table) and not any(
+            check_metric_table(table, REGISTRY).meanings)):
+        derived = _derive_averages(table, notes)
+        if console is not None:
+            kind = "workload × n-way" if derived.context == "n-way" else "rows averaged"
+            render_metric_table(console, f"{path.name} (average table: {kind})", table.header,
+                                [(row.label, row.line, row.cells, True) for row in table.rows], derived.checks)
+    elif table.layout in ("metric", PARAMETER):
         result = check_metric_table(table, REGISTRY)
+        if result.names_runs_elsewhere:
+            # Change columns naming runs tabulated elsewhere (Table 33): the tables beside it.
+            siblings = Siblings.load(path.parent, path, REGISTRY)
+            result = check_metric_table(table, REGISTRY, siblings.printed)
+            if siblings.used:
+                notes.append(f"changes between runs of other tables, from their printed values in "
+                             f"{', '.join(sorted(siblings.used))}")
+            notes += [f"sibling {name} skipped: {reason}" for name, reason in siblings.skipped]
         by_parameter = table.layout == PARAMETER
         unregistered = [row.label for row, meaning in zip(table.rows, result.meanings) if meaning is None]
         if by_parameter:
@@ -80,6 +96,18 @@ def derive_table(path: Path, console: Console | None = None) -> DeriveResult:
     if console is not None:
         render_tally(console, derived.tally, notes)
     return derived
+
+
+def _derive_averages(table: Table, notes: list[str]) -> DeriveResult:
+    """The LSPR shape (average.py): each Average row against the mean of the rows above it."""
+    ways = [n_way(h) for h in table.columns]
+    numbered = [w for w in ways if w is not None]
+    if numbered:
+        notes.append(f"columns by n-way: {', '.join(f'{w}w' for w in numbered)}; rows: "
+                     f"{', '.join(r.label for r in table.rows if not is_average(r.label))}")
+    notes.append("each Average row is the mean of the rows above it; a row printing '-' in a column was not "
+                 "measured there and is left out of that column's mean")
+    return DeriveResult(table.path, AVERAGE, "n-way" if numbered else AVERAGE, check_averages(table), notes)
 
 
 def run_derive(path: Path, check: bool, console: Console) -> int:

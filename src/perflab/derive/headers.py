@@ -52,6 +52,16 @@ class ChangeHeading:
             return None
         return parts[0].strip(), parts[1].strip()
 
+    def hyphen_pair(self) -> tuple[str, str] | None:
+        """(first, second) when the heading names two runs joined by a hyphen ("Y64F4809 -
+        Y64F480E"). Which way the change goes is not in the hyphen; `changes.py` reads it as
+        "from the first to the second" only for runs tabulated in another table (Table 33,
+        whose text says "moving from the first run to the second")."""
+        parts = re.split(r"\s+[-–]\s+", self.names)
+        if len(parts) != 2 or not all(p.strip() and " " not in p.strip() for p in parts):
+            return None
+        return parts[0].strip(), parts[1].strip()
+
 
 def change_heading(header: str) -> ChangeHeading | None:
     """The change a column heading announces, or None for a run (or measurement) column."""

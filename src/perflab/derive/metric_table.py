@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perflab.derive.changes import change_outcome, plan_changes
+from perflab.derive.changes import Elsewhere, change_outcome, plan_changes
 from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
 from perflab.derive.interval import Interval
 from perflab.derive.resolve import RowMeaning, resolve_rows
@@ -41,12 +41,19 @@ class MetricTableResult:
     meanings: list[RowMeaning | None]
     checks: list[Check]
     run_columns: list[int]
+    names_runs_elsewhere: bool = False
+
+
+#: A run's printed value of a metric in a table beside this one: (run id, component, key) ->
+#: the value (Gap.ABSENT when none prints it). Given by `Siblings.printed`.
+Beside = Callable[[str, str, str], Outcome]
 
 
 class MetricTable:
-    def __init__(self, table: Table, registry: Registry):
+    def __init__(self, table: Table, registry: Registry, beside: Beside | None = None):
         self.table = table
         self.registry = registry
+        self.beside = beside
         if table.layout == PARAMETER:
             # Rows are values of the parameter (LRECL 80, 132, 4096), never metric names.
             self.meanings: list[RowMeaning | None] = [None] * len(table.rows)
@@ -208,6 +215,18 @@ class MetricTable:
         return Check(self.row_name(row), column, row.line, cell, recomputed, status, text, reason, approx, deviation,
                      col)
 
+    @property
+    def names_runs_elsewhere(self) -> bool:
+        """A change column names runs that are not columns of this table (Table 33)."""
+        return any(change.elsewhere is not None for change in self.changes)
+
+    def _elsewhere(self, meaning: RowMeaning | None) -> Elsewhere:
+        def printed(run: str, row: Row) -> Outcome:
+            if meaning is None or self.beside is None:
+                return Gap.ABSENT      # a row the registry does not know cannot be looked up
+            return self.beside(run, meaning.component, meaning.metric.key)
+        return printed
+
     def row_name(self, row: Row) -> str:
         """A row as the report names it: its label, or in a parameter table `LRECL 80`."""
         if self.table.layout == PARAMETER and row.section:
@@ -223,7 +242,8 @@ class MetricTable:
                 if row.cells[change.index].kind is Kind.EMPTY or (meaning is not None and meaning.metric.text):
                     continue
                 exact = meaning is not None and meaning.metric.exact_count
-                outcome = change_outcome(self.table, row, change, exact)
+                outcome = change_outcome(self.table, row, change, exact,
+                                         self._elsewhere(meaning) if self.beside is not None else None)
                 if outcome is None:
                     continue      # a descriptive row (RELEASE...) has no change to check
                 out.append(self._check(row, change.index, column, outcome, text, None))
@@ -242,7 +262,7 @@ def _combine(printed: Outcome, derived: Outcome, half: float) -> Outcome:
     return printed
 
 
-def check_metric_table(table: Table, registry: Registry) -> MetricTableResult:
-    evaluator = MetricTable(table, registry)
+def check_metric_table(table: Table, registry: Registry, beside: Beside | None = None) -> MetricTableResult:
+    evaluator = MetricTable(table, registry, beside)
     return MetricTableResult(table, evaluator.context, evaluator.meanings, evaluator.checks(),
-                             evaluator.run_columns)
+                             evaluator.run_columns, evaluator.names_runs_elsewhere)

@@ -19,14 +19,12 @@ interval must overlap the printed value ± half its last unit; a range such as `
 the span of its ends' rounding). The point product of the printed symbols is kept beside the
 interval: it is the number the seeds wrote down (1.04 × 1.04 = 1.0816).
 
-**Doubtful cells (a trailing `?`): one rule, here and in every derive check.** A doubtful cell
-is never evidence: no check is judged against it, and no check is judged on a value computed
-from it -- such a check is `unknown` (neither agrees nor fails, and `perflab capacity matrix`
-leaves it out of its counts). Where the cell still reads as something (`0.91?`, `1.064?`, the
-symbol in `R13C?` or `RH?`), that reading is carried, so the value computed from it is shown,
-marked doubtful, with the reason. A bare `?` reads as nothing: a row that needs it has no
-value. A doubtful pair makes only what is computed from the pairs doubtful (an avg check,
-capacity's estimate from the pairs), not the product of the printed symbols.
+Doubtful cells (a trailing `?`) follow derive's one rule (checks.py, `judge_doubtful`): read,
+shown, never judged -- and `perflab capacity matrix` leaves them out of its counts. Here the
+readings are a cell's number (`0.91?`, a pair's `1.064?`) and a symbol's name (`R13C?` in a
+derivation, `RH?` in the symbol column). A doubtful pair makes only what is computed from the
+pairs doubtful (an avg check, capacity's estimate from the pairs), not the product of the
+printed symbols.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from perflab.catalog.registry import compose, mean_of
-from perflab.derive.checks import Status, Unknown, judge
+from perflab.derive.checks import Judged, Reading, Status, judge_doubtful, reading
 from perflab.derive.interval import Interval
 from perflab.derive.table import Cell, Kind, Row, Table
 
@@ -45,51 +43,6 @@ MATRIX = "matrix"
 
 _SYMBOL = re.compile(r"^(R[0-9A-Z]+)(\?)?$")
 _RANGE = re.compile(r"^\s*(\d*\.\d+|\d+)\s*-\s*(\d*\.\d+|\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class Reading:
-    """A printed number: its value, known to ± half a unit of its last digit, and whether the
-    cell was doubtful (read through its `?`)."""
-
-    text: str
-    value: float
-    half: float
-    doubtful: bool
-
-    @property
-    def interval(self) -> Interval:
-        return Interval.around(self.value, self.half)
-
-
-def reading(cell: Cell) -> Reading | None:
-    """What *cell* reads as (see the module docstring); None for a bare `?`, na or text."""
-    inner = cell.reading()
-    if inner is None or inner.value is None:
-        return None
-    return Reading(cell.text, inner.value, inner.half, cell.kind is Kind.UNKNOWN)
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A printed cell judged against a recomputed value: the status, why, and the value shown."""
-
-    status: Status
-    reason: str
-    value: Interval | None
-
-
-def judge_doubtful(printed: Cell, value: Interval | None, problem: str | None, doubt: str | None) -> Judged:
-    """The doubtful-cell rule applied to one check: *value* recomputed (None with *problem* when
-    there is none); *doubt* says why it was computed from a doubtful reading. A check that would
-    be judged is `unknown` when *doubt* is set; the value is shown all the same."""
-    if value is None:
-        status, reason, _ = judge(printed, Unknown(problem or "no value"))
-        return Judged(status, reason, None)
-    status, reason, _ = judge(printed, value)
-    if doubt is not None and status in (Status.AGREE, Status.DISAGREE):
-        return Judged(Status.UNKNOWN, f"{doubt}: computed from a doubtful reading, not judged", value)
-    return Judged(status, reason, value)
 
 
 # -- measurement pairs -----------------------------------------------------------------------

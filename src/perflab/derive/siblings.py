@@ -24,6 +24,7 @@ class Siblings:
     metric_tables: list[MetricTable] = field(default_factory=list)
     summary_tables: list[Table] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)     # tables `printed` took a value from
     _runs: dict[str, list[tuple[MetricTable, int, bool]]] = field(default_factory=dict)
 
     @classmethod
@@ -62,6 +63,20 @@ class Siblings:
                 return Unknown(f"run id {run_id} is marked uncertain in {name}"), name
             return outcome, name
         return Gap.ABSENT, ""
+
+    def printed(self, run_id: str, component: str, key: str) -> Outcome:
+        """A run's *printed* value of a metric in the first sibling table that prints the row (a
+        change is recomputed from printed cells only, changes.py); Gap.ABSENT when none does."""
+        for evaluator, col, uncertain in self._runs.get(run_id.strip(), []):
+            outcome = evaluator.printed(component, key, col)
+            if outcome is Gap.ABSENT:
+                continue
+            name = evaluator.table.path.name
+            self.used.add(name)
+            if uncertain:
+                return Unknown(f"run id {run_id} is marked uncertain in {name}")
+            return outcome
+        return Gap.ABSENT
 
     @property
     def names(self) -> list[str]:

@@ -5,8 +5,11 @@ every other column one run headed by its run id. Summary tables (measurement pai
 ITRR matrix, run summaries) have their own columns instead; `layout` tells them apart by
 header. A table whose first column is a parameter (LRECL, BLKSIZE, trace No.) with one column
 per release and change columns (`Delta (%)`: the z/OS IEBCOPY tables, the VM/ESA trace tables
-47-51) is the `parameter` layout: its rows are parameter values, not metrics. Cell
-conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
+47-51) is the `parameter` layout: its rows are parameter values, not metrics. A table with
+none of those headings but an `Average` row (the z/OS LSPR release table: workloads × n-way, an
+Average row under them) is the `average` layout: its rows are of one kind, and each Average row
+is the mean of the rows above it. Emphasis copied from a rendered report (`<b>Average</b>`) is
+dropped. Cell conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
 reconstruction (unknown); `105K` = 105 × 1024.
 """
 
@@ -74,7 +77,7 @@ class Cell:
         """The number a cell reads as: itself when it is one; for a doubtful cell (`1.064?`) its
         text without the `?`, when that is a number; None otherwise (a bare `?`, na, text).
 
-        A reading of a doubtful cell is never evidence (docs/derive.md, doubtful cells): it is
+        A reading of a doubtful cell is never evidence (checks.py, docs/derive.md): it is
         carried only so that what is computed from it can be shown, marked doubtful."""
         if self.kind is Kind.NUMBER:
             return self
@@ -108,7 +111,7 @@ class Table:
     path: Path
     header: list[str]
     rows: list[Row]
-    layout: str            # "metric", "parameter", "pairs", "matrix" or "runs"
+    layout: str            # "metric", "parameter", "pairs", "matrix", "runs" or "average"
 
     @property
     def columns(self) -> list[str]:
@@ -139,6 +142,21 @@ class Table:
     def text(self, row: Row, column: str) -> str:
         """The printed text of `cell(row, column)`."""
         return self.cell(row, column).text
+
+
+AVERAGE = "average"
+_AVERAGE_LABEL = re.compile(r"^(?:average|avg\.?|mean)$", re.IGNORECASE)
+# Emphasis copied from a rendered report ("<b>Average</b>", "**0.5%**") is not part of a cell.
+_EMPHASIS = re.compile(r"</?(?:b|strong|i|em)>|^\*\*|\*\*$", re.IGNORECASE)
+
+
+def is_average(label: str) -> bool:
+    """A row label that says the row is the mean of the rows above it ("Average", "Avg", "Mean")."""
+    return bool(_AVERAGE_LABEL.match(label.strip()))
+
+
+def _unmark(text: str) -> str:
+    return _EMPHASIS.sub("", text.strip()).strip()
 
 
 def _layout(header: list[str]) -> str | None:
@@ -176,6 +194,7 @@ def read_table(path: Path) -> Table:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header: list[str] | None = None
     layout: str | None = None
+    no_layout: InputError | None = None   # raised unless an Average row makes it an average table
     section = ""
     rows: list[Row] = []
     try:
@@ -184,28 +203,35 @@ def read_table(path: Path) -> Table:
             if not raw or all(not c.strip() for c in raw):
                 continue
             if header is None:
-                header = [c.strip() for c in raw]
+                header = [_unmark(c) for c in raw]
                 layout = _layout(header)
                 if layout is None:
-                    raise InputError("no `metric` column: expected the seed-table format (first column "
-                                     "`metric` holding the printed row label, one column per run) or a "
-                                     "parameter-first table (the parameter, one column per release, and a "
-                                     "change column such as `Delta (%)`)",
-                                     file=path, line=line, field=header[0] or "(empty)")
+                    no_layout = InputError(
+                        "no `metric` column: expected the seed-table format (first column `metric` holding the "
+                        "printed row label, one column per run), a parameter-first table (the parameter, one "
+                        "column per release, and a change column such as `Delta (%)`), or a table with an "
+                        "`Average` row (rows such as workloads, one column per configuration)",
+                        file=path, line=line, field=header[0] or "(empty)")
                 if len(header) < 2:
-                    raise InputError("no run columns after `metric`", file=path, line=line, field=header[0])
+                    raise no_layout or InputError("no run columns after `metric`", file=path, line=line,
+                                                  field=header[0])
                 section = header[0]
                 continue
             if len(raw) != len(header):
-                raise InputError(f"row has {len(raw)} cells but the header has {len(header)} columns",
-                                 file=path, line=line, field=raw[0].strip() or "(first cell)")
+                raise no_layout or InputError(f"row has {len(raw)} cells but the header has {len(header)} columns",
+                                              file=path, line=line, field=raw[0].strip() or "(first cell)")
             if layout == "parameter" and _repeats_header(raw, header):
                 section = raw[0].strip() or section
                 continue
-            rows.append(Row(raw[0].strip(), [Cell.parse(c) for c in raw[1:]], line, raw, section))
+            cells = [_unmark(c) for c in raw]
+            rows.append(Row(cells[0], [Cell.parse(c) for c in cells[1:]], line, raw, section))
     except csv.Error as exc:
         raise InputError(f"not valid CSV: {exc}", file=path, line=reader.line_num) from None
     if header is None:
         raise InputError("empty table: no header row", file=path, line=1)
-    assert layout is not None
+    if layout is None:
+        assert no_layout is not None
+        if not any(is_average(r.label) for r in rows):
+            raise no_layout
+        layout = AVERAGE
     return Table(Path(path), header, rows, layout)
