@@ -17,6 +17,7 @@ from typing import Optional
 import typer
 
 from perflab.capacity.command import capacity_app
+from perflab.cli_options import MARKUP_MODE, PerflabGroup, StoreOpt, completion_option
 from perflab.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError,
                             SutFailure)
 from perflab.monitor.agent_command import agent_command
@@ -25,10 +26,10 @@ from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
     name="perflab",
-    help="perflab: a performance evaluation lab. Drive a system under test, measure what every "
-    "transaction costs, compare releases.",
+    cls=PerflabGroup,                # --help without type tags (perflab.cli_options)
+    rich_markup_mode=MARKUP_MODE,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,            # perflab's own --show-completion SHELL, --install-completion SHELL (below)
     pretty_exceptions_enable=False,
 )
 app.add_typer(capacity_app, name="capacity")
@@ -37,17 +38,31 @@ out = console()
 err = console(stderr=True)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
 
-def _store_location(value: Optional[Path]) -> Optional[Path]:
-    from perflab.store.catalog import store_home
-    from perflab.store.location import check_store_location
+        try:
+            number = version("perflab")
+        except PackageNotFoundError:   # run from a source tree that was never installed
+            from perflab import __version__ as number
+        print(f"perflab {number}")
+        raise typer.Exit()
 
-    check_store_location(store_home(value))
-    return value
 
+@app.callback()
+def _root(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="print perflab's version and exit"),
+    show_completion: Optional[str] = completion_option("show"),
+    install_completion: Optional[str] = completion_option("install"),
+) -> None:
+    """perflab: a performance evaluation lab. Drive a system under test, measure what every
+    transaction costs, compare releases.
 
-StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", callback=_store_location,
-                        help="run store directory (default ./perflab-runs)")
+    Start with `perflab run examples/debit-credit.yaml`, then `perflab show`; `perflab COMMAND
+    --help` says more about each command.
+    """
 
 
 def _seconds(text: str | None, option: str) -> float | None:
@@ -62,7 +77,10 @@ def _seconds(text: str | None, option: str) -> float | None:
 @app.command()
 def validate(workload: Path = typer.Argument(..., help="workload or study YAML file")) -> None:
     """Check a workload or study file (and the workload it names); print a summary or the first
-    problem (file:line: field: message). Nothing is run and nothing is written."""
+    problem (file:line: field: message). Nothing is run and nothing is written.
+
+    Example: `perflab validate examples/sqlite-release-study.yaml`
+    """
     from perflab.workload.loader import load_workload, read_yaml
 
     data = read_yaml(workload)
@@ -82,7 +100,10 @@ def validate(workload: Path = typer.Argument(..., help="workload or study YAML f
 
 @app.command()
 def schema(kind: str = typer.Argument("workload", help="workload or study")) -> None:
-    """Print the JSON schema of workload (or study) files, for editors."""
+    """Print the JSON schema of workload (or study) files, for editors.
+
+    Example: `perflab schema study > study.schema.json`
+    """
     from perflab.study.model import Study
     from perflab.workload.model import Workload
 
@@ -117,7 +138,10 @@ def run(
     """Drive the workload's SUT, store the run, print its summary and the run id.
 
     Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input, 130 interrupted
-    (Ctrl-C, SIGTERM; the run is stored, marked interrupted)."""
+    (Ctrl-C, SIGTERM; the run is stored, marked interrupted).
+
+    Example: `perflab run examples/debit-credit.yaml --users 8 --duration 30s`
+    """
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.reduce.reduce import reduce_run
@@ -175,7 +199,10 @@ def runs(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """List stored runs."""
+    """List stored runs.
+
+    Example: `perflab runs -n 10`
+    """
     from rich.table import Table
 
     from perflab.store.catalog import Store
@@ -213,7 +240,10 @@ def show(
     html: bool = typer.Option(False, "--html", help="write the run's self-contained report.html into its directory"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Show a run's metrics, grouped as the seed reports group them."""
+    """Show a run's metrics, grouped as the seed reports group them.
+
+    Example: `perflab show last --html` (writes the run's report.html and prints its path)
+    """
     from perflab.reduce.reduce import reduce_run
     from perflab.report.terminal import render_metrics
     from perflab.store.catalog import Store
@@ -247,6 +277,8 @@ def study(
     Prints the report directory. Exit codes: 0 done (with --gate: every primary verdict
     EQUIVALENT or BETTER), 1 a primary verdict is WORSE (--gate), 2 bad input, 3 a primary
     verdict is INCONCLUSIVE (--gate), 4 a primary metric has no valid comparison (always).
+
+    Example: `perflab study examples/sqlite-release-study.yaml --measurement 30s --blocks 4`
     """
     from perflab.report.progress import StudyProgress
     from perflab.report.terminal import render_verdicts
@@ -276,7 +308,8 @@ def study(
 
 @app.command()
 def compare(
-    a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or study:ID:CONFIG"),
+    a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or "
+                            "study:STUDY_ID:CONFIG"),
     b: str = typer.Argument(..., metavar="B", help="new: the same forms"),
     metric: Optional[list[str]] = typer.Option(None, "--metric", "-m", help="primary metrics: their verdicts decide "
                                                "the exit code (default: the study's, else itr_s)"),
@@ -284,7 +317,7 @@ def compare(
     confidence: Optional[float] = typer.Option(None, "--confidence", help="level of the intervals (0.90)"),
     family_alpha: Optional[float] = typer.Option(None, "--family-alpha",
                                                  help="error rate of all claims of a change together (0.05)"),
-    report_dir: Optional[Path] = typer.Option(None, "--out", help="also write report.md/html/json here"),
+    report_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also write report.md/html/json here"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Compare stored runs or run groups (a regression gate for CI pipelines).
@@ -292,6 +325,8 @@ def compare(
     Runs of one study keep the study's gates, criteria and verdicts; other runs are judged by
     the gates for single runs. Exit codes: 0 every primary verdict EQUIVALENT or BETTER; 1 one
     is WORSE; 2 bad input; 3 one is INCONCLUSIVE (more runs needed); 4 no valid comparison.
+
+    Example: `perflab compare label:before label:after --metric etr_t --out compare/`
     """
     from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
     from perflab.report.terminal import render_verdicts
@@ -325,10 +360,13 @@ def compare(
 @app.command()
 def accuracy(
     quick: bool = typer.Option(False, "--quick", help="short windows: a smoke check, not the published table"),
-    output: Path = typer.Option(Path("docs/accuracy.md"), "--out", help="where to write the table"),
+    output: Path = typer.Option(Path("docs/accuracy.md"), "--out", metavar="FILE", help="where to write the table"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Measure the known-cost synthetic SUT at 20-90% utilization; write docs/accuracy.md."""
+    """Measure the known-cost synthetic SUT at 20-90% utilization; write docs/accuracy.md.
+
+    Example: `perflab accuracy --quick --out /tmp/accuracy.md`
+    """
     from perflab.store.atomic import write_atomic
     from perflab.store.catalog import Store
     from perflab.study.accuracy import render_accuracy, run_accuracy, with_kept_sections
@@ -349,7 +387,10 @@ def accuracy(
 def metrics(
     markdown: bool = typer.Option(False, "--markdown", help="the reference as Markdown (docs/metrics.md)"),
 ) -> None:
-    """List the metric catalog: labels, keys, units, sources, formulas."""
+    """List the metric catalog: labels, keys, units, sources, formulas.
+
+    Example: `perflab metrics --markdown > metrics.md`
+    """
     from perflab.report.metric_reference import render_metric_reference, render_metric_table
 
     if markdown:
@@ -363,7 +404,10 @@ def derive(
     table: Path = typer.Argument(..., help="a published measurement table (seed-table CSV format)"),
     check: bool = typer.Option(False, "--check", help="exit 1 when a derivable row disagrees beyond rounding"),
 ) -> None:
-    """Recompute a published table's derived rows with perflab's formulas."""
+    """Recompute a published table's derived rows with perflab's formulas.
+
+    Example: `perflab derive tests/capacity/data/06-t31-processor-capacity-9021.csv --check`
+    """
     from perflab.derive.command import run_derive
 
     raise typer.Exit(run_derive(table, check, out))

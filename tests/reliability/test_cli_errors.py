@@ -12,7 +12,7 @@ WORKLOAD = str(EXAMPLES / "debit-credit.yaml")
 
 @pytest.mark.parametrize("args, expected", [
     (["run", "--x"], "perflab run: no such option: --x (perflab run --help)"),
-    (["run"], "perflab run: missing argument 'workload'. (perflab run --help)"),
+    (["run"], "perflab run: missing argument 'WORKLOAD'. (perflab run --help)"),
     (["nosuch"], "perflab: no such command 'nosuch'. (perflab --help)"),
     (["run", WORKLOAD, "--users", "ten"], "perflab run: invalid value for '--users' / '-u': Input should be a "
                                           "valid integer, unable to parse string as an integer (perflab run --help)"),

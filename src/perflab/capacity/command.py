@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 
 from perflab.capacity import render
+from perflab.cli_options import StoreOpt
 from perflab.errors import InputError
 from perflab.safe_text import console
 
@@ -27,7 +28,6 @@ capacity_app = typer.Typer(
 
 out = console()   # no emoji codes, 200 columns when piped
 
-StoreOpt = typer.Option(None, "--store", envvar="PERFLAB_HOME", help="run store directory (default ./perflab-runs)")
 JsonOpt = typer.Option(False, "--json", help="one JSON document instead of tables")
 StudyArg = typer.Argument(..., metavar="STUDY", help="sweep study: id (or unique prefix), directory, or study.json")
 FitOpt = typer.Option(None, "--fit", help="levels the model is fitted to, e.g. 1,24 (default: all)")
@@ -75,7 +75,10 @@ def summary(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Everything at once for a sweep: measured levels, USL, MVA, bounds, users supported (or,
-    for a sut_cpus sweep, scaling per processor); a note for each model that could not be built."""
+    for a sut_cpus sweep, scaling per processor); a note for each model that could not be built.
+
+    Example: `perflab capacity summary STUDY_ID --target-util 80` (the id `perflab study` printed)
+    """
     from perflab.capacity.source import read_study
     from perflab.capacity.summary import capacity_summary
 
@@ -106,7 +109,10 @@ def usl(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Fit the Universal Scalability Law to ETR (T) over a users, workers or sut_cpus sweep:
-    α, β, γ, peak N and peak ETR with intervals, and the residuals. Needs ≥ 6 levels."""
+    α, β, γ, peak N and peak ETR with intervals, and the residuals. Needs ≥ 6 levels.
+
+    Example: `perflab capacity usl STUDY_ID --json`
+    """
     from perflab.capacity.uslsweep import fit_sweep_usl
 
     data = _data(study, store)
@@ -128,7 +134,10 @@ def mva(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """MVA from the measured demand (PBT/CMD (S)) and think time, beside every measured level of
-    a users sweep; levels outside --fit are held out (their ETR and response are predictions)."""
+    a users sweep; levels outside --fit are held out (their ETR and response are predictions).
+
+    Example: `perflab capacity mva STUDY_ID --fit 1,3,18 --demand point`
+    """
     from perflab.capacity.beside import predictions
     from perflab.capacity.closed import fit_closed_model
 
@@ -159,7 +168,10 @@ def bounds(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Operational-law (asymptotic) bounds on ETR (T) and AVG LAST (T) from the measured demand
-    and think time, beside each measured level, and the knee N*."""
+    and think time, beside each measured level, and the knee N*.
+
+    Example: `perflab capacity bounds STUDY_ID`
+    """
     from perflab.capacity.beside import bounds as level_bounds
     from perflab.capacity.beside import knee
     from perflab.capacity.closed import fit_closed_model
@@ -186,7 +198,10 @@ def supported(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Users supported at a target utilization and at a response-time limit (MVA from the
-    measured demand), each with the interval the demand's run-to-run spread implies."""
+    measured demand), each with the interval the demand's run-to-run spread implies.
+
+    Example: `perflab capacity supported STUDY_ID --response-limit 0.5`
+    """
     from perflab.capacity.closed import fit_closed_model, supported_at_response, supported_at_utilization
 
     data = _data(study, store)
@@ -208,7 +223,10 @@ def cpus(
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """ITRR per added processor (the LSPR shape) from a CPUs-online sweep or a seed table."""
+    """ITRR per added processor (the LSPR shape) from a CPUs-online sweep or a seed table.
+
+    Example: `perflab capacity cpus tests/capacity/data/06-t31-processor-capacity-9021.csv`
+    """
     from perflab.capacity.scaling import sweep_scaling, table_scaling
 
     path = Path(source)
@@ -230,7 +248,10 @@ def compose(
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Compose ITRRs (A→B then B→C gives A→C): ratios multiply, log variances add."""
+    """Compose ITRRs (A→B then B→C gives A→C): ratios multiply, log variances add.
+
+    Example: `perflab capacity compose hw=1.30 R21=1.0464:0.942:1.163 R1E=1.04`
+    """
     from perflab.capacity.compose import compose as product
     from perflab.capacity.steps import chain_warnings, parse_step
 
@@ -255,7 +276,11 @@ def matrix(
     as_json: bool = JsonOpt,
 ) -> None:
     """Recompute the seeds' release ITRR matrix from its measurement pairs: each cell from the
-    printed symbols (checked within rounding) and from the pairs with an interval."""
+    printed symbols (checked within rounding) and from the pairs with an interval.
+
+    Example: `perflab capacity matrix tests/capacity/data/21-t03-itrr-measurement-pairs.csv
+    tests/capacity/data/22-t02-itrr-release-matrix.csv`
+    """
     from perflab.capacity.matrix import release_matrix
 
     m = release_matrix(pairs_csv, matrix_csv, confidence)
@@ -275,7 +300,10 @@ def whatif(
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Users supported after a change of ITRR: N_new = N × ITRR at the same utilization."""
+    """Users supported after a change of ITRR: N_new = N × ITRR at the same utilization.
+
+    Example: `perflab capacity whatif R21=1.0464:0.942:1.163 --users 5860`
+    """
     from perflab.capacity.compose import compose as product
     from perflab.capacity.steps import parse_step
     from perflab.capacity.usl import EXTRAPOLATION_FACTOR

@@ -58,6 +58,8 @@ def agent_command(
     """Serve this host's counters to a perflab driver elsewhere (docs/distributed.md).
 
     Prints the agent's URL, then answers until Ctrl-C or SIGTERM. Read-only.
+
+    Example (on the SUT host): `perflab agent --pid-match postgres --listen 0.0.0.0:8766 --token "$TOKEN"`
     """
     from perflab.extras import require
     from perflab.monitor.agent import Agent, AgentConfig, pg_counter_spec, resolve_cgroup, serve

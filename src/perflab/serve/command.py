@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 
+from perflab.cli_options import StoreOpt
 from perflab.errors import InputError
 from perflab.extras import require
 from perflab.safe_text import visible
@@ -22,8 +23,7 @@ MIN_TOKEN_CHARS = 16
 
 
 def serve_command(
-    store: Optional[Path] = typer.Option(None, "--store", envvar="PERFLAB_HOME",
-                                         help="run store directory (default ./perflab-runs)"),
+    store: Optional[Path] = StoreOpt,
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on; any but the loopback needs a token"),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="port (0: any free port)"),
     token: Optional[str] = typer.Option(None, "--token", envvar="PERFLAB_SERVE_TOKEN",
@@ -34,6 +34,8 @@ def serve_command(
 
     Read-only: it never changes the store (docs/serve.md). Prints the address to open (with
     the token when one is needed) and serves until Ctrl-C.
+
+    Example: `perflab serve --port 8765`, then open the address it prints.
     """
     from perflab.store.catalog import store_home
 
