@@ -4,7 +4,7 @@ Exit codes (perflab.errors, README "Exit codes"): 0 success; 1 a primary verdict
 (compare, study --gate), a SUT failed (run), a derived row disagrees (derive --check); 2 bad
 input (file, line, field, what was expected -- never a traceback); 3 a primary verdict is
 INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison (study, compare);
-130 a run interrupted (Ctrl-C, SIGTERM), stored and marked so.
+5 a run complete but invalid (run); 130 a run interrupted (Ctrl-C, SIGTERM), stored and marked so.
 """
 
 from __future__ import annotations
@@ -137,17 +137,19 @@ def run(
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id.
 
-    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input, 130 interrupted
-    (Ctrl-C, SIGTERM; the run is stored, marked interrupted).
+    Exit codes: 0 done, 1 the SUT failed or a threshold is violated, 2 bad input, 5 the run is
+    invalid (a hung transaction, errors above 1%, a saturated driver...: stored with the reasons),
+    130 interrupted (Ctrl-C, SIGTERM; the run is stored, marked interrupted).
 
     Example: `perflab run examples/debit-credit.yaml --users 8 --duration 30s`
     """
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
+    from perflab.outcome import judge_outcome, run_exit_code
     from perflab.reduce.reduce import reduce_run
     from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
-    from perflab.report.terminal import render_summary, render_thresholds
+    from perflab.report.terminal import outcome_markup, render_summary, render_thresholds
     from perflab.store.catalog import CatalogError, Store
     from perflab.sut.placement import parse_cpus
     from perflab.workload.loader import load_workload
@@ -175,21 +177,19 @@ def run(
         if progress:
             progress.close()
     metrics = reduce_run(result.run_dir)
+    outcome = judge_outcome(metrics.record, metrics)
     try:
-        st.set_etr(result.run_id, metrics.values.get("etr_t"))
+        st.set_etr(result.run_id, metrics.values.get("etr_t"), outcome)
     except CatalogError as exc:  # e.g. the disk filled: the run is stored; `runs --rescan` indexes its ETR
         err.print(f"[yellow]note:[/yellow] {escape(exc)}", highlight=False, soft_wrap=True)
     render_summary(metrics, err)
     checked = evaluate(w.thresholds, metrics.values)
     render_thresholds(checked, err)
-    colour = {"complete": "green", "interrupted": "yellow"}.get(result.status, "red")
-    err.print(f"[{colour}]{result.status}[/{colour}]" + (f": {escape(result.reason)}" if result.reason else "")
-              + ("" if result.valid else " [red](invalid run)[/red]"))
+    err.print(outcome_markup(outcome) + (f": {escape(result.reason)}" if result.reason else ""))
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
-    if result.status == "interrupted":
-        raise typer.Exit(EXIT_INTERRUPTED)
-    if result.status == "failed" or violated(checked):
-        raise typer.Exit(EXIT_FAILED)
+    code = run_exit_code(outcome, violated(checked))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -205,6 +205,7 @@ def runs(
     """
     from rich.table import Table
 
+    from perflab.report.terminal import outcome_markup
     from perflab.store.catalog import Store
 
     st = Store(store)
@@ -219,16 +220,16 @@ def runs(
         st.reconcile()  # runs whose driver was killed between run.json and the catalog
     rows = st.rows(limit=limit)
     if as_json:
-        out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status} for r in rows]))
+        out.print_json(json.dumps([{**r.__dict__, "status": r.shown_status, **r.shown_outcome_fields} for r in rows]))
         return
     table = Table(title=f"runs in {escape(st.runs_dir)}", title_justify="left")
     for col in ("run id", "created", "workload", "label", "status", "users/rate", "ETR (T)"):
         table.add_column(col)
     for r in rows:
         load = f"{r.users:,}" if r.users else (f"{r.rate:,g}/s" if r.rate else "")
-        status = r.shown_status + ("" if r.valid in (None, True) else " (invalid)")
+        status = outcome_markup(r.shown_outcome)  # escaped, coloured by its tone
         etr = "" if r.etr_t is None else f"{r.etr_t:,.2f}"
-        table.add_row(escape(r.run_id), escape(r.created), escape(r.workload), escape(r.label or ""), escape(status),
+        table.add_row(escape(r.run_id), escape(r.created), escape(r.workload), escape(r.label or ""), status,
                       load, etr)
     out.print(table)
 

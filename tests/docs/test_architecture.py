@@ -18,7 +18,7 @@ RANKS = {
     "sut": 3, "monitor": 3,
     "drive": 4,
     "reduce": 5, "derive": 6,
-    "study": 7, "capacity": 7,
+    "study": 7, "capacity": 7, "outcome": 7,
     "report": 8,
     "serve": 9,
     "cli": 10, "__init__": 10,

@@ -69,7 +69,7 @@ def test_runs_sharing_cpus_know_of_each_other(tmp_path, store):
     finally:
         if first.poll() is None:
             first.kill()
-    assert second.returncode == 0, second.stderr
+    assert second.returncode == 5, second.stderr  # complete, invalid: a concurrent run (errors.EXIT_INVALID)
     first_id, second_id = first_out.strip(), second.stdout.strip()
     assert first.returncode == 130, first_err
 

@@ -21,6 +21,7 @@ import pytest
 
 from cli_helpers import perflab, run_dir_of, write_workload
 from perflab.drive.engine import TIMER_TICK_S
+from perflab.errors import EXIT_INVALID
 from proc_helpers import TAG_VARIABLE, new_tag, tagged_pids
 
 MEASUREMENT_S = 3.0
@@ -61,7 +62,7 @@ def test_hung_transactions_are_errors_killed_on_time_and_the_run_invalid(tmp_pat
     started = time.monotonic()
     done = perflab("run", path, "--no-monitor", "-q", "--seed", "1", store=store, timeout=120)
     elapsed = time.monotonic() - started
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == EXIT_INVALID, done.stderr  # complete, invalid: hung
     assert elapsed < MEASUREMENT_S + 30.0, f"a {MEASUREMENT_S:g} s window took {elapsed:.1f} s"
 
     run_dir = run_dir_of(store, done.stdout.strip().splitlines()[-1])
@@ -108,7 +109,7 @@ timing: {{stagger: 0s, stabilization: 0s, measurement: {MEASUREMENT_S:g}s}}
         elapsed = time.monotonic() - started
     finally:
         listener.close()
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == EXIT_INVALID, done.stderr  # complete, invalid: hung
     assert elapsed < MEASUREMENT_S + 30.0, f"a {MEASUREMENT_S:g} s window took {elapsed:.1f} s"
     run_dir = run_dir_of(store, done.stdout.strip().splitlines()[-1])
     run = json.loads((run_dir / "run.json").read_text())

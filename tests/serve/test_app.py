@@ -278,7 +278,8 @@ def test_a_run_page_shows_why_the_run_is_invalid(synthetic):
     assert (s1, s2) == (200, 200)
     invalid = page.split('id="invalid"', 1)[1].split("</ul>", 1)[0]
     assert '<code class="code">driver_saturated</code> driver CPU 97% of one core' in invalid
-    assert '<span class="badge invalid">invalid</span>' in page
+    assert '<span class="badge invalid" id="outcome" title="driver CPU 97% of one core' in page
+    assert ">invalid (driver saturated)</span>" in page
     # The report: the record's reasons, and the study's own decision with its codes.
     assert '<section id="invalid">' in report and '<code class="code">driver_saturated</code>' in report
     exclusions = report.split('id="exclusions"', 1)[1].split("</ul>", 1)[0]

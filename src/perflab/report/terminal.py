@@ -36,6 +36,16 @@ def _fmt(key: str, value: Any) -> str:
     return format_value(metric, value) if metric else ("na" if value is None else str(value))
 
 
+#: An outcome's tone (perflab.store.outcome.TONES) as a terminal colour.
+TONE_COLOURS = {"good": "green", "warn": "yellow", "bad": "red", "live": "cyan"}
+
+
+def outcome_markup(outcome: Any) -> str:
+    """A run's outcome in one line, coloured by its tone: "[red]errors (10.0%)[/red]"."""
+    colour = TONE_COLOURS.get(outcome.tone, "red")
+    return f"[{colour}]{escape(outcome.short)}[/{colour}]"
+
+
 def _header(metrics: Any) -> str:
     window = metrics.window
     release = metrics.attributes.get("release")
@@ -43,6 +53,10 @@ def _header(metrics: Any) -> str:
     if release:
         parts.append(f"RELEASE {escape(str(release))}")
     parts.append(f"status {escape(metrics.status)}")
+    if metrics.record is not None:
+        from perflab.outcome import judge_outcome
+
+        parts.append(f"outcome {outcome_markup(judge_outcome(metrics.record, metrics))}")
     parts.append(f"window {window.start:.1f}–{window.end:.1f} s ({window.duration:.1f} s)")
     return "  ".join(parts)
 

@@ -167,7 +167,7 @@ async def runs_page(request: web.Request) -> web.Response:
 async def api_runs(request: web.Request) -> web.Response:
     store = request.app[STORE]
     entries = await asyncio.to_thread(store.runs, RunFilter.from_query(dict(request.query)))
-    return web.json_response([{**e.row.__dict__, "status": e.status} for e in entries])
+    return web.json_response([e.as_json() for e in entries])
 
 
 def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
@@ -210,7 +210,9 @@ async def run_page(request: web.Request) -> web.Response:
     thresholds = []
     if status != "running":
         thresholds = (await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"]))["thresholds"]
+    outcome = await asyncio.to_thread(store.run_outcome, record)
     return _page(request, "run.html.j2", title=f"Run {run_id}", run=record, run_id=run_id, status=status,
+                 outcome=outcome,
                  live=store.live(run_id) if status == "running" else None, files=files, study=study,
                  workload=record.workload_name, thresholds=thresholds)
 

@@ -23,11 +23,14 @@ from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import StudyDocument, read_study_document
 from perflab.catalog.registry import REGISTRY
 from perflab.store.catalog import RunRow, Store, pid_alive
+from perflab.store.outcome import OutcomeKind, RunOutcome, record_outcome
 
 #: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,
 #: no "..", nothing a shell or a glob would read specially.
 ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
+#: What a list's status filter also accepts: a run's outcome (perflab.store.outcome).
+OUTCOMES = tuple(k.value for k in OutcomeKind if k.value not in STATUSES)
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 RUN_FILES = {"run.json": "application/json", "transactions.parquet": "application/vnd.apache.parquet",
              "samples.parquet": "application/vnd.apache.parquet", "live.json": "application/json"}
@@ -56,8 +59,8 @@ class RunFilter:
     @classmethod
     def from_query(cls, query: dict[str, str]) -> "RunFilter":
         f = cls(**{k: (query.get(k) or "").strip() for k in ("workload", "label", "status", "study", "since", "until")})
-        if f.status and f.status not in STATUSES:
-            raise InputError(f"expected one of {', '.join(STATUSES)}, got {f.status!r}", field="status")
+        if f.status and f.status not in STATUSES + OUTCOMES:
+            raise InputError(f"expected one of {', '.join(STATUSES + OUTCOMES)}, got {f.status!r}", field="status")
         for name in ("since", "until"):
             if getattr(f, name) and not DATE.match(getattr(f, name)):
                 raise InputError(f"expected a date YYYY-MM-DD, got {getattr(f, name)!r}", field=name)
@@ -68,7 +71,7 @@ class RunFilter:
             f.limit = int(limit)
         return f
 
-    def matches(self, row: RunRow, status: str) -> bool:
+    def matches(self, row: RunRow, status: str, outcome: str | None = None) -> bool:
         def contains(value: str | None, wanted: str) -> bool:
             return not wanted or wanted.casefold() in (value or "").casefold()
 
@@ -76,7 +79,7 @@ class RunFilter:
         # A label names a configuration (as compare's label:NAME does): matched whole; the
         # other text filters match a part, ignoring case.
         return (contains(row.workload, self.workload) and (not self.label or row.label == self.label)
-                and contains(row.study, self.study) and (not self.status or status == self.status)
+                and contains(row.study, self.study) and (not self.status or self.status in (status, outcome))
                 and (not self.since or created >= self.since) and (not self.until or created <= self.until))
 
     def query(self) -> dict[str, str]:
@@ -96,6 +99,14 @@ class RunEntry:
     def running(self) -> bool:
         return self.status == "running"
 
+    @property
+    def outcome(self) -> RunOutcome:
+        """What the run's outcome is (perflab.store.outcome): what the list shows."""
+        return self.row.shown_outcome
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.row.__dict__, "status": self.status, **self.row.shown_outcome_fields}
+
 
 class StoreView:
     """The server's read-only window on a store."""
@@ -114,7 +125,7 @@ class StoreView:
         out = []
         for row in self.store.rows():
             entry = RunEntry(row, row.shown_status)
-            if f.matches(row, entry.status):
+            if f.matches(row, entry.status, entry.outcome.kind.value):
                 out.append(entry)
                 if len(out) >= f.limit:
                     break
@@ -130,6 +141,12 @@ class StoreView:
     def run_record(self, run_id: str) -> RunRecord:
         """The run's run.json; InputError (file, field) when it cannot be read as one."""
         return read_run_record(self.run_dir(run_id) / "run.json")
+
+    def run_outcome(self, record: RunRecord) -> RunOutcome:
+        """The run's outcome as the lists show it: the catalog's (judged when the run was
+        reduced), else what its record alone says."""
+        row = self.store.row(record.run_id)
+        return row.shown_outcome if row is not None else record_outcome(record)
 
     @staticmethod
     def run_status(record: RunRecord) -> str:
@@ -150,7 +167,7 @@ class StoreView:
         return hashlib.sha1(json.dumps(list(items), default=str).encode()).hexdigest()[:16]
 
     def runs_version(self, entries: list[RunEntry]) -> str:
-        return self.version((e.row.run_id, e.status, e.row.valid, e.row.etr_t) for e in entries)
+        return self.version((e.row.run_id, e.status, e.row.valid, e.row.etr_t, e.outcome.kind.value) for e in entries)
 
     # -- studies -------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from perflab.errors import InputError
+from perflab.store.outcome import OutcomeKind, RunOutcome, outcome_of, record_outcome
 from perflab.records.run import RunRecord, parse_run_record
 
 DEFAULT_HOME = "perflab-runs"
@@ -39,9 +40,18 @@ CREATE TABLE IF NOT EXISTS runs (
     rate REAL,
     pid INTEGER,
     etr_t REAL,
-    path TEXT NOT NULL
+    path TEXT NOT NULL,
+    outcome TEXT,
+    outcome_reasons TEXT,
+    judged INTEGER
 )
 """
+#: Every column, in the table's order (a catalog made before a column existed has it added at
+#: its end: `_migrate`).
+_COLUMNS = ("run_id", "created", "workload", "label", "study", "status", "reason", "valid", "users", "rate", "pid",
+            "etr_t", "path", "outcome", "outcome_reasons", "judged")
+#: Columns added after the first catalogs were written, with their types.
+_ADDED = {"outcome": "TEXT", "outcome_reasons": "TEXT", "judged": "INTEGER"}
 
 
 def store_home(explicit: str | Path | None = None) -> Path:
@@ -80,6 +90,9 @@ class RunRow:
     pid: int | None
     etr_t: float | None
     path: str
+    outcome: str | None = None            # the run's outcome as last judged (perflab.outcome), stored
+    outcome_reasons: str | None = None    # its reasons: a JSON list of caveats
+    judged: bool | None = None            # judged with the run's reduction (every gate), not its record alone
 
     @property
     def shown_status(self) -> str:
@@ -87,6 +100,29 @@ class RunRow:
         if self.status == "running" and not pid_alive(self.pid):
             return "abandoned"
         return self.status
+
+    @property
+    def shown_outcome_fields(self) -> dict:
+        """The shown outcome as `perflab runs --json` gives it (kind, reasons' sentences, judged)."""
+        outcome = self.shown_outcome
+        return {"outcome": outcome.kind.value, "outcome_reasons": outcome.reason_texts(), "judged": outcome.judged}
+
+    @property
+    def shown_outcome(self) -> RunOutcome:
+        """The run's outcome as lists show it (perflab.outcome): running or abandoned while its
+        status says running, else the outcome stored when it was last judged (a row indexed by an
+        older perflab has none: what its status and validity say)."""
+        status = self.shown_status
+        if status in ("running", "abandoned"):
+            return RunOutcome(OutcomeKind(status), judged=False)
+        if self.outcome is None:
+            kind = status if status != "complete" else ("invalid" if self.valid is False else "complete")
+            return outcome_of(kind, [self.reason] if self.reason else None, judged=False)
+        try:
+            reasons = json.loads(self.outcome_reasons or "[]")
+        except ValueError:
+            reasons = []
+        return outcome_of(self.outcome, reasons if isinstance(reasons, list) else [], bool(self.judged))
 
 
 class CatalogError(InputError):
@@ -107,6 +143,7 @@ class Store:
             conn = sqlite3.connect(path or self.catalog_path, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
+            _migrate(conn)
         except (sqlite3.Error, OSError) as exc:
             raise self._error(exc, "open") from None
         return conn
@@ -121,30 +158,48 @@ class Store:
         (ETR (T) is filled in after reduction, by whoever reduced the run)."""
         self._write(self.catalog_path, [self._row_of(record, etr_t)])
 
-    def set_etr(self, run_id: str, etr_t: float | None) -> None:
+    def set_etr(self, run_id: str, etr_t: float | None, outcome: RunOutcome | None = None) -> None:
+        """What the run's reduction tells: its ETR (T) and, when given, its outcome judged with
+        every gate (perflab.outcome.judge_outcome(record, metrics))."""
         with self._connect() as conn:
             try:
-                conn.execute("UPDATE runs SET etr_t = ? WHERE run_id = ?", (etr_t, run_id))
+                if outcome is None:
+                    conn.execute("UPDATE runs SET etr_t = ? WHERE run_id = ?", (etr_t, run_id))
+                else:
+                    conn.execute("UPDATE runs SET etr_t = ?, outcome = ?, outcome_reasons = ?, judged = ? "
+                                 "WHERE run_id = ?", (etr_t, *_outcome_columns(outcome), run_id))
             except sqlite3.Error as exc:
                 raise self._error(exc, "update") from None
 
-    def _row_of(self, record: RunRecord, etr_t: float | None) -> tuple:
+    def _row_of(self, record: RunRecord, etr_t: float | None, judged: tuple | None = None) -> tuple:
+        """The catalog row of a record. Its outcome is what the record alone says, unless
+        `judged` -- an outcome judged with the run's reduction, as an older catalog stored it
+        (kind, reasons, judged, the status it was judged at) -- is given for the same status."""
         cfg = record.config
+        outcome = _outcome_columns(record_outcome(record))
+        if judged is not None and judged[0] is not None and judged[2] and record.status == judged[3]:
+            outcome = tuple(judged[:3])
         return (record.run_id, record.created, record.workload_name, record.label, record.study, record.status,
                 record.reason, None if record.valid is None else int(bool(record.valid)), cfg.users, cfg.rate,
-                record.pid, etr_t, str(self.run_dir(record.run_id)))
+                record.pid, etr_t, str(self.run_dir(record.run_id)), *outcome)
 
     def _write(self, path: Path, rows: list[tuple]) -> None:
         conn = self._connect(path)
         try:
             with conn:
-                # Keep an ETR (T) already indexed when the new row has none (re-indexing a run).
+                # Keep an ETR (T) already indexed when the new row has none (re-indexing a run), and
+                # an outcome judged with the run's reduction while its status is the same.
+                keep = "runs.judged = 1 AND runs.status = excluded.status AND excluded.judged = 0"
                 conn.executemany(
-                    "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
+                    f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+                    "ON CONFLICT(run_id) DO UPDATE SET "
                     "created=excluded.created, workload=excluded.workload, label=excluded.label, "
                     "study=excluded.study, status=excluded.status, reason=excluded.reason, valid=excluded.valid, "
                     "users=excluded.users, rate=excluded.rate, pid=excluded.pid, "
-                    "etr_t=COALESCE(excluded.etr_t, runs.etr_t), path=excluded.path", rows)
+                    "etr_t=COALESCE(excluded.etr_t, runs.etr_t), path=excluded.path, "
+                    f"outcome=CASE WHEN {keep} THEN runs.outcome ELSE excluded.outcome END, "
+                    f"outcome_reasons=CASE WHEN {keep} THEN runs.outcome_reasons ELSE excluded.outcome_reasons END, "
+                    f"judged=CASE WHEN {keep} THEN runs.judged ELSE excluded.judged END", rows)
         except sqlite3.Error as exc:
             raise self._error(exc, "write") from None
         finally:
@@ -153,7 +208,7 @@ class Store:
     def rows(self, limit: int | None = None) -> list[RunRow]:
         conn = self._connect()
         try:
-            query = "SELECT * FROM runs ORDER BY created DESC, run_id DESC"
+            query = f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY created DESC, run_id DESC"
             if limit:
                 query += f" LIMIT {int(limit)}"
             return [_row(r) for r in conn.execute(query)]
@@ -161,6 +216,17 @@ class Store:
             raise self._error(exc, "read") from None
         finally:
             conn.close()
+
+    def row(self, run_id: str) -> RunRow | None:
+        """The catalog row of one run, or None when the catalog has none."""
+        conn = self._connect()
+        try:
+            found = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read") from None
+        finally:
+            conn.close()
+        return None if found is None else _row(found)
 
     def reconcile(self) -> int:
         """Index what run.json files say and the catalog does not: a driver killed between writing
@@ -189,12 +255,24 @@ class Store:
 
     def _old_etr(self) -> dict[str, float]:
         """ETR (T) values the current catalog holds (they are kept across a rescan)."""
+        return {run_id: etr for run_id, (etr, _) in self._old_reduced().items() if etr is not None}
+
+    def _old_reduced(self) -> dict[str, tuple[float | None, tuple | None]]:
+        """What the current catalog holds from the runs' reductions -- ETR (T), and the outcome
+        judged with every gate (kind, reasons, judged, the status it was judged at) -- kept
+        across a rescan."""
         if not self.catalog_path.exists():
             return {}
         try:
             conn = sqlite3.connect(f"file:{self.catalog_path}?mode=ro", uri=True, timeout=30)
             try:
-                return {r[0]: r[1] for r in conn.execute("SELECT run_id, etr_t FROM runs WHERE etr_t IS NOT NULL")}
+                names = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+                if "judged" not in names:   # a catalog from before outcomes were stored
+                    return {r[0]: (r[1], None) for r in conn.execute(
+                        "SELECT run_id, etr_t FROM runs WHERE etr_t IS NOT NULL")}
+                return {r[0]: (r[1], (r[2], r[3], r[4], r[5]) if r[4] else None) for r in conn.execute(
+                    "SELECT run_id, etr_t, outcome, outcome_reasons, judged, status FROM runs "
+                    "WHERE etr_t IS NOT NULL OR judged = 1")}
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -217,7 +295,8 @@ class Store:
         if not rebuild:
             self._write(self.catalog_path, [self._row_of(r, None) for r in records])
             return len(records)
-        etr = self._old_etr()
+        reduced = self._old_reduced()
+        etr = {run_id: value for run_id, (value, _) in reduced.items() if value is not None}
         if etr_of is not None:
             for r in records:
                 if r.run_id not in etr and r.status != "running":
@@ -229,7 +308,8 @@ class Store:
                         etr[r.run_id] = value
         tmp = self.home / f".catalog.{os.getpid()}.{secrets.token_hex(3)}.sqlite"
         try:
-            self._write(tmp, [self._row_of(r, etr.get(r.run_id)) for r in records])
+            self._write(tmp, [self._row_of(r, etr.get(r.run_id), (reduced.get(r.run_id) or (None, None))[1])
+                              for r in records])
             os.replace(tmp, self.catalog_path)
         finally:
             for leftover in (tmp, Path(str(tmp) + "-wal"), Path(str(tmp) + "-shm")):
@@ -317,4 +397,25 @@ def _is_file(path: Path) -> bool:
 def _row(r: tuple) -> RunRow:
     values = list(r)
     values[7] = None if values[7] is None else bool(values[7])
+    values[15] = None if values[15] is None else bool(values[15])
     return RunRow(*values)
+
+
+def _outcome_columns(outcome: RunOutcome) -> tuple[str, str, int]:
+    """An outcome as the catalog stores it: kind, reasons (JSON caveats), judged."""
+    return (outcome.kind.value, json.dumps([c.model_dump(mode="json") for c in outcome.reasons]),
+            int(outcome.judged))
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the columns a catalog written by an older perflab lacks (their values: NULL, shown
+    from the status until the run is indexed again). Two processes may race to add one: the
+    loser's "duplicate column" is the winner's work."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    for name, kind in _ADDED.items():
+        if name not in have:
+            try:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):
+                    raise
