@@ -14,9 +14,11 @@ from typing import List, Optional
 import typer
 
 from perflab.capacity import render
+from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
 from perflab.cli_options import StoreOpt
 from perflab.errors import InputError
 from perflab.safe_text import console
+from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
 capacity_app = typer.Typer(
     help="Capacity planning from sweeps, studies and seed tables: USL, MVA, bounds, users supported, "
@@ -32,8 +34,10 @@ JsonOpt = typer.Option(False, "--json", help="one JSON document instead of table
 StudyArg = typer.Argument(..., metavar="STUDY", help="sweep study: id (or unique prefix), directory, or study.json")
 FitOpt = typer.Option(None, "--fit", help="levels the model is fitted to, e.g. 1,24 (default: all)")
 DemandOpt = typer.Option("pooled", "--demand", help="demand beside each level: pooled D, or the level's own PBT/CMD (S) (point)")
-TargetOpt = typer.Option(90.0, "--target-util", help="UTIL/PROC (S) target, percent (the seeds' 90%)")
-LimitOpt = typer.Option(1.0, "--response-limit", help="AVG LAST (T) limit, seconds (the seeds' 1 s)")
+TargetOpt = typer.Option(100 * TARGET_UTIL, "--target-util",
+                         help=f"UTIL/PROC (S) target, percent (the seeds' {100 * TARGET_UTIL:g}%)")
+LimitOpt = typer.Option(RESPONSE_LIMIT_S, "--response-limit",
+                        help=f"AVG LAST (T) limit, seconds (the seeds' {RESPONSE_LIMIT_S:g} s)")
 
 
 def _json(obj) -> None:
@@ -244,7 +248,7 @@ def cpus(
 def compose(
     steps: List[str] = typer.Argument(..., metavar="STEP...",
                                       help="study[#CONFIG] | runs:A..B | [NAME=]RATIO[:LOW:HIGH]"),
-    confidence: float = typer.Option(0.90, "--confidence", help="interval level of the product (and of given LOW:HIGH)"),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="interval level of the product (and of given LOW:HIGH)"),
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
@@ -272,7 +276,7 @@ def compose(
 def matrix(
     pairs_csv: Path = typer.Argument(..., metavar="PAIRS_CSV", help="measurement pairs (seed table 21-t03 format)"),
     matrix_csv: Path = typer.Argument(..., metavar="MATRIX_CSV", help="release matrix (seed table 22-t02 format)"),
-    confidence: float = typer.Option(0.90, "--confidence", help="interval level of the pair-based ITRRs"),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="interval level of the pair-based ITRRs"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Recompute the seeds' release ITRR matrix from its measurement pairs: each cell from the
@@ -296,7 +300,7 @@ def whatif(
     users: Optional[int] = typer.Option(None, "--users", min=1, help="users supported now (measured)"),
     sweep: Optional[str] = typer.Option(None, "--sweep", help="a users sweep: users supported now at --target-util"),
     target_util: float = TargetOpt,
-    confidence: float = typer.Option(0.90, "--confidence", help="interval level"),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="interval level"),
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 
 from perflab.errors import InputError
+from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ITRR:
         if not (self.se >= 0 and math.isfinite(self.se)):
             raise InputError(f"the SE of ln ITRR must be finite and >= 0, got {self.se!r}")
 
-    def ci(self, confidence: float = 0.90) -> tuple[float, float]:
+    def ci(self, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
         from scipy import stats  # here, not at import: scipy costs most of a second at every command's start
         if self.se == 0.0:
             return self.ratio, self.ratio
@@ -54,7 +55,7 @@ class ITRR:
         low: float,
         high: float,
         *,
-        confidence: float = 0.90,
+        confidence: float = DEFAULT_CONFIDENCE,
         df: float = math.inf,
         label: str = "",
     ) -> ITRR:
@@ -87,7 +88,7 @@ class ITRR:
 
     __rmul__ = __mul__
 
-    def to_dict(self, confidence: float = 0.90) -> dict:
+    def to_dict(self, confidence: float = DEFAULT_CONFIDENCE) -> dict:
         low, high = self.ci(confidence)
         return {
             "label": self.label,

@@ -21,6 +21,12 @@ import numpy as np
 
 from perflab.errors import InputError
 
+#: The seeds' capacity rules, asked for by every command and report that applies them: a
+#: processor is full at 90 % utilization (UTIL/PROC), and a user is served while AVG LAST (T)
+#: stays under 1 s.
+TARGET_UTIL = 0.90
+RESPONSE_LIMIT_S = 1.0
+
 
 @dataclass(frozen=True)
 class Bounds:

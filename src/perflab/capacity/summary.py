@@ -24,6 +24,7 @@ from perflab.capacity.closed import (
     supported_at_utilization,
 )
 from perflab.capacity.points import SweepData, sweep_data
+from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
 from perflab.capacity.scaling import Scaling, sweep_scaling
 from perflab.capacity.source import StudySource
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR, USLFit
@@ -124,8 +125,8 @@ class CapacitySummary:
 def capacity_summary(
     study: StudySource,
     *,
-    target_util: float = 0.90,
-    response_limit: float = 1.0,
+    target_util: float = TARGET_UTIL,
+    response_limit: float = RESPONSE_LIMIT_S,
     fit: list[float] | None = None,
     demand: str = "pooled",
 ) -> CapacitySummary:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflab.errors import InputError
+from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
 #: Distinct load levels needed for a fit.
 MIN_LEVELS = 6
@@ -105,7 +106,7 @@ class USLFit:
 
 
 def fit_usl(
-    concurrency: Sequence[float], throughput: Sequence[float], *, confidence: float = 0.90
+    concurrency: Sequence[float], throughput: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE
 ) -> USLFit:
     """Fit the USL to (N, X) measurements; repeated runs at one level are allowed."""
     from scipy import optimize, stats  # here, not at import: scipy costs most of a second at every command's start
