@@ -124,7 +124,7 @@ class MatrixRow:
 
 
 def _ok(status: Status | None) -> bool | None:
-    return {Status.AGREE: True, Status.DISAGREE: False}.get(status) if status is not None else None
+    return status.reproduced if status is not None else None
 
 
 @dataclass(frozen=True)

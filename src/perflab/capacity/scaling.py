@@ -20,7 +20,7 @@ from pathlib import Path
 
 from perflab.capacity.points import Level, SweepData, finite
 from perflab.catalog.registry import REGISTRY
-from perflab.derive.checks import Status, judge
+from perflab.derive.checks import judge
 from perflab.derive.resolve import resolve_rows
 from perflab.derive.table import Cell, Row, read_table
 from perflab.errors import InputError
@@ -159,7 +159,7 @@ def table_scaling(path: Path) -> Scaling:
             shown = cell.reading()
             p_val = shown.value if shown is not None else None
             status, _, _ = judge(cell, itr[i].interval() / base.interval())
-            p_ok = {Status.AGREE: True, Status.DISAGREE: False}.get(status)
+            p_ok = status.reproduced
         per_added = None if prev is None else (itrr - prev[1]) / (n - prev[0])
         out.append(ScalingLevel(n, runs[i], 1, value, itrr, None, None, itrr / (n / (procs[first].value or 1.0)),
                                 per_added, p_val, p_ok))

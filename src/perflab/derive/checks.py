@@ -55,6 +55,12 @@ class Status(str, Enum):
     DEFINES = "defines"        # the cell defines a symbol other rows use; nothing to check it against
     NOT_DERIVABLE = "not-derivable"  # the table does not determine the value: reported, never failing
 
+    @property
+    def reproduced(self) -> bool | None:
+        """True when the printed cell was judged and agrees, False when it disagrees, None when
+        it was not judged (an approximate identity, a `?`, na, a definition, not derivable)."""
+        return {Status.AGREE: True, Status.DISAGREE: False}.get(self)
+
 
 @dataclass
 class Check:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from perflab.catalog.metric import SUMMARY, Metric, Registry
 from perflab.catalog.registry import compose
-from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
+from perflab.derive.checks import Check, Gap, Outcome, first_problem, judge
 from perflab.derive.interval import Interval
 from perflab.derive.release_matrix import PAIRS, judge_doubtful, pairs_mean, release_matrix
 from perflab.derive.siblings import Siblings
-from perflab.derive.table import Cell, Kind, Row, Table
+from perflab.derive.table import Cell, Row, Table
 
 
 def _check(row_label: str, column: str, row: Row, cell: Cell, outcome: Outcome, text: str) -> Check:
