@@ -15,9 +15,8 @@ from perflab.store.outcome import RunOutcome, classify, run_exit_code
 
 if TYPE_CHECKING:
     from perflab.records.run import RunRecord
-    from perflab.store.catalog import Store
 
-__all__ = ["judge_outcome", "settle_run", "run_exit_code"]
+__all__ = ["judge_outcome", "run_exit_code"]
 
 
 def judge_outcome(record: "RunRecord", metrics: Any = None) -> RunOutcome:
@@ -29,11 +28,3 @@ def judge_outcome(record: "RunRecord", metrics: Any = None) -> RunOutcome:
 
     exclusions = judge_run(record, metrics.values, metrics.per_interval, GateSettings()).exclusions
     return classify(record, exclusions, metrics.caveats)
-
-
-def settle_run(store: "Store", record: "RunRecord", metrics: Any) -> RunOutcome:
-    """Judge a reduced run and index what its reduction tells (ETR (T), the outcome): what
-    `perflab run` and a study do once a run is reduced."""
-    outcome = judge_outcome(record, metrics)
-    store.set_etr(record.run_id, metrics.values.get("etr_t"), outcome)
-    return outcome
