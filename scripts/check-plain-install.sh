@@ -28,6 +28,12 @@ for module in aiohttp asyncpg httptools pgserver prometheus_client ray; do
   fi
 done
 
+# Every file the package reads besides its modules (templates, static files) is in the wheel.
+installed="$("$py" -c 'import os, perflab; print(os.path.dirname(perflab.__file__))')"
+for file in $(cd "$repo/src/perflab" && find . -type f ! -name '*.py' ! -path '*/__pycache__/*'); do
+  [ -f "$installed/$file" ] || { echo "plain install: the wheel lacks perflab/${file#./} (package-data)" >&2; exit 1; }
+done
+
 cd "$work"   # run where no perflab source is: only the installed wheel can be imported
 version="$("$perflab" --version)"
 [ "$version" = "perflab $("$py" -c 'import perflab; print(perflab.__version__)')" ] || {

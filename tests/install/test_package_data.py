@@ -1,0 +1,30 @@
+"""The wheel carries every file the package reads besides its modules: templates, static files.
+
+setuptools puts a non-Python file into the wheel only when a [tool.setuptools.package-data]
+pattern names it; a new template nobody added there works in a checkout and is missing from
+every install. scripts/check-plain-install.sh checks the same on the built wheel.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "src" / "perflab"
+
+
+def _data_files() -> list[str]:
+    """Tracked non-Python files under src/perflab, relative to the package."""
+    listed = subprocess.run(["git", "ls-files", "src/perflab"], cwd=REPO, capture_output=True, text=True, check=True)
+    return [str(Path(f).relative_to("src/perflab")) for f in listed.stdout.split() if not f.endswith(".py")]
+
+
+def test_every_data_file_is_package_data():
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["perflab"]
+    files = _data_files()
+    assert any(f.startswith("report/templates/") for f in files)   # the list is not empty by mistake
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, p) for p in patterns)]
+    assert missing == [], f"not in [tool.setuptools.package-data] of pyproject.toml: {missing}"
