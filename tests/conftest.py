@@ -1,10 +1,34 @@
-"""Fixtures shared by every test folder. Helpers live in cli_helpers.py (importable by name)."""
+"""Fixtures shared by every test folder, and the two tiers (tests/tiers.py: the rule; the
+Makefile: `make test-fast`, `make test`). Helpers live in cli_helpers.py and model_helpers.py
+(importable by name)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+import tiers
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that starts a real run or system `lab` (tiers.py says how it is told)."""
+    for item in items:
+        if tiers.item_is_lab(item):
+            item.add_marker(pytest.mark.lab)
+
+
+@pytest.fixture(autouse=True)
+def _a_fast_test_starts_no_real_run(request):
+    """The rule's check: a test outside the lab tier that stored a real run in its tmp_path
+    belongs in the lab tier (mark it `lab`, or teach tiers.py what it calls)."""
+    watched = request.node.get_closest_marker("lab") is None and "tmp_path" in request.fixturenames
+    tmp_path = request.getfixturevalue("tmp_path") if watched else None
+    yield
+    real = tiers.real_runs(tmp_path) if watched else []
+    if real:
+        pytest.fail(f"this test stored {len(real)} real run(s) ({real[0]}) but is not in the lab tier: mark it "
+                    f"@pytest.mark.lab, or add what it calls to tests/tiers.py's LAB_NAMES", pytrace=False)
 
 
 @pytest.fixture

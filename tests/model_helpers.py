@@ -26,6 +26,7 @@ from pathlib import Path
 from unittest import mock
 
 from perflab.drive.model_driver import Model
+from perflab.report.write import write_reports as _WRITE_REPORTS
 
 #: The known-cost workload of the fast tier: the synthetic SUT's `work` at 2 ms a transaction,
 #: named as the lab tier names it, so a study file runs the same in both tiers.
@@ -62,10 +63,14 @@ def write(directory: Path, name: str, text: str) -> Path:
     return path
 
 
-def perflab_model(*args: object, model: Model | None = None, store: Path | None = None) -> subprocess.CompletedProcess:
+def perflab_model(*args: object, model: Model | None = None, store: Path | None = None,
+                  reports: bool = False) -> subprocess.CompletedProcess:
     """`perflab ARGS` in this process, every run the study runner starts driven by `model`
-    (default: a noiseless Model()). -> returncode, stdout, stderr, as cli_helpers.perflab."""
+    (default: a noiseless Model()). -> returncode, stdout, stderr, as cli_helpers.perflab.
+    `reports`: write a study's report.html too, as the command does (a second or two of charts
+    each); without, report.md and report.json only."""
     from perflab import cli
+    from perflab.report import write as report_write
     from perflab.study import runner
 
     argv = ["perflab", *map(str, args)]
@@ -75,12 +80,19 @@ def perflab_model(*args: object, model: Model | None = None, store: Path | None 
     code = 0
     with mock.patch.object(sys, "argv", argv), mock.patch.dict(os.environ, env), \
             mock.patch.object(runner, "StudyOptions", options), \
+            mock.patch.object(report_write, "write_reports", report_write.write_reports if reports else _no_html), \
             contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
             cli.main()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
+
+
+def _no_html(doc, directory) -> dict:
+    from perflab.report import write as report_write
+
+    return _WRITE_REPORTS(doc, directory, tuple(e for e in report_write.EXPORTERS if e.format != "html"))
 
 
 def study_of(result: subprocess.CompletedProcess) -> tuple[dict, Path]:

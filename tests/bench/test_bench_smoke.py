@@ -38,6 +38,7 @@ def bench(tmp_path_factory):
 needs_two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the benchmarks pin to CPUs 0 and 1")
 
 
+@pytest.mark.lab   # the benchmark drives real runs (bench/)
 @needs_two_cpus
 def test_null_target_driver_cost(bench):
     import driver_cost
@@ -48,6 +49,7 @@ def test_null_target_driver_cost(bench):
     assert row["command"].startswith("perflab run bench/work/workloads/bench-null.yaml")
 
 
+@pytest.mark.lab   # the benchmark drives real runs (bench/)
 @needs_two_cpus
 def test_idle_users_memory_reads_the_window(bench):
     import memory
@@ -57,6 +59,7 @@ def test_idle_users_memory_reads_the_window(bench):
     assert row["rss_bytes"] > 10 * 2**20  # a Python driver with perflab imported
 
 
+@pytest.mark.lab   # the benchmark drives real runs (bench/)
 @needs_two_cpus
 def test_schedule_lateness_is_never_negative(bench):
     import schedule
@@ -70,6 +73,7 @@ def test_schedule_lateness_is_never_negative(bench):
     assert opened["n"] == pytest.approx(300, abs=3)  # constant arrivals: rate x window
 
 
+@pytest.mark.lab   # the benchmark drives real runs (bench/)
 @needs_two_cpus
 def test_monitor_overhead_is_reported(bench):
     import monitor_reduce
@@ -110,6 +114,7 @@ def test_http_row_says_not_yet_when_the_workload_does_not_fit(bench, tmp_path):
 @needs_two_cpus
 @pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
                     reason="nginx is not installed (bench/setup_peers.sh)")
+@pytest.mark.lab   # the benchmark drives real runs (bench/)
 def test_http_target_once(bench):
     import run_all
     from nginx import Nginx

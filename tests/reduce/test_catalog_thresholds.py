@@ -52,6 +52,7 @@ def test_evaluation_compares_and_an_unmeasured_value_violates():
     assert not evaluate(["etr_t > 0"], {"etr_t": float("nan")})[0].passed
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_a_workload_threshold_with_an_unknown_key_is_bad_input_with_file_and_line(tmp_path):
     path = write_workload(tmp_path, KNOWN_COST + "  - resp_p99_x < 0.5\n")
     line = path.read_text().splitlines().index("  - resp_p99_x < 0.5") + 1

@@ -25,6 +25,7 @@ def test_usage_errors_are_one_line(args, expected):
     assert out == ""
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_help_is_still_help():
     code, out, err = run_main("run", "--help")
     assert code == 0 and "--users" in out and err == ""

@@ -95,6 +95,7 @@ def test_overrides_meet_the_same_limits(tmp_path, override, option):
     (["--rate", "inf"], "--rate"), (["--rate", "nan"], "--rate"), (["--rate", "1e9"], "--rate"),
     (["--users", "100001"], "--users"), (["--workers", "1025"], "--workers"), (["-d", "99999999h"], "--duration"),
 ])
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_command_line_overrides_are_refused_before_a_run_starts(tmp_path, store, args, option):
     code, _out, err = run_main("run", workload(tmp_path), *args, "--store", store, "-q")
     assert option in one_line_error(code, err)
@@ -105,6 +106,7 @@ def test_command_line_overrides_are_refused_before_a_run_starts(tmp_path, store,
     (["--measurement", "nan"], "--measurement"), (["--stabilization", "200h"], "--stabilization"),
     (["--blocks", "1001"], "--blocks"),
 ])
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_study_overrides_are_refused_before_the_study_directory_exists(tmp_path, store, args, option):
     workload(tmp_path)
     study = write(tmp_path, "name: s\nworkload: w.yaml\nconfigurations: [{name: a}, {name: b}]\nblocks: 3\n",
@@ -114,6 +116,7 @@ def test_study_overrides_are_refused_before_the_study_directory_exists(tmp_path,
     assert not (store / "studies").exists()
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 @pytest.mark.parametrize("factor, values", [("users", "[a, 2]"), ("timing.measurement", "[a, 2]"),
                                             ("rate", "[.inf, 2]"), ("workers", "[2, 5000]"),
                                             ("timing.measurement", "[.nan, 2]")])

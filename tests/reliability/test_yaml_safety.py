@@ -123,6 +123,7 @@ def test_devices_and_directories_are_refused(path):
     assert "not a regular file" in one_line_error(code, err)
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_a_study_naming_a_fifo_as_its_workload_is_refused(tmp_path, store):
     os.mkfifo(tmp_path / "w.yaml")
     study = write(tmp_path, "name: s\nworkload: w.yaml\nconfigurations: [{name: a}, {name: b}]\n", "s.yaml")

@@ -134,6 +134,7 @@ def test_token_env_must_be_set(tmp_path, monkeypatch):
     (["--pid-match", "("], "--pid-match"),
     ([], "--cgroup PATH or --pid-match"),
 ])
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_agent_options_are_checked(args, words):
     done = subprocess.run([sys.executable, "-m", "perflab.cli", "agent", *args], capture_output=True, text=True,
                           env=python_env(), timeout=60)

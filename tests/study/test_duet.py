@@ -115,6 +115,7 @@ def test_runs_of_one_duet_are_not_concurrent_runs_to_each_other(tmp_path):
     assert sorted(r.run_id for r in active.withdraw("a", [0, 1], duet="s/block-1")) == ["c", "d"]
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_duet_on_the_command_line_is_checked_like_the_file_s(tmp_path):
     """`--duet` on a study of three configurations: one line naming the option, exit 2."""
     path = _write(tmp_path, """

@@ -30,6 +30,7 @@ blocks: 3
     ("debit-credit.yaml", "missing.yaml", 2, "workload file not found"),
     ("  - name: b\n    set: {target.driver: apsw}\n", "", 3, "at least two configurations"),
 ])
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_bad_study_files(tmp_path, old, new, line, needle):
     path = tmp_path / "study.yaml"
     path.write_text(textwrap.dedent(GOOD).lstrip().replace(old, new))
@@ -60,6 +61,7 @@ def test_schedule_recorded_order_is_reproducible():
     assert a != interleaved_schedule(["x", "y"], 6, seed=10)
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_misspelled_metrics_few_blocks_and_bad_margins_are_bad_input(tmp_path):
     workload = (REPO / "examples" / "debit-credit.yaml").resolve()
     for extra, field in (("metrics: [itr_s, itrs]", "metrics.1"), ("gate_metrics: [etr_tt]", "gate_metrics.0"),

@@ -27,7 +27,8 @@ What a run is, in the model:
   loop: Poisson (or constant) arrivals at the rate, each running one script, dropped beyond
   `max_in_flight`. The time line is simulated (event by event, synthetic timestamps), so
   Little's law and the utilization law hold as they do in a real closed system;
-* errors (`errors`: the SUT answers with an error at once, no CPU) and hangs (`hangs`: the
+* errors (`errors`: the SUT answers with an error at once, no CPU; a transaction that calls
+  `perflab.sut.synthetic:fail` always does, with its message) and hangs (`hangs`: the
   transaction holds its server until its deadline, then is an error, and the run is invalid
   as a real run with a hung transaction is);
 * the monitor's samples: s.cpu_user / s.cpu_sys (the SUT's CPU, accrued while each transaction
@@ -213,6 +214,9 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
     deadlines = deadlines_of(w)
     base_cost = [(_number((t.kwargs or {}).get("cpu_ms"), model.cpu_ms), _number((t.kwargs or {}).get("sys_ms"), 0.0))
                  for t in w.transactions]
+    # perflab.sut.synthetic:fail raises RuntimeError(message): the model answers with that error
+    failing = [f"RuntimeError: {(t.kwargs or {}).get('message', 'synthetic failure')}"
+               if t.call == "perflab.sut.synthetic:fail" else None for t in w.transactions]
     default_think = w.think or NO_THINK
     scripts = [[(tx_index[s.transaction], s.think or default_think) for s in script.steps] for script in w.scripts]
     init = next((i for i, s in enumerate(w.scripts) if s.name == w.init_script), None)
@@ -241,6 +245,10 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
             user_ms, sys_ms = _number(params.get("cpu_ms"), user_ms), _number(params.get("sys_ms"), sys_ms)
         issued.append(intended)
         draw = fate.random() if faults else 1.0
+        if failing[ti] is not None:
+            records.append((uid, script, ti, class_of[ti], intended, intended, intended + 1e-4, False, failing[ti],
+                            think, NAN, -1))
+            return intended + 1e-4
         if draw < model.errors:
             records.append((uid, script, ti, class_of[ti], intended, intended, intended + 1e-4, False,
                             "model: the SUT answered with an error", think, NAN, -1))

@@ -1,0 +1,183 @@
+"""The two tiers of the tests, decided by rule (tests/conftest.py applies it to every item).
+
+* **lab**: a test that starts a real run or a real system -- perflab's driver against a SUT
+  (`perflab run`, `perflab study`, `perflab accuracy`, `execute_run`, a duet's `run_pair`, a
+  StudyRunner without a model executor), a monitor sampling real processes, PostgreSQL, nginx,
+  Ray, network namespaces, Chromium. Every truth test of a real system is here.
+* **fast**: everything else -- unit tests, synthetic run directories and study documents, and
+  orchestration driven through the model driver (perflab.drive.model_driver).
+
+The rule reads source, not names of files: a test is lab when its own function, a fixture it
+uses, or a helper either of them calls (transitively, through the test modules and the
+helper modules they import from tests/) names one of `LAB_NAMES`, or calls any function with
+one of `LAB_COMMANDS` as its first argument (`perflab("study", ...)`, `[*PERFLAB, "run", ...]`).
+`@pytest.mark.lab` forces a test into the lab tier; `@pytest.mark.fast` keeps one out of it
+that the rule would put there (it promises to start no real run -- a bad-input test whose
+command is refused before any run). In the fast tier, conftest.py fails a test that stores a
+real run in its tmp_path, so a test the rule misses is found the first time it runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+TESTS = Path(__file__).resolve().parent
+
+#: Names whose use starts a real run or a real system.
+LAB_NAMES = frozenset({
+    # perflab's own runs
+    "execute_run", "execute_local_run", "execute_server_run", "run_pair", "RunLifecycle", "run_workload",
+    # monitors of real processes and their children
+    "Sampler", "MonitorProcess", "Child",
+    # servers, hosts and browsers
+    "PostgresServer", "NetLab", "start_agent", "DriverCluster", "sync_playwright", "async_playwright",
+    "installed_releases", "CHROMIUM",
+})
+#: The tests' ways of calling perflab's command line (cli_helpers.perflab, reliability_helpers.run_main).
+CLI_HELPERS = frozenset({"perflab", "run_main", "_perflab"})
+#: First arguments that make a CLI call a real run (`perflab("run", ...)`, `run_main("study", ...)`).
+LAB_COMMANDS = frozenset({"run", "study", "accuracy", "agent"})
+
+
+@functools.lru_cache(maxsize=None)
+def _module(path: Path) -> tuple[dict[str, ast.AST], dict[str, tuple[Path, str]]] | None:
+    """A module's top-level functions (and class methods, as Class.name) and the names it
+    imports from other test modules (name -> (file, name there))."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    defs: dict[str, ast.AST] = {}
+    imports: dict[str, tuple[Path, str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            defs[node.name] = node
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    defs[f"{node.name}.{sub.name}"] = sub
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(path, node.module, node.level)
+            if source is not None:
+                for alias in node.names:
+                    imports[alias.asname or alias.name] = (source, alias.name)
+    return defs, imports
+
+
+def _resolve(path: Path, module: str | None, level: int) -> Path | None:
+    """The file of a test module imported by `path` (None: not one of the tests' own)."""
+    base = path.parent if level else TESTS
+    for _ in range(max(0, level - 1)):
+        base = base.parent
+    parts = module.split(".") if module else []
+    candidate = base.joinpath(*parts)
+    for found in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+        if parts and found.is_file() and TESTS in found.parents:
+            return found
+    return None
+
+
+def _uses(node: ast.AST) -> tuple[set[str], bool]:
+    """The names a function refers to, and whether it starts a real run by itself."""
+    names: set[str] = set()
+    calls: list[ast.Call] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+        elif isinstance(sub, ast.Call):
+            calls.append(sub)
+    real = False
+    for call in calls:
+        callee = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+        first = call.args[0] if call.args else None
+        if callee in CLI_HELPERS and isinstance(first, ast.Constant) and first.value in LAB_COMMANDS:
+            real = True
+        if callee == "StudyRunner" and "executor" not in names:
+            real = True   # a study runner without a model executor drives real runs
+    for sub in ast.walk(node):
+        # a command line built by hand: [*PERFLAB, "run", ...], [sys.executable, "-m", "perflab.cli", "study", ...]
+        if isinstance(sub, (ast.List, ast.Tuple)):
+            texts = [e.value for e in sub.elts if isinstance(e, ast.Constant)]
+            cli = "perflab.cli" in texts or any(isinstance(e, ast.Starred) and getattr(e.value, "id", None) == "PERFLAB"
+                                                for e in sub.elts)
+            if cli and any(t in LAB_COMMANDS for t in texts):
+                real = True
+    return names, real
+
+
+@functools.lru_cache(maxsize=None)
+def _is_lab(path: Path, name: str) -> bool:
+    """Whether the function `name` of `path`, or anything it calls among the tests' own
+    functions, starts a real run or system."""
+    stack, seen = [(path, name)], set()
+    while stack:
+        key = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        file, there = key
+        module = _module(file)
+        if module is None or there not in module[0]:
+            continue
+        defs, imports = module
+        names, real = _uses(defs[there])
+        if real or names & LAB_NAMES:
+            return True
+        for used in names:
+            if used in defs:
+                stack.append((file, used))
+            elif used in imports:
+                stack.append(imports[used])
+    return False
+
+
+def function_is_lab(function: Callable[..., Any]) -> bool:
+    """Whether `function` (a test or a fixture) starts a real run or system, by the rule."""
+    function = inspect.unwrap(function)
+    try:
+        path = Path(inspect.getsourcefile(function)).resolve()
+    except (TypeError, OSError):
+        return False
+    if TESTS not in path.parents:
+        return False
+    qualname = function.__qualname__.replace(".<locals>", "")
+    return _is_lab(path, qualname) or _is_lab(path, function.__name__)
+
+
+def item_is_lab(item: Any) -> bool:
+    """The rule for one collected test: its function or any fixture it uses."""
+    if item.get_closest_marker("fast") is not None:
+        return False
+    if item.get_closest_marker("lab") is not None:
+        return True
+    functions: list[Callable[..., Any]] = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        functions.extend(d.func for d in defs)
+    return any(f is not None and function_is_lab(f) for f in functions)
+
+
+def lab_names(items: Iterable[Any]) -> list[str]:
+    return [item.nodeid for item in items if item_is_lab(item)]
+
+
+def real_runs(directory: Path) -> list[Path]:
+    """Run directories under `directory` that perflab's own driver stored (not the model driver,
+    not a test's hand-written run.json): their fingerprint names the placement and no model."""
+    found = []
+    for path in Path(directory).glob("**/runs/*/run.json"):
+        try:
+            fingerprint = json.loads(path.read_text()).get("fingerprint") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(fingerprint, dict) and "placement" in fingerprint and "model" not in fingerprint:
+            found.append(path.parent)
+    return found
