@@ -1,0 +1,93 @@
+"""`perflab compare` on stored model runs: every way of naming a group (run ids, label:NAME,
+study:ID:CONFIG), every exit code, and the study's own verdict when it is given the study's
+groups. The runs come from model studies (seeded: the same runs on every run of the tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from model_helpers import KNOWN_COST, metric, perflab_model, study_of, write
+from perflab.drive.model_driver import Model
+
+QUIET = Model(noise=0.005, block_noise=0.02, seed=1)
+
+STUDY = """
+name: {name}
+workload: w.yaml
+configurations:
+  - name: base
+  - name: candidate
+    set: {{transactions.work.kwargs.cpu_ms: {cost}}}
+blocks: 6
+seed: 2
+metrics: [itr_s, pbt_cmd_s, etr_t]
+{extra}
+"""
+
+
+def _study(directory: Path, store: Path, name: str, cost: float, extra: str = "") -> dict:
+    write(directory, "w.yaml", KNOWN_COST)
+    path = write(directory, f"{name}.yaml", STUDY.format(name=name, cost=cost, extra=extra))
+    doc, _ = study_of(perflab_model("study", path, model=QUIET, store=store))
+    return doc
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """Three stores: a +10% study, an A/A study, and a study whose every pair is excluded."""
+    root = tmp_path_factory.mktemp("compare")
+    out = {}
+    for name, cost, extra in (("worse", 2.2, ""), ("same", 2.0, ""), ("none", 2.0, "gates: {util_band: [99, 100]}")):
+        store = root / name
+        out[name] = (store, _study(root, store, name, cost, extra))
+    return out
+
+
+def _compare(store: Path, a: str, b: str, *args: str) -> tuple[int, dict | None, str]:
+    out = store.parent / f"out-{abs(hash((a, b, args)))}"
+    done = perflab_model("compare", a, b, "--out", out, *args, store=store)
+    path = out / "study.json"
+    return done.returncode, json.loads(path.read_text()) if path.exists() else None, done.stderr
+
+
+def test_compare_on_the_study_groups_gives_the_study_s_verdict(stores):
+    for name in ("worse", "same", "none"):
+        store, doc = stores[name]
+        code, compared, err = _compare(store, f"study:{doc['study_id']}:base", f"study:{doc['study_id']}:candidate")
+        assert code == doc["verdict"]["exit_code"] == {"worse": 1, "same": 0, "none": 4}[name], err
+        mine, theirs = metric(compared, "itr_s"), metric(doc, "itr_s")
+        assert (mine["verdict"], mine["ratio"], mine["ci_low"], mine["n_blocks"]) == \
+            (theirs["verdict"], theirs["ratio"], theirs["ci_low"], theirs["n_blocks"])
+
+
+def test_compare_by_run_ids_and_by_labels_finds_a_known_cost(stores):
+    store, doc = stores["worse"]
+    base = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "base")
+    new = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "candidate")
+    for a, b in ((base, new), ("label:base", "label:candidate")):
+        code, compared, err = _compare(store, a, b)
+        itr = metric(compared, "itr_s")
+        assert code == 1 and itr["verdict"] == "WORSE", (a, b, err)
+        assert itr["ratio"] == pytest.approx(1 / 1.1, rel=0.01) and itr["n_blocks"] == 6
+    # unique prefixes name runs too
+    prefixes = ",".join(r[:-2] for r in base.split(","))
+    assert _compare(store, prefixes, new)[0] == 1
+
+
+def test_compare_exit_codes(stores):
+    store, doc = stores["same"]
+    code, compared, _ = _compare(store, "label:base", "label:candidate")
+    assert code == 0 and metric(compared, "itr_s")["verdict"] == "EQUIVALENT"
+    two = lambda config: ",".join([r["run_id"] for r in doc["runs"] if r["config"] == config][:2])
+    code, compared, _ = _compare(store, two("base"), two("candidate"))
+    assert code == 3 and metric(compared, "itr_s")["verdict"] == "INCONCLUSIVE"   # two runs each: no interval
+    code, _, err = _compare(store, "no-such-run", "label:nothing")
+    assert code == 2 and "Traceback" not in err
+    code, _, err = _compare(store, "label:base", "label:candidate", "--metric", "itr_x")
+    assert code == 2 and "--metric" in err
+    store, doc = stores["none"]
+    code, _, err = _compare(store, f"study:{doc['study_id']}:base", f"study:{doc['study_id']}:candidate")
+    assert code == 4 and "no valid comparison" in err
