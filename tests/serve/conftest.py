@@ -1,4 +1,4 @@
-"""Fixtures of the serve tests: one real store, driven once per session (about 20 s)."""
+"""Fixtures of the serve tests: one store of model runs, made once per session."""
 
 from __future__ import annotations
 

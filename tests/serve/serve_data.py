@@ -1,5 +1,6 @@
-"""A small real store for the serve tests: runs driven here (in-process), a compare document
-stored as a study, and helpers to fake a run in progress without waiting for one."""
+"""A small store for the serve tests: runs of the model driver (perflab.drive.model_driver: the
+run directories perflab writes, from a model, in a fraction of a second each), a compare
+document stored as a study, and helpers to fake a run in progress without waiting for one."""
 
 from __future__ import annotations
 
@@ -74,7 +75,10 @@ class Stored:
 
 
 def build_store(root: Path) -> Stored:
-    from perflab.drive.run import RunRequest, execute_run
+    from functools import partial
+
+    from perflab.drive.model_driver import Model, execute_model_run
+    from perflab.drive.run import RunRequest
     from perflab.report.write import write_reports
     from perflab.store.atomic import write_json_atomic
     from perflab.store.catalog import Store
@@ -86,11 +90,13 @@ def build_store(root: Path) -> Stored:
     xss_path, plain_path = write(workloads, "xss.yaml", XSS_YAML), write(workloads, "plain.yaml", PLAIN_YAML)
     write(workloads, "live.yaml", LIVE_YAML)
     store = Store(root / "store")
-    xss = execute_run(RunRequest(load_workload(xss_path), xss_path, label=XSS_LABEL), store)
+    # The failing script's transactions fail as perflab.sut.synthetic:fail does, with its message.
+    model_run = partial(execute_model_run, model=Model(noise=0.005, seed=11))
+    xss = model_run(RunRequest(load_workload(xss_path), xss_path, label=XSS_LABEL), store)
     runs: dict[str, list[str]] = {"A": [], "B": []}
     for seed in (1, 2):
         for label in ("A", "B"):
-            result = execute_run(RunRequest(load_workload(plain_path), plain_path, label=label, seed=seed), store)
+            result = model_run(RunRequest(load_workload(plain_path), plain_path, label=label, seed=seed), store)
             runs[label].append(result.run_id)
     study_id = "20260101-000000-stored-ab12"
     doc = comparison_document(store, "label:A", "label:B")
