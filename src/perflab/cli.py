@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 
 from perflab.capacity.command import capacity_app
-from perflab.cli_options import MARKUP_MODE, PerflabGroup, StoreOpt, completion_option
+from perflab.cli_options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
 from perflab.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError,
                             SutFailure)
 from perflab.monitor.agent_command import agent_command
@@ -124,7 +124,7 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="SUT worker processes"),
     sut_cpus: Optional[str] = typer.Option(None, "--sut-cpus", help="CPUs for the SUT, e.g. 1 or 1-3"),
     driver_cpus: Optional[str] = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
-    no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
+    no_monitor: bool = NoMonitorOpt,
     drivers: Optional[str] = typer.Option(None, "--drivers", help="drive from several hosts: a Ray cluster, "
                                           "ray://HEAD:10001 or auto (pip install 'perflab[ray]')"),
     driver_count: Optional[int] = typer.Option(None, "--driver-count", min=1, help="driver processes on the "
@@ -270,7 +270,7 @@ def study(
     duet: bool = typer.Option(False, "--duet", help="run each block's two configurations at the same time on the "
                               "same CPUs (as `duet: true` in the file): the host's slow spells cancel from their ratio"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
-    no_monitor: bool = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters"),
+    no_monitor: bool = NoMonitorOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Run a study: calibrate, interleaved blocks, gates, verdicts; write the reports.

@@ -62,6 +62,10 @@ def completion_option(action: str):
                         is_eager=True, help=text[action])
 
 
+#: run and study: drive without the monitors (no (H), (S), (V) rows).
+NoMonitorOpt = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters")
+
+
 class PerflabGroup(TyperGroup):
     """The root command group: once its commands are built, their parameters are given the
     argparse layout described in the module doc (every subcommand, at any depth)."""
