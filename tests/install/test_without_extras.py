@@ -108,6 +108,7 @@ def test_a_sut_hosts_monitor_names_the_extra_at_its_line(tmp_path):
     assert line == f"error: {path}:6: monitor: a SUT host's monitor needs the 'net' extra: pip install 'perflab[net]'"
 
 
+@pytest.mark.lab   # a real run (through without_extras.py's `cli`, which tests/tiers.py cannot see)
 def test_the_embedded_default_runs_without_the_extras(tmp_path):
     """validate, run (with the machine monitor: remote.py and prometheus.py are on its import
     path), show and the run's HTML report, all with the extras refused."""
