@@ -2,7 +2,7 @@
 VENV ?= .venv
 STAMP := $(VENV)/.perflab-installed
 
-.PHONY: demo demo-full demo-run test install clean accuracy
+.PHONY: demo demo-full demo-run test test-fast install clean accuracy
 
 $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 	./scripts/bootstrap-venv.sh $(VENV)
@@ -26,9 +26,18 @@ demo-run: $(STAMP)
 accuracy: $(STAMP)
 	$(VENV)/bin/perflab accuracy
 
-# The tests (what CI runs).
+# The tests (what CI runs: .ci/run calls `make test`): both tiers, and a count of each at the end.
+# The lab tier is every test that starts a real run or a real system -- perflab's driver against
+# SQLite, the synthetic SUT, PostgreSQL, nginx, Ray, network namespaces, monitors of real
+# processes, Chromium -- and keeps every truth test; tests/tiers.py decides, by rule.
 test: $(STAMP)
 	$(VENV)/bin/pytest -q
+
+# The fast tier alone: unit tests, synthetic run directories, and studies, compare, capacity and
+# the dashboard driven through the model driver (perflab.drive.model_driver: known cost, noise,
+# drift) -- no real run. The loop to run while working; `make test` before pushing.
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not lab"
 
 clean:
 	rm -rf $(VENV) perflab-runs .pytest_cache

@@ -18,6 +18,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.lab)
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """How many tests of each tier ran and how they ended: a lab tier that CI runs is reported by
+    count, so a truth test that stopped running shows."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if outcome == "passed" and getattr(report, "when", "call") != "call":
+                continue
+            tier = "lab" if "lab" in getattr(report, "keywords", {}) else "fast"
+            counts.setdefault(tier, {}).setdefault(outcome, 0)
+            counts[tier][outcome] += 1
+    if counts:
+        terminalreporter.write_sep("-", "tiers")
+        for tier in ("fast", "lab"):
+            if tier in counts:
+                terminalreporter.write_line(f"{tier}: " + ", ".join(f"{n} {o}" for o, n in sorted(counts[tier].items())))
+
+
 @pytest.fixture(autouse=True)
 def _a_fast_test_starts_no_real_run(request):
     """The rule's check: a test outside the lab tier that stored a real run in its tmp_path
