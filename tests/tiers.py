@@ -94,6 +94,7 @@ def _uses(node: ast.AST) -> tuple[set[str], bool]:
             names.add(sub.attr)
         elif isinstance(sub, ast.Call):
             calls.append(sub)
+            names.update(k.arg for k in sub.keywords if k.arg)   # StudyOptions(executor=...)
     real = False
     for call in calls:
         callee = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)

@@ -21,28 +21,32 @@ configurations:
   - name: base
   - name: candidate
     set: {{transactions.work.kwargs.cpu_ms: {cost}}}
-blocks: 6
+blocks: {blocks}
 seed: 2
 metrics: [itr_s, pbt_cmd_s, etr_t]
 {extra}
 """
 
 
-def _study(directory: Path, store: Path, name: str, cost: float, extra: str = "") -> dict:
+def _study(directory: Path, store: Path, name: str, cost: float, extra: str = "", model: Model = QUIET,
+           blocks: int = 6) -> dict:
     write(directory, "w.yaml", KNOWN_COST)
-    path = write(directory, f"{name}.yaml", STUDY.format(name=name, cost=cost, extra=extra))
-    doc, _ = study_of(perflab_model("study", path, model=QUIET, store=store))
+    path = write(directory, f"{name}.yaml", STUDY.format(name=name, cost=cost, extra=extra, blocks=blocks))
+    doc, _ = study_of(perflab_model("study", path, model=model, store=store))
     return doc
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """Three stores: a +10% study, an A/A study, and a study whose every pair is excluded."""
+    """Four stores: a +10% study, an A/A study, a study whose every pair is excluded, and an A/A
+    study of 3 blocks at 5% noise a run (an interval of about ±12%: INCONCLUSIVE)."""
     root = tmp_path_factory.mktemp("compare")
     out = {}
-    for name, cost, extra in (("worse", 2.2, ""), ("same", 2.0, ""), ("none", 2.0, "gates: {util_band: [99, 100]}")):
+    for name, cost, extra, model, blocks in (("worse", 2.2, "", QUIET, 6), ("same", 2.0, "", QUIET, 6),
+                                             ("none", 2.0, "gates: {util_band: [99, 100]}", QUIET, 6),
+                                             ("noisy", 2.0, "", Model(noise=0.05, seed=4), 3)):
         store = root / name
-        out[name] = (store, _study(root, store, name, cost, extra))
+        out[name] = (store, _study(root, store, name, cost, extra, model, blocks))
     return out
 
 
@@ -72,18 +76,21 @@ def test_compare_by_run_ids_and_by_labels_finds_a_known_cost(stores):
         itr = metric(compared, "itr_s")
         assert code == 1 and itr["verdict"] == "WORSE", (a, b, err)
         assert itr["ratio"] == pytest.approx(1 / 1.1, rel=0.01) and itr["n_blocks"] == 6
-    # unique prefixes name runs too
-    prefixes = ",".join(r[:-2] for r in base.split(","))
-    assert _compare(store, prefixes, new)[0] == 1
+    # unique prefixes name runs too (model runs come many to a second: the shortest unique one)
+    ids = base.split(",") + new.split(",")
+    unique = lambda run: next(run[:k] for k in range(len(run) - 4, len(run) + 1)
+                              if sum(other.startswith(run[:k]) for other in ids) == 1)
+    assert _compare(store, ",".join(unique(r) for r in base.split(",")), new)[0] == 1
 
 
 def test_compare_exit_codes(stores):
     store, doc = stores["same"]
     code, compared, _ = _compare(store, "label:base", "label:candidate")
     assert code == 0 and metric(compared, "itr_s")["verdict"] == "EQUIVALENT"
-    two = lambda config: ",".join([r["run_id"] for r in doc["runs"] if r["config"] == config][:2])
-    code, compared, _ = _compare(store, two("base"), two("candidate"))
-    assert code == 3 and metric(compared, "itr_s")["verdict"] == "INCONCLUSIVE"   # two runs each: no interval
+    store, doc = stores["noisy"]
+    code, compared, _ = _compare(store, f"study:{doc['study_id']}:base", f"study:{doc['study_id']}:candidate")
+    assert code == 3 and metric(compared, "itr_s")["verdict"] == "INCONCLUSIVE"
+    store, doc = stores["same"]
     code, _, err = _compare(store, "no-such-run", "label:nothing")
     assert code == 2 and "Traceback" not in err
     code, _, err = _compare(store, "label:base", "label:candidate", "--metric", "itr_x")

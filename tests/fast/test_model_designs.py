@@ -77,14 +77,14 @@ load:
               equal_utilization: true}
 blocks: 3
 metrics: [itr_s, util_proc_s]
-""")
+""", model=Model())
     loads = doc["design"]["loads"]
     assert set(loads) == {"base", "twice the cost"}
     # the same target, twice the cost per transaction: half the arrival rate (within the band)
     assert loads["base"]["rate"] / loads["twice the cost"]["rate"] == pytest.approx(2.0, rel=0.2)
     for run in doc["runs"]:
         assert run["rate"] == loads[run["config"]]["rate"]
-        assert abs(run["metrics"]["util_proc_s"] - 40) <= 4 + 2   # the band, and a run's own noise
+        assert abs(run["metrics"]["util_proc_s"] - 40) <= 10   # the band, and a 2 s window's Poisson arrivals
 
 
 def test_a_users_sweep_gives_a_curve_obeying_the_closed_loop_law(tmp_path):
