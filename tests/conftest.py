@@ -11,6 +11,10 @@ import pytest
 import tiers
 
 
+#: A fast-tier test that runs longer than this is named in the session's summary.
+FAST_TEST_S = 30.0
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark every test that starts a real run or system `lab` (tiers.py says how it is told)."""
     for item in items:
@@ -34,6 +38,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for tier in ("fast", "lab"):
             if tier in counts:
                 terminalreporter.write_line(f"{tier}: " + ", ".join(f"{n} {o}" for o, n in sorted(counts[tier].items())))
+        slow = sorted(((r.duration, r.nodeid) for r in terminalreporter.stats.get("passed", [])
+                       if r.when == "call" and "lab" not in r.keywords and r.duration > FAST_TEST_S), reverse=True)
+        if slow:
+            terminalreporter.write_line(f"fast-tier tests over {FAST_TEST_S:g} s (the tier's budget is 5 minutes: "
+                                        f"tests/tiers.py): " + ", ".join(f"{n} {d:.0f} s" for d, n in slow[:5]))
 
 
 @pytest.fixture(autouse=True)

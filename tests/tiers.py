@@ -4,6 +4,8 @@
   (`perflab run`, `perflab study`, `perflab accuracy`, `execute_run`, a duet's `run_pair`, a
   StudyRunner without a model executor), a monitor sampling real processes, PostgreSQL, nginx,
   Ray, network namespaces, Chromium. Every truth test of a real system is here.
+  The Monte-Carlo simulations of the statistics' error rates and power (`LAB_SIMULATIONS`,
+  minutes of CPU) are truth tests too, and run there.
 * **fast**: everything else -- unit tests, synthetic run directories and study documents, and
   orchestration driven through the model driver (perflab.drive.model_driver).
 
@@ -38,6 +40,15 @@ LAB_NAMES = frozenset({
     "PostgresServer", "NetLab", "start_agent", "DriverCluster", "sync_playwright", "async_playwright",
     "installed_releases", "CHROMIUM",
 })
+#: Monte-Carlo checks of the statistics -- error rates, power and coverage over thousands of
+#: simulated studies: truth tests by simulation, a minute or more of CPU each. The lab tier keeps
+#: them, beside the real systems' truths. (Node ids or their prefixes; a new long simulation is
+#: added here or marked @pytest.mark.lab. The fast tier's summary lists its slowest tests.)
+LAB_SIMULATIONS = (
+    "tests/stats/test_stats_error_control.py::",
+    "tests/study/test_validity.py::test_stationary_open_loop_runs_are_almost_never_excluded_and_a_growing_queue_is",
+    "tests/stats/test_stats_multiplicity.py::test_holm_known_values_and_statsmodels_oracle",
+)
 #: The tests' ways of calling perflab's command line (cli_helpers.perflab, reliability_helpers.run_main).
 CLI_HELPERS = frozenset({"perflab", "run_main", "_perflab"})
 #: First arguments that make a CLI call a real run (`perflab("run", ...)`, `run_main("study", ...)`).
@@ -157,7 +168,7 @@ def item_is_lab(item: Any) -> bool:
     """The rule for one collected test: its function or any fixture it uses."""
     if item.get_closest_marker("fast") is not None:
         return False
-    if item.get_closest_marker("lab") is not None:
+    if item.get_closest_marker("lab") is not None or item.nodeid.startswith(LAB_SIMULATIONS):
         return True
     functions: list[Callable[..., Any]] = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)

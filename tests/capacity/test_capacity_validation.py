@@ -16,7 +16,8 @@ mean cost that differs from 2 ms by a few %, and that sampling noise is not the 
 Tolerance, computed from the run: |predicted/measured − 1| ≤ 5 % (the accuracy claimed for
 the model) + t·SE, SE the relative standard error of the measured value from 40 batch means
 of the window's transactions, plus (for AVG LAST (T)) the delay's fitting uncertainty carried
-to the prediction. t is the Student-t quantile (39 df) for a two-sided 1e-4/6 per comparison,
+to the prediction, plus what other processes' measured CPU could have moved the level (a shared
+machine widens the tolerance; the test never skips for it). t is the Student-t quantile (39 df) for a two-sided 1e-4/6 per comparison,
 so with the model within 5 % the test fails falsely with probability ≤ 1e-4 (Bonferroni over
 the 6 comparisons). No timing assertion: only ratios of the run's own measurements.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -129,42 +131,74 @@ def test_mva_predicts_held_out_levels_of_a_real_sweep(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     study_dir = Path(run.stdout.strip().splitlines()[-1])
     doc = json.loads((study_dir / "study.json").read_text())
-    # A machine shared with other work (other tests, other sessions) takes CPU from the SUT:
-    # then the measurement, not the model, is off, and there is nothing to validate.
-    disturbed = {r["users"]: _other_cpu(r["metrics"]) for r in doc["runs"]}
-    if any(v is not None and v > DISTURBED_CPU for v in disturbed.values()):
-        pytest.skip(f"other processes used CPU during the sweep ({disturbed}): measurements disturbed")
+    # A machine shared with other work (other tests, other sessions) takes CPU from the SUT. The
+    # test never skips for it: it measures the other work per level and widens honestly (below).
+    other = {r["users"]: max(0.0, _other_cpu(r["metrics"]) or 0.0) for r in doc["runs"]}
+    # The gates have no reason to exclude a run of a quiet level; a disturbed one they may.
+    excluded = {r["users"] for r in doc["runs"] if r["exclusions"]}
+    assert all(other[n] > DISTURBED_CPU for n in excluded), [(r["users"], r["exclusions"]) for r in doc["runs"]]
+    fit = [n for n in FIT if n not in excluded]
+    held_out = [n for n in HELD_OUT if n not in excluded]
+    if excluded:
+        warnings.warn(f"the gates excluded the disturbed level(s) {sorted(excluded)} (other work {other}): "
+                      f"MVA is checked at {held_out}, fitted at {fit}")
+    assert fit and held_out, f"every fit or every held-out level excluded on a disturbed host: {other}"
 
-    # on a quiet machine the gates (drift, driver saturation) have no reason to exclude a run
-    assert not any(r["exclusions"] for r in doc["runs"]), [r["exclusions"] for r in doc["runs"]]
-
-    res = perflab("capacity", "mva", study_dir, "--fit", ",".join(map(str, FIT)), "--demand", "point", "--json")
+    res = perflab("capacity", "mva", study_dir, "--fit", ",".join(map(str, fit)), "--demand", "point", "--json")
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout)
     levels = {int(p["n"]): p for p in out["levels"]}
-    assert {n for n, p in levels.items() if p["fit"]} == set(FIT)
+    assert {n for n, p in levels.items() if p["fit"]} == set(fit)
     run_of = {r["users"]: store / "runs" / r["run_id"] for r in doc["runs"]}
 
-    se_r = {n: batch_se(run_of[n], "r") for n in values}
-    se_x = {n: batch_se(run_of[n], "x") for n in values}
+    se_r = {n: batch_se(run_of[n], "r") for n in fit + held_out}
+    se_x = {n: batch_se(run_of[n], "x") for n in fit + held_out}
     d_hat = out["model"]["delay"]
     # The delay's fitting uncertainty by the delta method: d minimizes Σ(ln R_i − ln R_i(d))²,
     # so SE(d) = √(Σ w_i² s_i²) / Σ w_i², w_i = ∂ln R_i/∂d, s_i the relative SE of R_i.
-    w = {n: _dlog(levels[n], d_hat, "r") for n in FIT}
-    delay_se = math.sqrt(sum(w[n] ** 2 * se_r[n] ** 2 for n in FIT)) / sum(w[n] ** 2 for n in FIT)
-    t = stats.t.ppf(1 - FALSE_FAILURE / (2 * 2 * len(HELD_OUT)), BATCHES - 1)
+    w = {n: _dlog(levels[n], d_hat, "r") for n in fit}
+    delay_se = math.sqrt(sum(w[n] ** 2 * se_r[n] ** 2 for n in fit)) / sum(w[n] ** 2 for n in fit)
+    # Other work u (CPUs' worth, all of it counted as if on the SUT's CPU) leaves the SUT's server
+    # at least 1 - u of its speed (the shadow-server bound: other work served first): the truth lies
+    # between MVA at the measured demand D and at D / (1 - u), so each tolerance widens by that
+    # distance, at its own level and through the fitted delay (whose fit levels it moved as well).
+    slow_r = {n: _shadow(levels[n], d_hat, other[n], "r") for n in fit + held_out}
+    slow_x = {n: _shadow(levels[n], d_hat, other[n], "x") for n in held_out}
+    delay_shift = sum(abs(w[n]) * slow_r[n] for n in fit) / sum(w[n] ** 2 for n in fit)
+    t = stats.t.ppf(1 - FALSE_FAILURE / (2 * 2 * len(held_out)), BATCHES - 1)
     report = []
-    for n in HELD_OUT:
+    for n in held_out:
         p = levels[n]
-        tol_x = MODEL_ACCURACY + t * math.hypot(se_x[n], _dlog(p, d_hat, "x") * delay_se)
-        tol_r = MODEL_ACCURACY + t * math.hypot(se_r[n], _dlog(p, d_hat, "r") * delay_se)
+        tol_x = (MODEL_ACCURACY + t * math.hypot(se_x[n], _dlog(p, d_hat, "x") * delay_se)
+                 + slow_x[n] + abs(_dlog(p, d_hat, "x")) * delay_shift)
+        tol_r = (MODEL_ACCURACY + t * math.hypot(se_r[n], _dlog(p, d_hat, "r") * delay_se)
+                 + slow_r[n] + abs(_dlog(p, d_hat, "r")) * delay_shift)
         report.append((n, p["etr_error"], tol_x, p["avg_last_error"], tol_r))
-    print("delay", d_hat, "SE", delay_se, "; n, ETR error, tolerance, AVG LAST error, tolerance:", report)
+    print("delay", d_hat, "SE", delay_se, "other work", other, "; n, ETR error, tolerance, AVG LAST error, tolerance:",
+          report)
     for n, ex, tx_, er, tr in report:
         assert abs(ex) <= tx_, f"ETR (T) at {n} users: MVA off by {100 * ex:+.1f}% (tolerance {100 * tx_:.1f}%)"
         assert abs(er) <= tr, f"AVG LAST (T) at {n} users: MVA off by {100 * er:+.1f}% (tolerance {100 * tr:.1f}%)"
     # The check has teeth: a model without queueing (R = D + d) misses the knee level by far
-    # more than the tolerance, so passing is not automatic.
-    p = levels[12]
-    no_queue = p["demand"] + out["model"]["delay"]
-    assert abs(no_queue / p["avg_last_t_measured"] - 1) > report[-1][4]
+    # more than the tolerance, so passing is not automatic -- on a quiet host; a disturbed one
+    # widens the tolerance, and the test says when that left it without teeth.
+    n, *_, tol = report[-1]
+    p = levels[n]
+    miss = abs((p["demand"] + out["model"]["delay"]) / p["avg_last_t_measured"] - 1)
+    if all(other[m] <= DISTURBED_CPU for m in fit + held_out):
+        assert miss > tol, (miss, tol)
+    elif miss <= tol:
+        warnings.warn(f"other work {other} widened the tolerance at {n} users to {100 * tol:.0f}%, past what a "
+                      f"model without queueing misses by ({100 * miss:.0f}%): this run could not tell them apart")
+
+
+def _shadow(level: dict, delay: float, other: float, what: str) -> float:
+    """|ln prediction(D / (1 - u)) - ln prediction(D)|: how far other work u may move the level."""
+    def value(demand):
+        last = None
+        for last in mva_steps(demand, 1.0, delay, level["think"], int(level["n"])):
+            pass
+        return math.log(last.r if what == "r" else last.x)
+
+    u = min(other, 0.9)
+    return abs(value(level["demand"] / (1 - u)) - value(level["demand"])) if u > 0 else 0.0

@@ -46,7 +46,7 @@ metrics: [itr_s, pbt_cmd_s, etr_t, avg_last_t]
 # -- verdicts on a known truth, and the exit codes of perflab study ----------------------------
 
 def test_a_known_added_cost_of_10_percent_is_worse(tmp_path):
-    done = perflab_model("study", _ab(tmp_path, 2.2), "--gate", model=QUIET, store=tmp_path / "st")
+    done = perflab_model("study", _ab(tmp_path, 2.2), "--gate", model=QUIET, store=tmp_path / "st", reports=True)
     doc, directory = study_of(done)
     itr, pbt = metric(doc, "itr_s"), metric(doc, "pbt_cmd_s")
     assert itr["verdict"] == "WORSE" and pbt["verdict"] == "WORSE", (itr, pbt)
@@ -55,6 +55,12 @@ def test_a_known_added_cost_of_10_percent_is_worse(tmp_path):
     # the estimate is the truth (1/1.1) within a few of its standard errors (0.5% a run: 0.3% here)
     assert itr["ratio"] == pytest.approx(1 / 1.1, rel=0.01) and pbt["ratio"] == pytest.approx(1.1, rel=0.01)
     assert "ITR (S)" in (directory / "report.md").read_text() and "WORSE" in done.stderr
+    # the report: the seeds' five sections, charts inline, nothing fetched
+    html = (directory / "report.html").read_text()
+    for section in ("general-observations", "workload", "hardware", "software", "discussion", "data"):
+        assert f'id="{section}' in html
+    assert "<svg" in html and "http://" not in html and "https://" not in html
+    assert json.loads((directory / "report.json").read_text())
     # without --gate a study that answered exits 0 whatever its verdict
     again = perflab_model("study", _ab(tmp_path, 2.2), model=QUIET, store=tmp_path / "st")
     assert again.returncode == 0, again.stderr[-2000:]

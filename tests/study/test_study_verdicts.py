@@ -3,8 +3,12 @@
 Identical configurations must come out EQUIVALENT; a configuration that adds a known absolute
 CPU cost per transaction must come out WORSE with an interval that contains the true ratio --
 computed from the base's *measured* cost per transaction (which includes perflab's own small
-per-transaction cost in the SUT's workers), not from the designed cost alone; and `perflab
-compare` on the study's groups must give the study's verdict and its documented exit code.
+per-transaction cost in the SUT's workers), not from the designed cost alone.
+
+The truth is checked on every host, in an interval as wide as the noise each study measured;
+the verdicts wherever that noise decides them. What a study does with its runs -- the reports'
+sections, `perflab compare` on its groups and its exit codes -- is the fast tier's
+(tests/fast/test_model_studies.py, test_model_compare.py: the same studies on the model driver).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +25,10 @@ from scipy import stats
 
 from cli_helpers import perflab
 from perflab.stats import paired_log_interval
+
+#: The two studies take about 100 s on a quiet host; a busy one may take three times that, and a
+#: busy host must not fail them (the assertions widen with the noise instead).
+pytestmark = pytest.mark.timeout(900)
 
 CPU_MS = 4.0
 ADDED_MS = 0.4   # the candidate's known extra CPU per transaction
@@ -73,22 +82,42 @@ def _per_block(doc: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([values[("base", b)] for b in blocks]), np.array([values[("candidate", b)] for b in blocks]))
 
 
-#: The verdict assertions hold on a host whose run-to-run CV of ITR (S) for this SUT is small
-#: (0.1-0.3% measured here, quiet). Above this measured CV the host is too loaded for them.
-QUIET_CV = 0.008
+#: The false-failure probability of each assertion about the truth below.
+FALSE_FAILURE = 1e-4
 
 
-def _premise_quiet_host(doc: dict) -> None:
-    """Skip, saying why, when the measured CV shows a loaded host. With the premise met, the
-    chance of a false failure is below 1e-4 whatever the true CV: simulated (400,000 trials per
-    CV, 0.6% to 3%), P(not EQUIVALENT and measured CV <= 0.8%) peaks at 1.3e-5 with 10 blocks; and
-    a 10% change at CV <= 0.8% over 6 blocks is 8 standard errors from no change (a missed WORSE:
-    below 1e-6)."""
-    base, new = _per_block(doc, "itr_s")
-    cv = float(np.std(np.log(new) - np.log(base), ddof=1)) / math.sqrt(2)
-    if cv > QUIET_CV:
-        pytest.skip(f"host too loaded for verdict assertions at 1e-4: measured CV {100 * cv:.2f}% > "
-                    f"{100 * QUIET_CV:g}%")
+def _wide(doc: dict, key: str) -> tuple[float, float]:
+    """The paired interval of the ratio at 1 - FALSE_FAILURE from the study's own valid runs: as
+    wide as the noise this study measured makes it. It holds the true ratio with probability
+    1 - FALSE_FAILURE on a quiet host or a loaded one -- the loaded host widens it, it never
+    skips it (no truth test skips because the host is busy: DESIGN.md, Conventions)."""
+    base, new = _per_block(doc, key)
+    interval = paired_log_interval(np.log(new) - np.log(base), 1 - FALSE_FAILURE)
+    return math.exp(float(interval.low)), math.exp(float(interval.high))
+
+
+def _decided(doc: dict, key: str, margin: float = 0.03) -> str | None:
+    """The verdict the measured noise makes certain at FALSE_FAILURE, or None when the noise
+    leaves it open. The study decides on a narrower interval (90%, or one its error control
+    widens to at most 1 - 5e-2 / its family) inside this one, so when this interval lies inside
+    the ±margin band the study's verdict is EQUIVALENT, and when it lies wholly beyond the band
+    it is the claim on that side. On this host the quiet CV of ITR (S) for this SUT is 0.1-0.3%:
+    both verdicts below are decided; a loaded host may leave them open, and the tests then still
+    check the truth itself (the interval holds it) and say so."""
+    low, high = _wide(doc, key)
+    if 1 - margin <= low and high <= 1 / (1 - margin):
+        return "EQUIVALENT"
+    if high < 1 - margin:
+        return "WORSE" if key == "itr_s" else "BETTER"
+    if low > 1 / (1 - margin):
+        return "BETTER" if key == "itr_s" else "WORSE"
+    return None
+
+
+def _undecided(doc: dict, key: str) -> None:
+    low, high = _wide(doc, key)
+    warnings.warn(f"{doc['name']}: the measured noise leaves the verdict open at {FALSE_FAILURE:g} "
+                  f"({key} in [{low:.4f}, {high:.4f}]): the truth was checked, the verdict was not")
 
 
 @pytest.fixture(scope="module")
@@ -110,21 +139,33 @@ def test_identical_configurations_are_equivalent(studies):
     assert all(sorted(v) == ["base", "candidate"] for v in blocks.values()) and len(blocks) == 10
     itr = _metric(doc, "itr_s")
     assert itr["role"] == "primary" and itr["adjustment"] == "holm"
-    _premise_quiet_host(doc)
-    # at 60% utilization, open loop with seeded Poisson arrivals (the same wobble in every run), no
-    # run is read as unsteady: the open-loop gate judges the SUT, not the arrival count
+    # the truth: identical configurations, a ratio of 1, inside the interval the noise allows
+    low, high = _wide(doc, "itr_s")
+    assert low <= 1.0 <= high, (low, high)
+    if _decided(doc, "itr_s") is None:
+        _undecided(doc, "itr_s")
+        return
+    # a host quiet enough to decide: at 60% utilization, open loop with seeded Poisson arrivals
+    # (the same wobble in every run), no run is read as unsteady -- the open-loop gate judges the
+    # SUT, not the arrival count -- and the verdict is EQUIVALENT
     assert not any(r["exclusions"] for r in doc["runs"])
-    assert itr["verdict"] == "EQUIVALENT", itr
+    assert itr["verdict"] == _decided(doc, "itr_s") == "EQUIVALENT", itr
     assert doc["verdict"]["exit_code"] == 0
 
 
 def test_a_known_added_cost_is_worse_and_the_interval_holds_the_truth(studies):
     doc = studies["worse"]
-    _premise_quiet_host(doc)
     itr, pbt = _metric(doc, "itr_s"), _metric(doc, "pbt_cmd_s")
-    assert itr["verdict"] == "WORSE", itr
-    assert pbt["verdict"] == "WORSE", pbt   # lower is better: more CPU per command is worse
-    assert pbt["adjustment"] == "gatekept-holm"  # the primary claim stood, so the secondary family was tested
+    # The verdicts, where the measured noise decides them (10% over 6 blocks at a quiet host's
+    # CV of 0.1-0.3% is 30 standard errors from the margin); the truth below, whatever the noise.
+    if _decided(doc, "itr_s") == "WORSE":
+        assert itr["verdict"] == "WORSE", itr
+        assert doc["verdict"]["exit_code"] == 1
+    else:
+        _undecided(doc, "itr_s")
+    if _decided(doc, "itr_s") == "WORSE" and _decided(doc, "pbt_cmd_s") == "WORSE":
+        assert pbt["verdict"] == "WORSE", pbt   # lower is better: more CPU per command is worse
+        assert pbt["adjustment"] == "gatekept-holm"  # the primary claim stood, so the secondary family was tested
     # The truth, from the base's measured cost c (ms per transaction, perflab's own share
     # included): PBT/CMD goes from c to c + ADDED_MS, ITR by the inverse.
     base, new = _per_block(doc, "pbt_cmd_s")
@@ -141,38 +182,3 @@ def test_a_known_added_cost_is_worse_and_the_interval_holds_the_truth(studies):
                                                                                                  truth_high)
     # and the study's own estimate is the paired ratio of those runs
     assert pbt["ratio"] == pytest.approx(math.exp(float(np.mean(np.log(new) - np.log(base)))), rel=1e-9)
-    assert doc["verdict"]["exit_code"] == 1
-
-
-def test_reports_have_the_five_sections(studies):
-    html = (studies["worse_dir"] / "report.html").read_text()
-    for section in ("general-observations", "workload", "hardware", "software", "discussion", "data"):
-        assert f'id="{section}' in html
-    assert "<svg" in html and "http://" not in html and "https://" not in html
-    markdown = (studies["worse_dir"] / "report.md").read_text()
-    assert "ITR (S)" in markdown and "WORSE" in markdown
-
-
-def test_compare_on_the_study_groups_gives_the_study_s_verdict(studies):
-    store = studies["store"]
-    for doc in (studies["same"], studies["worse"]):
-        out = Path(studies["worse_dir"]).parent / f"compare-{doc['study_id']}"
-        result = perflab("compare", f"study:{doc['study_id']}:base", f"study:{doc['study_id']}:candidate",
-                         "--out", out, store=store)
-        assert result.returncode == doc["verdict"]["exit_code"], result.stderr
-        compared = json.loads((out / "study.json").read_text())
-        mine, theirs = _metric(compared, "itr_s"), _metric(doc, "itr_s")
-        assert (mine["verdict"], mine["ratio"], mine["ci_low"], mine["n_blocks"]) == \
-            (theirs["verdict"], theirs["ratio"], theirs["ci_low"], theirs["n_blocks"])
-
-
-def test_compare_exit_codes(studies):
-    store = studies["store"]
-    runs = studies["worse"]["runs"]
-    two_base = ",".join(r["run_id"] for r in runs if r["config"] == "base")
-    too_few = ",".join(r["run_id"] for r in runs if r["config"] == "candidate")
-    few = perflab("compare", two_base.split(",")[0] + "," + two_base.split(",")[1],
-                  too_few.split(",")[0] + "," + too_few.split(",")[1], store=store)
-    assert few.returncode == 3, few.stderr  # two runs each: no interval, INCONCLUSIVE (more runs needed)
-    bad = perflab("compare", "no-such-run", "label:nothing", store=store)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
