@@ -161,3 +161,14 @@ def test_bash_completes_with_the_script_it_is_shown(tmp_path):
     done = subprocess.run(["bash", "-c", test], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["run", "runs"]
+
+
+def test_install_completion_writes_the_script_where_bash_reads_it(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "perflab.cli", "--install-completion", "bash"], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / ".bash_completions" / "perflab.sh"
+    assert "_PERFLAB_COMPLETE=complete_bash" in script.read_text()
+    assert str(script) in (tmp_path / ".bashrc").read_text() or ".bash_completions/perflab.sh" in \
+        (tmp_path / ".bashrc").read_text()
