@@ -35,6 +35,14 @@ MAX_DRIFT = 0.05
 STEADY_ALPHA = 0.01
 #: Fewer intervals than this cannot be judged for steadiness at all: a caveat, never an exclusion.
 MIN_STEADY_INTERVALS = 4
+#: Default largest change of the response time across the window before a run is "not steady":
+#: the line through log AVG LAST (T) may rise or fall by this factor less one (1.0: a doubling).
+#: Response times scatter far more than rates from one interval to the next (a queue near
+#: saturation), so their limit is wide; a growing queue passes it within seconds.
+MAX_RESPONSE_DRIFT = 1.0
+#: A split duet's CPU (its SUT and the other configuration's driver) this busy gave the driver no
+#: sure turn: the pair is excluded.
+CPU_FULL_PCT = 98.0
 #: Default half-width of the utilization band around a calibration target (base runs only).
 UTIL_BAND_HALF_WIDTH = 10.0
 #: A run whose interval-to-interval scatter of the primary metric is this many times the median
@@ -101,23 +109,44 @@ def run_not_complete(status: str, reason: str | None) -> Caveat:
                   values={"status": status, "reason": reason})
 
 
-def duet_design(placement: str | None) -> Caveat:
+def duet_design(placement: str | None, arrangement: str = "duet") -> Caveat:
     where = f" ({placement})" if placement else ""
+    if arrangement == "split-duet":
+        how = ("each SUT on CPUs of its own beside the other configuration's driver, the sides swapped from block to "
+               "block")
+        levels = "Levels (ITR, UTIL/PROC) are those of a CPU shared with the other run's driver"
+    else:
+        how = "their SUTs sharing the SUT's CPUs and their drivers the driver's"
+        levels = "Levels (ITR, UTIL/PROC) are those of a CPU shared by two servers"
     return Caveat(code=Code.DUET,
-                  text=f"duet design: each block's two runs ran at the same time{where}, their SUTs sharing the "
-                       f"SUT's CPUs and their drivers the driver's, their windows started together: a slow spell of "
-                       f"the host slowed both and cancels from their ratio. Levels (ITR, UTIL/PROC, response times) "
-                       f"are those of a shared CPU -- compare ratios, not levels, with solo studies; (H) rows include "
-                       f"the other run's load; the drivers' saturation is judged on the two together",
-                  values={"placement": placement})
+                  text=f"{arrangement}: each block's two runs ran at the same time{where}, {how}, their windows "
+                       f"started together: a slow spell of the host slowed both and cancels from their ratio. "
+                       f"{levels}; machine-wide rows ((H), disk, network, paging) count both runs and are shown once "
+                       f"for the pair, without a verdict; response times depend on how the two shared the machine "
+                       f"and are described, not judged. How far this arrangement's ratios sit from one-at-a-time "
+                       f"ones is stated with the verdicts (docs/accuracy.md)",
+                  values={"placement": placement, "arrangement": arrangement})
 
 
-def driver_saturated(util_pct: float | None, tool: str | None = None) -> Caveat:
+def driver_saturated(util_pct: float | None, tool: str | None = None, limit_pct: float = DRIVER_SATURATION_PCT) \
+        -> Caveat:
     shown = "saturated" if util_pct is None else f"{util_pct:.0f}% of one core"
     who = f" ({tool})" if tool else ""
+    limit = "" if limit_pct == DRIVER_SATURATION_PCT else f", limit {limit_pct:.0f}%"
     return Caveat(code=Code.DRIVER_SATURATED,
-                  text=f"driver CPU {shown}{who}: run invalid (the driver, not the SUT, set the pace)",
-                  values={"util_pct": util_pct, "limit_pct": DRIVER_SATURATION_PCT, "tool": tool})
+                  text=f"driver CPU {shown}{who}{limit}: run invalid (the driver, not the SUT, set the pace)",
+                  values={"util_pct": util_pct, "limit_pct": limit_pct, "tool": tool})
+
+
+def cpu_full(sut_util: float, driver_util: float, cpus: list[int]) -> Caveat:
+    """A split duet's CPU that its SUT and the other run's driver filled."""
+    where = ",".join(map(str, cpus)) or "?"
+    return Caveat(code=Code.DRIVER_SATURATED,
+                  text=f"CPU {where} full: its SUT {sut_util:.0f}% and the other run's driver {driver_util:.0f}% "
+                       f"(limit {CPU_FULL_PCT:.0f}% together): the driver may not have had its turn, so it may have "
+                       f"set the pace; the pair is invalid",
+                  values={"util_pct": sut_util + driver_util, "sut_util": sut_util, "driver_util": driver_util,
+                          "limit_pct": CPU_FULL_PCT, "cpus": cpus})
 
 
 def hung_transactions(count: int, deadline_s: float | None) -> Caveat:
@@ -144,20 +173,19 @@ def no_transactions() -> Caveat:
     return Caveat(code=Code.NO_TRANSACTIONS, text="no completed transactions in the measurement window")
 
 
-def not_steady(change: float, se: float, limit: float, intervals: int, beside_partner: bool = False) -> Caveat:
-    what = "ETR (T) relative to its duet partner's" if beside_partner else "ETR (T)"
+def not_steady(label: str, change: float, se: float, limit: float, intervals: int, beside_partner: bool = False,
+               basis: str = "alone", log_scale: bool = False) -> Caveat:
+    """A series that drifted across the window beyond its limit and beyond its noise (`basis`:
+    the study's other runs, or the worst case of a lone run's; perflab.study.steadiness)."""
+    what = f"{label} relative to its partner's" if beside_partner else label
+    null = ("the other runs of the study" if basis == "between runs"
+            else "a wander with autocorrelation up to 0.9")
+    unit = " (a line through its log)" if log_scale else ""
     return Caveat(code=Code.NOT_STEADY,
-                  text=f"not steady: {what} changed {100 * change:+.1f}% (±{100 * se:.1f}%) across the window "
-                       f"(limit ±{100 * limit:.0f}%, {intervals} intervals)",
-                  values={"change": change, "se": se, "limit": limit, "intervals": intervals,
-                          "beside_partner": beside_partner})
-
-
-def shared_drift(change: float, relative: float) -> Caveat:
-    """A duet run whose rate drifted with its partner's: the host's speed, not the SUT."""
-    return note(f"ETR (T) changed {100 * change:+.1f}% across the window, and its duet partner's with it "
-                f"({100 * relative:+.1f}% relative to the partner's): the host's speed, common to both, which "
-                f"cancels from their ratio; not excluded")
+                  text=f"not steady: {what} changed {100 * change:+.1f}%{unit} across the window (limit "
+                       f"±{100 * limit:.0f}%, {intervals} intervals), more than {null} explain (± {100 * se:.1f}%)",
+                  values={"series": label, "change": change, "se": se, "limit": limit, "intervals": intervals,
+                          "beside_partner": beside_partner, "basis": basis, "log_scale": log_scale})
 
 
 def fell_behind(completed: float, offered: float, limit: float) -> Caveat:
@@ -175,10 +203,11 @@ def steady_unjudged(intervals: int) -> Caveat:
                   values={"intervals": intervals, "need": MIN_STEADY_INTERVALS})
 
 
-def util_out_of_band(util: float, low: float, high: float) -> Caveat:
+def util_out_of_band(util: float, low: float, high: float, pair: bool = False) -> Caveat:
+    whose = "the pair's UTIL/PROC (S) together" if pair else "UTIL/PROC (S)"
     return Caveat(code=Code.UTIL_OUT_OF_BAND,
-                  text=f"UTIL/PROC (S) {util:.1f}% outside the utilization band {low:.0f}-{high:.0f}%",
-                  values={"util": util, "low": low, "high": high})
+                  text=f"{whose} {util:.1f}% outside the utilization band {low:.0f}-{high:.0f}%",
+                  values={"util": util, "low": low, "high": high, "pair": pair})
 
 
 def little_law(expected: float, etr: float, deviation_pct: float, tolerance_pct: float) -> Caveat:

@@ -269,6 +269,8 @@ def study(
                             "blocks the margin needs"),
     duet: bool = typer.Option(False, "--duet", help="run each block's two configurations at the same time on the "
                               "same CPUs (as `duet: true` in the file): the host's slow spells cancel from their ratio"),
+    arrangement: Optional[str] = typer.Option(None, "--arrangement", help="how a block's two runs run, whatever the "
+                                              "file says: one-at-a-time, duet or split-duet (docs/studies.md)"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
     no_monitor: bool = NoMonitorOpt,
     store: Optional[Path] = StoreOpt,
@@ -277,7 +279,8 @@ def study(
 
     Prints the report directory. Exit codes: 0 done (with --gate: every primary verdict
     EQUIVALENT or BETTER), 1 a primary verdict is WORSE (--gate), 2 bad input, 3 a primary
-    verdict is INCONCLUSIVE (--gate), 4 a primary metric has no valid comparison (always).
+    verdict is INCONCLUSIVE (--gate), 4 a primary metric has no valid comparison (always),
+    130 interrupted (always, whatever the partial verdict: its reports are written).
 
     Example: `perflab study examples/sqlite-release-study.yaml --measurement 30s --blocks 4`
     """
@@ -289,7 +292,7 @@ def study(
 
     options = StudyOptions(measurement=_seconds(measurement, "--measurement"),
                            stabilization=_seconds(stabilization, "--stabilization"), blocks=blocks,
-                           monitor=not no_monitor, aa=aa, duet=duet)
+                           monitor=not no_monitor, aa=aa, duet=duet, arrangement=arrangement)
     progress = StudyProgress(err)
     runner = StudyRunner(study_file, Store(store), options, on_event=progress.event, observer=progress)
     err.print(f"study [bold]{escape(runner.study_id)}[/bold] -> {escape(runner.dir)}")
@@ -302,6 +305,8 @@ def study(
     for kind, path in paths.items():
         err.print(f"{kind}: {escape(path)}")
     out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
+    if doc.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)  # a partial verdict is no answer, whatever it says
     code = doc.verdict.exit_code if doc.verdict is not None else EXIT_OK
     if gate or code == EXIT_NO_COMPARISON:
         raise typer.Exit(code)
@@ -315,7 +320,8 @@ def compare(
     metric: Optional[list[str]] = typer.Option(None, "--metric", "-m", help="primary metrics: their verdicts decide "
                                                "the exit code (default: the study's, else itr_s)"),
     margin: Optional[float] = typer.Option(None, "--margin", help="equivalence margin (0.03 = ±3%)"),
-    confidence: Optional[float] = typer.Option(None, "--confidence", help="level of the intervals (0.90)"),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="the level of the intervals, 1 - alpha "
+                                               "(0.95); the older spelling of --family-alpha"),
     family_alpha: Optional[float] = typer.Option(None, "--family-alpha",
                                                  help="error rate of all claims of a change together (0.05)"),
     report_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also write report.md/html/json here"),
@@ -332,19 +338,17 @@ def compare(
     from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
     from perflab.report.terminal import render_verdicts
     from perflab.report.write import write_reports
-    from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA, DEFAULT_MARGIN, Criteria, check
+    from perflab.stats.criteria import Criteria
     from perflab.store.atomic import write_json_atomic
     from perflab.store.catalog import Store
     from perflab.study.groups import comparison_document
 
     criteria = None
     if (margin, confidence, family_alpha) != (None, None, None):
-        values = (DEFAULT_MARGIN if margin is None else margin, DEFAULT_CONFIDENCE if confidence is None else confidence,
-                  DEFAULT_FAMILY_ALPHA if family_alpha is None else family_alpha)
-        problem = check(*values)
-        if problem is not None:
-            raise InputError(problem[1], field=f"--{problem[0].replace('_', '-')}")
-        criteria = Criteria(*values)
+        try:  # --confidence c is --family-alpha 1 - c: one alpha (perflab.stats.criteria)
+            criteria = Criteria.from_fields(margin, confidence, family_alpha)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--margin/--confidence/--family-alpha") from None
     unknown = REGISTRY.unknown_keys(metric or [], COMPONENT_COMPARED)
     if unknown:
         raise InputError(f"unknown metric key {unknown[0]!r}: `perflab metrics` lists the keys", field="--metric")

@@ -110,7 +110,7 @@ def test_probability_of_equivalent_reproduces_table_52(cv, n, expected):
     a, b = simulate_blocks(rng, cv=cv, n=n)
     v, *_ = verdicts(a, b)
     simulated = rate(v == Verdict.EQUIVALENT)
-    exact = power(cv, n).equivalent
+    exact = power(cv, n, confidence=0.90).equivalent  # §5.2 is at 90%
     assert abs(simulated - expected) <= 0.03
     assert abs(exact - expected) <= 0.03
     assert abs(simulated - exact) <= 0.01  # two independent routes to the same number
@@ -125,7 +125,7 @@ def test_power_table_54(ratio, eq, below, worse):
     rng = np.random.default_rng(606)
     a, b = simulate_blocks(rng, cv=0.01, n=6, ratio=ratio)
     v, material, _, hi = verdicts(a, b)
-    exact = power(0.01, 6, ratio)
+    exact = power(0.01, 6, ratio, confidence=0.90)  # §5.4 is at 90%
     for simulated, formula, table in [
         (rate(v == Verdict.EQUIVALENT), exact.equivalent, eq),
         (rate(hi < 1.0), exact.ci_below_one, below),
@@ -145,7 +145,7 @@ def test_lower_is_better_metric_flips_the_direction():
     a, b = simulate_blocks(rng, cv=0.01, n=6, ratio=1.05)
     v, *_ = verdicts(a, b, higher_is_better=False)
     assert rate(v == Verdict.WORSE) > 0.99
-    exact = power(0.01, 6, 1.05, higher_is_better=False)
+    exact = power(0.01, 6, 1.05, higher_is_better=False, confidence=0.90)
     assert abs(exact.worse - rate(v == Verdict.WORSE)) <= 0.01
 
 
@@ -155,7 +155,7 @@ def test_compare_agrees_with_the_vectorized_core():
     a, b = simulate_blocks(rng, cv=0.015, n=6, ratio=0.985, trials=300)
     v, material, lo, hi = verdicts(a, b)
     for i in range(300):
-        c = compare(list(np.exp(a[i]) * 200.0), list(np.exp(b[i]) * 200.0))
+        c = compare(list(np.exp(a[i]) * 200.0), list(np.exp(b[i]) * 200.0), confidence=0.90)
         assert c.verdict == v[i]
         assert c.material == material[i]
         assert c.ci_low == pytest.approx(lo[i], rel=1e-12)

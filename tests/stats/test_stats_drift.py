@@ -97,6 +97,6 @@ def test_compare_on_scheduled_runs_matches_the_batch():
     for i in range(trials):
         base = {j: 80.0 * math.exp(log_a[i, j]) for j in range(BLOCKS)}
         new = {j: 80.0 * math.exp(log_b[i, j]) for j in range(BLOCKS)}
-        c = compare(base, new)
+        c = compare(base, new, confidence=0.90)  # judge_batch's level
         assert c.method == "paired" and c.n_blocks == BLOCKS
         assert c.verdict == v[i]

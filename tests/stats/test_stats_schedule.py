@@ -20,8 +20,17 @@ def test_same_seed_same_order_and_different_seeds_differ():
 def test_order_is_pinned_for_a_seed():
     """A recorded schedule must be re-derivable from its seed on any future Python version."""
     assert interleaved_schedule(["A", "B"], 4, seed=0) == [
-        (0, "A"), (0, "B"), (1, "A"), (1, "B"), (2, "B"), (2, "A"), (3, "B"), (3, "A"),
+        (0, "A"), (0, "B"), (1, "B"), (1, "A"), (2, "A"), (2, "B"), (3, "B"), (3, "A"),
     ]
+
+
+@pytest.mark.parametrize("configs,blocks", [(["A", "B"], 6), (["A", "B"], 7), (["r1", "r2", "r3"], 8)])
+@pytest.mark.parametrize("seed", range(20))
+def test_every_configuration_starts_its_share_of_the_blocks(configs, blocks, seed):
+    schedule = interleaved_schedule(configs, blocks, seed)
+    firsts = [name for i, (block, name) in enumerate(schedule) if i == 0 or schedule[i - 1][0] != block]
+    counts = [firsts.count(c) for c in configs]
+    assert max(counts) - min(counts) <= 1 and sum(counts) == blocks
 
 
 @pytest.mark.parametrize("configs", [["A", "B"], ["r1", "r2", "r3", "r4"]])

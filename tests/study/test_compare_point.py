@@ -44,7 +44,7 @@ def test_a_primary_metric_with_every_run_excluded_has_no_valid_comparison():
     runs = [run(c, b, 1000.0) for b in range(4) for c in "AB"]
     for r in runs:
         if r.config == "B":
-            r.exclusions = [not_steady(-0.205, 0.061, 0.10, 4)]
+            r.exclusions = [not_steady("ETR (T)", -0.205, 0.061, 0.10, 4)]
     comparison = compare_configs(runs, "A", "B", ["itr_s"], Criteria(), ["itr_s"])
     entry = comparison.entry("itr_s")
     assert entry.verdict is None and entry.no_comparison.startswith("no valid comparison")

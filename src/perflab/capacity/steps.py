@@ -114,7 +114,7 @@ def _runs(text: str, store, confidence: float) -> Step:
     from perflab.store.catalog import Store
     from perflab.study.groups import comparison_document
 
-    doc = comparison_document(Store(store), a, b, Criteria(DEFAULT_MARGIN, confidence), metrics=[METRIC],
+    doc = comparison_document(Store(store), a, b, Criteria.from_fields(DEFAULT_MARGIN, confidence=confidence), metrics=[METRIC],
                               primary=[METRIC])
     return from_study(StudySource(doc), None, source=text)
 

@@ -292,6 +292,12 @@ class Registry:
     def keys(self) -> list[str]:
         return list(self._metrics)
 
+    def machine_wide(self, key: str) -> bool:
+        """Whether a metric counts the whole machine (every (H) row, and the `machine_wide` role:
+        paging, block devices, network) rather than one run's SUT or driver."""
+        metric = self._metrics.get(key)
+        return metric is not None and (metric.source == "H" or key in self._roles.get("machine_wide", ()))
+
     def role(self, name: str) -> tuple[str, ...]:
         """The keys that play a role (capacity, cost, response...), in order of preference."""
         return self._roles[name]

@@ -868,6 +868,16 @@ ROLES: dict[str, tuple[str, ...]] = {
               "cpu_ms_mb_s", "disk_busy_pct"),
     "summary": ("etr_t", "avg_last_t", "resp_p90_t", "pbt_cmd_s", "util_proc_s", "itr_s", "pbt_cmd_h", "itr_h",
                 "driver_cpu", "monitor_cpu", "errors_t"),
+    # response times: in a concurrent design (a duet) they depend on how the CPU was shared, so
+    # they are described there, never given a verdict (perflab.study.compare)
+    "response_rows": ("avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t", "resp_p99_t",
+                      "avg_service_t", "service_p90_t"),
+    # machine-wide rows that are not (H): system-wide paging and the block devices and network
+    # interfaces of the whole machine. With every (H) row they are `REGISTRY.machine_wide`: in a
+    # concurrent design both runs of a block count in them.
+    "machine_wide": ("reads_sec", "writes_sec", "page_cmd", "page_reads", "page_writes", "vio_rate", "vio_cmd",
+                     "io_bytes_cmd", "disk_mb_sec", "disk_busy_pct", "disk_busy_s", "disk_ios", "disk_bytes",
+                     "net_bytes", "net_bytes_cmd"),
 }
 #: Per-component (V) rows, compared per component: the seeds' VTAM and SFS server rows.
 COMPONENT_COMPARED = ("srv_tot_cpu_cmd_v", "srv_wkset_v")

@@ -24,8 +24,18 @@ from perflab.records.run import Record
 
 STUDY_FORMAT = 2
 StudyStatus = Literal["running", "complete", "interrupted", "failed"]
-Role = Literal["primary", "secondary"]
-Adjustment = Literal["holm", "gatekept-holm", "unadjusted", "none"]
+Role = Literal["primary", "secondary", "descriptive", "pair"]
+#: How a row's verdict was reached (perflab.study.compare): bonferroni -- its interval is at its
+#: tested family's level and decided the verdict; untested -- a secondary row whose family the
+#: primary rows did not open (no claim of a change); descriptive -- a row the design cannot
+#: attribute to one configuration (no verdict); pair -- a machine-wide row of a concurrent
+#: design (no ratio); none -- a row without a direction. holm, gatekept-holm, unadjusted: the
+#: error control of study.json files written before perflab 0.2, read as they were written.
+Adjustment = Literal["bonferroni", "untested", "descriptive", "pair", "none", "holm", "gatekept-holm", "unadjusted"]
+#: How a study ran its blocks (docs/studies.md): one configuration at a time; a duet (a block's
+#: two runs at once, sharing the SUT's CPUs and the driver's); a split duet (a block's two runs at
+#: once, each SUT on CPUs of its own, the sides swapped from block to block).
+Arrangement = Literal["one-at-a-time", "duet", "split-duet"]
 
 
 def _caveat_list(value: Any) -> list[Caveat]:
@@ -84,8 +94,10 @@ class LoadRecord(Record):
     tolerance: float | None = Field(default=None, description='accepted distance from it, points')
     calibration: list[CalibrationStep] = Field(default_factory=list, description='the calibration steps')
     bottleneck: str | None = Field(default=None, description="what stopped calibration short of its target")
-    share: str | None = Field(default=None, description="how a duet shares the calibrated load (each of the pair "
-                                                        "at half of it)")
+    share: str | None = Field(default=None, description="how a pair shares the calibrated load, in words")
+    share_fraction: float | None = Field(default=None, description="the share of the calibrated load each run of a "
+                                                                   "pair ran at (a duet: 0.5)")
+    calibration_run: str | None = Field(default=None, description="the calibration run whose load was chosen")
 
 
 class GatesRecord(Record):
@@ -95,6 +107,19 @@ class GatesRecord(Record):
                                                                   'trend; open: completions short of arrivals)')
 
 
+class DesignBias(Record):
+    """What an arrangement's ratio may sit from the truth, as measured by `perflab accuracy
+    --studies` (perflab.stats.bias): ln r_design = (1 + k) ln r_true + a."""
+
+    arrangement: str = Field(description="the arrangement measured")
+    k_low: float = Field(default=0.0, description="least magnification measured")
+    k_high: float = Field(default=0.0, description="largest magnification measured")
+    a_max: float = Field(default=0.0, description="largest offset of its A/A log-ratio")
+    widened: bool = Field(default=False, description="the verdict intervals were widened by it")
+    measured: str = Field(default="", description="where and when it was measured (host, date, SUTs)")
+    source: str = Field(default="", description="the accuracy table it comes from")
+
+
 class Design(Record):
     blocks: int | None = Field(default=None, description='interleaved blocks')
     seed: int | None = Field(default=None, description='schedule seed')
@@ -102,6 +127,8 @@ class Design(Record):
     confidence: float | None = Field(default=None, description='interval level')
     family_alpha: float | None = Field(default=None, description='error rate of all claims of a change together')
     primary_metrics: list[str] = Field(default_factory=list, description='the metrics whose verdicts answer the study')
+    alpha: float | None = Field(default=None, description='the one error rate: intervals at 1 - alpha (widened to '
+                                                          '1 - alpha/k in a family of k), claims of a change together')
     schedule: list[tuple[int | None, str]] = Field(default_factory=list, description='(block, configuration) in run '
                                                                                      'order')
     timing: dict[str, float | None] = Field(default_factory=dict, description="the runs' timing")
@@ -109,8 +136,12 @@ class Design(Record):
     load: LoadRecord = Field(default_factory=LoadRecord, description='the load and how it was chosen')
     placement: str | None = Field(default=None, description='driver and SUT CPUs')
     aa: bool = Field(default=False, description="an A/A study: the base against itself")
-    duet: bool = Field(default=False, description="each block's two runs ran at the same time on the same CPUs "
-                                                  "(study/duet.py)")
+    duet: bool = Field(default=False, description="each block's two runs ran at the same time (a duet or a split "
+                                                  "duet: study/duet.py)")
+    arrangement: Arrangement | None = Field(default=None, description="how a block's runs ran: one-at-a-time, duet, "
+                                            "split-duet (None in files written before perflab 0.2: duet tells)")
+    bias: DesignBias | None = Field(default=None, description="the arrangement's measured bias, and whether it "
+                                                                "widened the verdict intervals")
     loads: dict[str, LoadRecord] = Field(default_factory=dict, description="each configuration's own calibrated "
                                          "load (equal utilization)")
 
@@ -195,14 +226,23 @@ class MetricComparison(Record):
     abs_change: float | None = Field(default=None, description='base_value x rel_change')
     rel_change: float | None = Field(default=None, description='ratio - 1 (the paired estimate)')
     ratio: float | None = Field(default=None, description='paired ratio of geometric means new/base')
-    ci_low: float | None = Field(default=None, description='its interval, at design.confidence')
+    ci_low: float | None = Field(default=None, description='its interval, at `level` (the one that decided)')
     ci_high: float | None = None
+    level: float | None = Field(default=None, description="two-sided level of ci_low/ci_high (1 - alpha/k); None in "
+                                                          "older files: design.confidence")
+    design_ci_low: float | None = Field(default=None, description="the arrangement's own interval, before the "
+                                                                  "widening for its measured bias")
+    design_ci_high: float | None = None
+    method: str | None = Field(default=None, description="paired (by block) or welch (unpaired runs)")
+    pair_value: float | None = Field(default=None, description="a machine-wide row of a concurrent design: the "
+                                                               "pair's value (no ratio)")
     verdict: str | None = None
     verdict_unadjusted: str | None = None
-    adjustment: Adjustment = Field(default="none", description='holm (primary), gatekept-holm (secondary, tested), '
-                                                               'unadjusted (secondary, not tested), none')
+    adjustment: Adjustment = Field(default="none", description='bonferroni, untested, descriptive, pair or none '
+                                                               '(Adjustment)')
     p_value: float | None = Field(default=None, description='two-sided p of no change')
-    p_adjusted: float | None = Field(default=None, description="after the report's error control")
+    p_adjusted: float | None = Field(default=None, description="after the report's error control (k x p); None "
+                                                               "when a bias widening, not p, decided")
     material: bool = Field(default=False, description='the whole interval lies beyond the margin')
     note: str = Field(default="", description="the verdict's remark")
     n_blocks: int = Field(default=0, description='complete pairs used')
@@ -283,7 +323,9 @@ class NoiseRow(Record):
     runs: int = Field(default=0, description='valid runs')
     cv_between: float | None = Field(default=None, description='SD of ln value across runs')
     cv_within: float | None = Field(default=None, description="a run's own interval scatter, as the CV of its mean")
-    blocks_needed: int | None = Field(default=None, description='blocks the margin needs at cv_between')
+    cv_paired: float | None = Field(default=None, description="the paired comparison's CV (s_d / sqrt 2): what the "
+                                                              "interval pays for")
+    blocks_needed: int | None = Field(default=None, description='blocks the margin needs at cv_paired')
 
 
 class StudyDocument(Record):

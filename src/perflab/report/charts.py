@@ -189,7 +189,7 @@ def _bounds(study: StudyDocument) -> tuple[float, float] | None:
     design = study.design
     if design.margin is None:
         return None
-    return Criteria(design.margin, design.confidence or 0.90, design.family_alpha or 0.05).bounds
+    return Criteria(design.margin).bounds
 
 
 def _levels(study: StudyDocument, key: str) -> dict[str, float]:

@@ -121,17 +121,17 @@ def verdict_clause(entry: MetricComparison, terms: _Terms, *, blocks: bool = Fal
         return f"{interval}: EQUIVALENT, within {margin}{tail}"
     if verdict == "INCONCLUSIVE":
         return f"{interval}: INCONCLUSIVE; {_noise(entry, margin)}"
-    if entry.verdict_unadjusted is not None and entry.adjustment == "unadjusted":
-        return (f"{interval} (a secondary row: {entry.verdict_unadjusted.lower()} before adjustment; no claim is "
-                f"made, as the primary verdict did not open its family)")
+    if entry.adjustment == "descriptive":
+        return (f"{interval} (described, not judged: both runs of a block ran at once, and response times depend on "
+                f"how they shared the machine)")
+    if entry.verdict_unadjusted is not None and entry.adjustment in ("untested", "unadjusted"):
+        return (f"{interval} (a secondary row: {entry.verdict_unadjusted.lower()} on its own; no claim is "
+                f"made, as the primary verdicts did not open its family)")
     reason = entry.warnings[0] if entry.warnings else "no interval"
     return f"(no verdict: {reason})"
 
 
 def _noise(entry: MetricComparison, margin: str) -> str:
-    withdrawn = next((w for w in entry.warnings if "withdrawn" in w), None)
-    if withdrawn:
-        return withdrawn
     if entry.blocks_needed is not None and entry.cv is not None:
         measured = f" ({entry.n_blocks} measured)" if entry.n_blocks else ""
         return (f"at the observed CV of {fmt.pct(entry.cv, signed=False)} the noise calls for at least "
@@ -379,12 +379,21 @@ def study_notes(study: StudyDocument) -> list[str]:
         notes.append(f"The study is {study.status}{reason}; this report covers the runs it completed.")
     if study.verdict is not None and study.comparisons:
         primary = ", ".join(REGISTRY.label_of(k) for k in study.design.primary_metrics) or "none"
-        alpha = study.design.family_alpha
-        level = "" if alpha is None else f" {100 * alpha:g}%"
-        notes.append(f"Primary metric(s): {primary}. Claims of a change (WORSE, BETTER) are held together to a"
-                     f"{level} error rate: Holm across the primary metrics of every comparison; secondary rows are "
-                     f"tested only when every primary claim stands, otherwise their calls are labelled unadjusted. "
-                     f"Answer: {study.verdict.meaning} (exit code {study.verdict.exit_code}).")
+        alpha = study.design.alpha
+        if alpha is None:  # study.json of perflab 0.1: Holm, and its own wording
+            legacy = study.design.family_alpha
+            level = "" if legacy is None else f" {100 * legacy:g}%"
+            notes.append(f"Primary metric(s): {primary}. Claims of a change (WORSE, BETTER) are held together to a"
+                         f"{level} error rate: Holm across the primary metrics of every comparison; secondary rows "
+                         f"are tested only when every primary claim stands, otherwise their calls are labelled "
+                         f"unadjusted. Answer: {study.verdict.meaning} (exit code {study.verdict.exit_code}).")
+        else:
+            notes.append(f"Primary metric(s): {primary}. Claims of a change (WORSE, BETTER) are held together to a "
+                         f"{100 * alpha:g}% error rate: each primary row's interval is at 1 - alpha/k for the k primary "
+                         f"hypotheses of the report, and that printed interval decides its verdict; secondary rows "
+                         f"are tested the same way within their own family only when every primary claim stands, "
+                         f"otherwise their calls are labelled untested. "
+                         f"Answer: {study.verdict.meaning} (exit code {study.verdict.exit_code}).")
     if study.sweep is not None:
         points = study.sweep.points
         values = ", ".join(str(v) for v in study.sweep.values or [p.value for p in points])

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from perflab.catalog.metric import Metric, Origin
 from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.records.study import MetricComparison, StudyDocument
 from perflab.report import numbers as fmt
 from perflab.safe_text import terminal as escape
 
@@ -174,33 +175,36 @@ def render_thresholds(results: Any, console: Console) -> None:
 
 # -- studies and comparisons ----------------------------------------------------------------
 
-def verdict_cell(entry: Any) -> str:
-    """The verdict column: the error-controlled verdict, or the unadjusted call labelled so."""
+def verdict_cell(entry: MetricComparison) -> str:
+    """The verdict column as the reports word it (perflab.report.view.verdict_cell), styled."""
+    from perflab.report.view import verdict_cell as words
+
+    shown = escape(words(entry))
     if entry.no_comparison:
-        return "[red]no valid comparison[/red]"
-    if entry.verdict:
-        return entry.verdict + (" (material)" if entry.material and entry.verdict in ("BETTER", "WORSE") else "")
-    if entry.verdict_unadjusted:
-        return f"[dim]{entry.verdict_unadjusted.lower()} (unadjusted)[/dim]"
-    return ""
+        return f"[red]{shown}[/red]"
+    return shown if entry.verdict else f"[dim]{shown}[/dim]"
 
 
-def render_verdicts(doc: Any, console: Console) -> None:
+def render_verdicts(doc: StudyDocument, console: Console) -> None:
     """A study's (or comparison's) warnings, comparison tables and its answer."""
+    from perflab.report.view import interval_cell
+
     for warning in doc.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning.text)}")
     for comparison in doc.comparisons:
         table = Table(title=f"{escape(comparison.base)} -> {escape(comparison.new)}", title_justify="left")
-        for col in ("metric", "unit", "role", "base", "new", "ratio", f"{100 * (doc.design.confidence or 0.9):g}% CI",
-                    "p (adj.)", "verdict"):
+        level = doc.design.confidence
+        for col in ("metric", "unit", "role", "base", "new", "ratio",
+                    "CI" if level is None else f"{fmt.percent_level(level)} CI", "p (adj.)", "verdict"):
             table.add_column(col, justify="right" if col in ("base", "new", "ratio", "p (adj.)") else "left")
         for m in comparison.metrics:
-            ci = "" if m.ci_low is None else fmt.ci_ratio(m.ci_low, m.ci_high)
+            ci = "" if m.ci_low is None else escape(interval_cell(doc, m))
             p = "" if m.p_adjusted is None else fmt.fixed(m.p_adjusted, 3)
             unit = fmt.unit_of(m.key, m)
-            table.add_row(escape(m.label), escape(unit), m.role, fmt.value(m.base_value, m.key, m),
-                          fmt.value(m.new_value, m.key, m), "" if m.ratio is None else fmt.ratio(m.ratio, m), ci, p,
-                          verdict_cell(m))
+            base = fmt.value(m.pair_value, m.key, m) + " (pair)" if m.role == "pair" else fmt.value(m.base_value, m.key, m)
+            new = "" if m.role == "pair" else fmt.value(m.new_value, m.key, m)
+            table.add_row(escape(m.label), escape(unit), m.role, base, new,
+                          "" if m.ratio is None else fmt.ratio(m.ratio, m), ci, p, verdict_cell(m))
         console.print(table)
         for m in comparison.metrics:
             if m.role == "primary" and m.no_comparison:

@@ -8,12 +8,15 @@ out, never guessed.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
 from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.report import discussion
+from perflab.sut.fingerprint import MACHINE_IDENTITY
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
 
@@ -33,9 +36,6 @@ HARDWARE_NAMES = {"cpu_model": "CPU model", "cores": "cores online", "online_cpu
                   "processors": "processors given to the SUT", "memory_bytes": "memory",
                   "memory_limit_bytes": "memory limit", "real_storage_bytes": "real storage (SUT)",
                   "os": "OS", "perf_counters": "CPU counters (I)", "cgroup_version": "cgroup version"}
-#: The fields that identify a machine (as `perflab compare` checks them); other fingerprint
-#: fields (a database path, a boot id) may differ between runs of the same machine.
-MACHINE_IDENTITY = ("cpu_model", "cores", "memory_bytes", "kernel", "arch", "processors")
 SOFTWARE_ORDER = ("sut_version", "adapter", "sqlite_driver", "driver", "python", "perflab")
 SOFTWARE_NAMES = {"sut_version": "SUT version", "adapter": "adapter", "sqlite_driver": "SQLite driver"}
 
@@ -147,19 +147,56 @@ def think_text(think: Any) -> str:
 
 def verdict_cell(entry: MetricComparison) -> str:
     """The verdict column: the error-controlled verdict; an untested secondary's call labelled
-    "(unadjusted)"; "no valid comparison" when every pair was excluded."""
+    "untested" (older files: "unadjusted"); a row a pair cannot attribute "descriptive" or "the
+    pair's"; "no valid comparison" when every pair was excluded."""
     if entry.no_comparison:
         return "no valid comparison"
+    if entry.adjustment == "pair":
+        return "the pair's (no ratio)"
+    if entry.adjustment == "descriptive":
+        return "descriptive (no verdict)"
     verdict = entry.verdict
     if verdict:
         return f"{verdict} (material)" if entry.material and verdict in ("BETTER", "WORSE") else verdict
-    if entry.verdict_unadjusted and entry.adjustment == "unadjusted":
+    if entry.verdict_unadjusted and entry.adjustment in ("untested", "unadjusted"):
         word = {"WORSE": "worse", "BETTER": "better"}.get(entry.verdict_unadjusted, entry.verdict_unadjusted.lower())
-        return f"{word}, unadjusted"
+        return f"{word}, {entry.adjustment}"
     return fmt.NA if entry.directional else "-"
 
 
+def interval_cell(study: StudyDocument, entry: MetricComparison) -> str:
+    """The interval that decided the row's verdict, with its level when it is not the report's
+    (a family of k rows tested together: 1 - alpha/k), and "widened" when the arrangement's
+    measured bias widened it."""
+    if entry.adjustment == "pair":
+        return "-"
+    shown = fmt.ci_ratio(entry.ci_low, entry.ci_high)
+    notes = []
+    level = entry.level if entry.level is not None else study.design.confidence
+    if level is not None and study.design.confidence is not None and abs(level - study.design.confidence) > 1e-9:
+        notes.append(fmt.percent_level(level))
+    if entry.design_ci_low is not None:
+        notes.append("widened")
+    return f"{shown} ({', '.join(notes)})" if notes and shown != fmt.NA else shown
+
+
 # -- sections ----------------------------------------------------------------------------------
+
+def arrangement_text(study: StudyDocument) -> str:
+    """How the blocks ran and what that arrangement is known to cost (its measured bias)."""
+    design = study.design
+    name = design.arrangement or ("duet" if design.duet else "one-at-a-time")
+    if name == "one-at-a-time":
+        return "one-at-a-time (each run alone: the reference the other arrangements are measured against)"
+    bias = design.bias
+    if bias is None:
+        return f"{name}: its bias against one-at-a-time ratios has not been measured on this host (docs/accuracy.md)"
+    magnification = (f"changes magnified by {100 * bias.k_low:+.0f}% to {100 * bias.k_high:+.0f}%"
+                     if bias.k_low or bias.k_high else "no magnification measured")
+    offset = f", an offset of up to {100 * math.expm1(bias.a_max):.2f}% at no change" if bias.a_max else ""
+    widened = "; every verdict interval widened by it" if bias.widened else ""
+    return f"{name}: measured bias against one-at-a-time ratios: {magnification}{offset} ({bias.measured}){widened}"
+
 
 def header(study: StudyDocument) -> list[tuple[str, str]]:
     status = text(study.status)
@@ -314,6 +351,7 @@ def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
     base, new = comparison.base, comparison.new
     level = fmt.number(study.design.confidence)
     interval = "CI" if level is None else f"{fmt.percent_level(level)} CI"
+    pair_rows = any(e.adjustment == "pair" for e in comparison.metrics)
     columns = ["metric", "unit", base, new, "delta", "delta %", "ratio", interval, "p (adj.)", "verdict",
                LEGACY_LABEL]
     grouped: dict[str, list[list[str]]] = {}
@@ -321,11 +359,18 @@ def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
     for entry in comparison.metrics:
         key = entry.key
         absolute, relative = fmt.changes(entry)
+        if entry.adjustment == "pair":
+            # a machine-wide row of a pair: one value for both runs, no ratio
+            row = [fmt.label_of(key, entry), fmt.unit_of(key, entry) or "-",
+                   fmt.value(entry.pair_value, key, entry) + " (pair)", "-", "-", "-", "-", "-", "-",
+                   verdict_cell(entry), "-"]
+            grouped.setdefault(discussion._group_of(entry) or "Other", []).append(row)
+            continue
         row = [fmt.label_of(key, entry), fmt.unit_of(key, entry) or "-",
                fmt.value(entry.base_value, key, entry), fmt.value(entry.new_value, key, entry),
                fmt.value(absolute, key, entry, signed=True, scale=entry.base_value), fmt.pct(relative, entry=entry),
                fmt.ratio(entry.ratio, entry),
-               fmt.ci_ratio(entry.ci_low, entry.ci_high),
+               interval_cell(study, entry),
                fmt.fixed(entry.p_adjusted, 3) if entry.p_adjusted is not None else fmt.NA, verdict_cell(entry),
                text(entry.legacy) if entry.legacy else fmt.NA]
         if entry.role == "primary":
@@ -339,9 +384,14 @@ def data_table(study: StudyDocument, comparison: ComparisonRecord) -> DataTable:
     legend = ["Suffixes: (T) driver, (H) whole machine, (S) system under test, (V) SUT component, "
               "(I) CPU counters; no suffix: the SUT's own counters.",
               "Values are geometric means over the valid runs; ratio, interval and verdict are paired by block. "
-              "p (adj.): the claim's p-value after the report's error control. na: not measured.",
+              "Each interval is the one that decided its verdict: at the report's level, or at the level shown "
+              "beside it when several rows are tested together (1 - alpha/k). p (adj.): k x p. na: not measured.",
               "Secondary rows are verdicts only when every primary claim stands; otherwise their call is marked "
-              "'unadjusted' and is no claim."]
+              "'untested' and is no claim."]
+    if pair_rows:
+        legend.append("(pair): a machine-wide row of a pair of runs that ran at the same time counts both, so it is "
+                      "shown once for the pair, without a ratio; 'descriptive' rows (response times) depend on how the "
+                      "two shared the machine and carry no verdict.")
     return DataTable(columns, groups, verdict_column=9, legend=legend)
 
 
@@ -354,10 +404,12 @@ def design_fields(study: StudyDocument, comparison: ComparisonRecord) -> list[tu
             blocks.setdefault(block, []).append(str(name))
     order = "; ".join(f"block {b}: {', '.join(names)}" for b, names in blocks.items())
     rows = [("blocks", text(design.blocks)), ("seed", text(design.seed)),
-            ("run order", order or fmt.NA), ("confidence", fmt.percent_level(design.confidence)),
+            ("run order", order or fmt.NA), ("arrangement", arrangement_text(study)),
+            ("confidence", fmt.percent_level(design.confidence)),
             ("margin", fmt.margin(design.margin)),
-            ("claims of a change, together", fmt.percent_level(design.family_alpha) + " error rate"
-             if design.family_alpha is not None else fmt.NA),
+            ("claims of a change, together", fmt.percent_level(design.alpha or design.family_alpha) + " error rate"
+             + (" (each interval at 1 - alpha/k in a family of k rows tested together)" if design.alpha else "")
+             if (design.alpha or design.family_alpha) is not None else fmt.NA),
             ("primary metrics", ", ".join(REGISTRY.label_of(k) for k in design.primary_metrics) or fmt.NA)]
     head = discussion.headline(study, comparison)
     if head is not None and head.cv is not None:
@@ -464,9 +516,10 @@ def noise_table(study: StudyDocument) -> Table | None:
     if not study.noise:
         return None
     rows = [[REGISTRY.label_of(n.key), n.config, text(n.runs), fmt.pct(n.cv_between, signed=False, decimals=2),
-             fmt.pct(n.cv_within, signed=False, decimals=2), text(n.blocks_needed)] for n in study.noise]
+             fmt.pct(n.cv_within, signed=False, decimals=2), fmt.pct(n.cv_paired, signed=False, decimals=2),
+             text(n.blocks_needed)] for n in study.noise]
     return Table(["metric", "config", "valid runs", "CV between runs", "CV within runs (of the mean)",
-                  f"blocks for {fmt.margin(study.design.margin)}"], rows)
+                  "CV paired (the comparison's)", f"blocks for {fmt.margin(study.design.margin)} (paired)"], rows)
 
 
 # -- the whole study ------------------------------------------------------------------------

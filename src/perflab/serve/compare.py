@@ -3,9 +3,9 @@ compare A B` (perflab.study.groups.comparison_document; the exit code is the doc
 `verdict.exit_code`), from query parameters checked first, since they arrive from a browser.
 
 What the page takes is what the command takes: `metric` (the primary metrics, comma-separated;
-none given: the study's own when both groups come from one study, else ITR (S)), `margin`,
-`confidence` and `family_alpha` (none given: the study's, else the defaults), checked by the
-criteria's one rule (perflab.stats.criteria.check).
+none given: the study's own when both groups come from one study, else ITR (S)), `margin` and
+`alpha` (none given: the study's, else the defaults), checked by the criteria's one rule
+(perflab.stats.criteria.check).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ EXIT_WORD = {EXIT_OK: "EQUIVALENT or BETTER", EXIT_FAILED: "WORSE", EXIT_INCONCL
              EXIT_NO_COMPARISON: "no valid comparison"}
 _KEY = re.compile(r"^[a-z0-9_]+(:[A-Za-z0-9_.@/ -]+)?$")
 #: The criteria fields of the form, in the order perflab.stats.criteria.Criteria takes them.
-CRITERIA_FIELDS = ("margin", "confidence", "family_alpha")
+CRITERIA_FIELDS = ("margin", "alpha")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class CompareQuery:
     a: str
     b: str
     metrics: tuple[str, ...] = ()                                   # empty: the study's, else the default
-    criteria: tuple[float, float, float] | None = None              # None: the study's, else the defaults
+    criteria: tuple[float, float] | None = None                     # None: the study's, else the defaults
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> "CompareQuery | None":
@@ -61,16 +61,16 @@ class CompareQuery:
         return out
 
 
-def _criteria(query: Mapping[str, str]) -> tuple[float, float, float] | None:
+def _criteria(query: Mapping[str, str]) -> tuple[float, float] | None:
     """The criteria the form gives, each missing one at its default, checked as `perflab
     compare` checks its options; None when the form gives none."""
-    from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA, DEFAULT_MARGIN, check
+    from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, check
 
     texts = {name: (query.get(name) or "").strip() for name in CRITERIA_FIELDS}
     if not any(texts.values()):
         return None
     values = []
-    for name, default in zip(CRITERIA_FIELDS, (DEFAULT_MARGIN, DEFAULT_CONFIDENCE, DEFAULT_FAMILY_ALPHA)):
+    for name, default in zip(CRITERIA_FIELDS, (DEFAULT_MARGIN, DEFAULT_ALPHA)):
         if not texts[name]:
             values.append(default)
             continue
@@ -84,7 +84,7 @@ def _criteria(query: Mapping[str, str]) -> tuple[float, float, float] | None:
     problem = check(*values)
     if problem is not None:
         raise InputError(problem[1], field=problem[0])
-    return values[0], values[1], values[2]
+    return values[0], values[1]
 
 
 def check_ref(ref: str, which: str) -> str:

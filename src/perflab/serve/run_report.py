@@ -250,76 +250,73 @@ class Judgement:
 
 
 def judge(record: RunRecord, metrics: RunMetrics | None, study: StudyDocument | None) -> Judgement:
-    from perflab.study.document import gate_settings
-    from perflab.study.validity import GateSettings, judge_run
+    """The gates as perflab.study.validity returns them (typed results, rendered here, never
+    restated), and the decision: a study's run is judged as its study judged it -- its stored
+    decision, the study's gates, its primary metrics, its partner in a pair, the study's pooled
+    noise -- so the page and the study cannot disagree; any other run by the default gates."""
+    from perflab import caveats as cav
+    from perflab.study.document import StudyJudge, gate_settings
+    from perflab.study.validity import STEADY_CODES, GateSettings, judge_run
 
     entry = _study_entry(study, record.run_id)
-    settings = gate_settings(study.design) if study is not None and entry is not None else GateSettings()
-    is_base = entry is not None and any(c.base and c.name == entry.config for c in study.configurations)
     values = metrics.values if metrics else {}
-    rows = gate_rows(record, metrics, settings, is_base)
-    if entry is not None:
+    if entry is not None and study is not None:
+        settings = gate_settings(study.design)
+        primary = study.design.primary_metrics or None
+        is_base = any(c.base and c.name == entry.config for c in study.configurations) and not study.design.duet
+        if metrics is not None:
+            judge_ = StudyJudge(study, settings, primary or ["itr_s"], study.design.duet)
+            partner = judge_.partners.get(entry.run_id)
+            results = judge_run(record, values, metrics.per_interval, settings, is_base,
+                                partner.per_interval if partner is not None else None, primary, judge_.scales(entry))
+        else:
+            results = None
+        # a pair's exclusions (the two drivers together, the pair's utilization) are the study's own
+        stored = [c for c in entry.exclusions if c.code not in STEADY_CODES]
+        rows = gate_rows(results) + [Gate("the pair's gates", c.text, "", "FAIL") for c in stored
+                                     if results is None or c not in results.exclusions]
         exclusions = list(entry.exclusions)
         verdict = ("excluded by the study: " + "; ".join(c.text for c in exclusions)) if exclusions else \
             "counted in the study's verdicts"
         return Judgement(rows, verdict, f"the gates of study {study.study_id}, as it applied them", not exclusions,
                          exclusions)
     if metrics is None:
-        from perflab import caveats as cav
-
         exclusions = [cav.run_not_complete(record.status, "no measurements")]
-    else:
-        exclusions = judge_run(record, values, metrics.per_interval, settings, False).exclusions
+        return Judgement([Gate("completed", record.status, "complete", "FAIL")], "a study would exclude it: "
+                         + exclusions[0].text, "the default study gates (docs/studies.md)", False, exclusions)
+    results = judge_run(record, values, metrics.per_interval, GateSettings(), False)
+    exclusions = results.exclusions
     verdict = ("a study would exclude it: " + "; ".join(c.text for c in exclusions)) if exclusions else \
         "valid: a study would count it"
-    return Judgement(rows, verdict, "the default study gates (docs/studies.md)", not exclusions, exclusions)
+    return Judgement(gate_rows(results), verdict, "the default study gates (docs/studies.md)", not exclusions,
+                     exclusions)
 
 
-def gate_rows(record: RunRecord, metrics: RunMetrics | None, settings: Any, is_base: bool) -> list[Gate]:
-    """Each gate of perflab.study.validity with the value it judged and its limit. The steady
-    state row takes its decision from validity.steady_state itself (the rule is not restated)."""
-    from perflab.study.validity import etr_trend_fit, steady_state
+_OUTCOME = {"pass": "pass", "fail": "FAIL", "note": "note", "not judged": "na"}
 
-    values = metrics.values if metrics else {}
-    rows = [Gate("run completed", v.text(record.status), "complete", "pass" if record.status == "complete" else "FAIL")]
-    driver = record.driver
-    util = fmt.number(driver.util_pct) if driver is not None else None
-    rows.append(Gate("driver not saturated", "na" if util is None else f"{util:.1f}% of one core",
-                     f"below {DRIVER_SATURATION_PCT:.0f}%",
-                     "na" if util is None else ("FAIL" if driver.saturated else "pass")))
-    errors = fmt.number(values.get("error_pct_t"))
-    rows.append(Gate("error rate", fmt.quantity(errors, "error_pct_t"), f"at most {100 * settings.max_error_rate:g}%",
-                     "na" if errors is None else ("pass" if errors / 100 <= settings.max_error_rate else "FAIL")))
-    etr = fmt.number(values.get("etr_t"))
-    rows.append(Gate("completed transactions in the window", fmt.quantity(etr, "etr_t"), "more than 0",
-                     "pass" if etr and etr > 0 else "FAIL"))
-    closed = record.config.users is not None
-    limit = f"±{100 * settings.max_etr_trend:g}%, when beyond the run's own scatter"
-    if metrics is None or not etr:
-        rows.append(Gate("steady state", "na", limit, "na"))
-    else:
-        exclusion, note = steady_state(values, metrics.per_interval, closed, settings.max_etr_trend)
-        if exclusion is not None:
-            rows.append(Gate("steady state", exclusion.text, limit, "FAIL"))
-        elif note is not None:
-            rows.append(Gate("steady state", note.text, limit, "na"))
-        elif closed:
-            change, se, _ = etr_trend_fit(metrics.per_interval)
-            rows.append(Gate("steady state", f"ETR (T) {100 * change:+.1f}% (±{100 * se:.1f}%) across the window",
-                             limit, "pass"))
-        else:
-            offered = fmt.number(values.get("tx_offered"))
-            done = (fmt.number(values.get("tx_ok")) or 0.0) + (fmt.number(values.get("errors_t")) or 0.0)
-            rows.append(Gate("steady state", f"{done:.0f} of {v.text(offered)} arrivals completed", limit, "pass"))
-    u = fmt.number(values.get("util_proc_s"))
-    band = settings.util_band
-    if is_base and band is not None:
-        rows.append(Gate("UTIL/PROC (S) in the target band (base configuration)", fmt.quantity(u, "util_proc_s"),
-                         f"{band[0]:g}-{band[1]:g}%", "na" if u is None else ("pass" if band[0] <= u <= band[1] else "FAIL")))
-    else:
-        rows.append(Gate("UTIL/PROC (S) in the target band", fmt.quantity(u, "util_proc_s"),
-                         "applies to a calibrated study's base runs", "-"))
+
+def gate_rows(results: Any) -> list[Gate]:
+    """Each gate's typed result (perflab.study.validity.GateResult) as a row: what it measured,
+    its limit, its outcome, and for a failure or a note the caveat's sentence."""
+    if results is None:
+        return []
+    rows = []
+    for g in results.gates:
+        measured = _gate_value(g.measured, g.unit)
+        if g.caveat is not None and g.outcome != "pass":
+            measured = g.caveat.text if measured == "na" else f"{measured}: {g.caveat.text}"
+        rows.append(Gate(g.gate, measured, _gate_value(g.limit, g.unit), _OUTCOME.get(g.outcome, g.outcome)))
     return rows
+
+
+def _gate_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "na"
+    if unit in ("share", "relative change", "share behind"):
+        return f"{100 * value:+.1f}%" if unit == "relative change" else f"{100 * value:.2f}%"
+    if unit.startswith("%"):
+        return f"{value:.1f}{unit}"
+    return f"{value:g} {unit}".strip()
 
 
 def _study_entry(study: StudyDocument | None, run_id: str) -> StudyRun | None:

@@ -6,7 +6,8 @@ The pipeline, one small module per job (in the spirit of benchstat's benchmath):
 * `estimate`      -- the ratio B/A from per-run values: paired by block, Welch as the fallback
 * `verdict`       -- EQUIVALENT / BETTER / WORSE / INCONCLUSIVE against a log-symmetric margin
 * `noise`         -- A/A dimensioning (the CV of a workload on a host) and exact power
-* `multiplicity`  -- Holm for several claims; intersection–union for "equivalent overall"
+* `multiplicity`  -- Bonferroni intervals and gatekeeping for several claims; intersection–union
+                     for "equivalent overall"
 
 The assumptions (run = replication unit, multiplicative noise, t-interval on logs) are stated
 where they are used; statistics-and-capacity.md §5 is the specification.
@@ -19,7 +20,7 @@ from perflab.stats.estimate import (
     paired_log_interval,
     welch_log_interval,
 )
-from perflab.stats.multiplicity import Overall, adjust_claims, equivalent_overall, holm
+from perflab.stats.multiplicity import Overall, equivalent_overall, gate_opens
 from perflab.stats.noise import NoiseEstimate, Power, dimension, power
 from perflab.stats.schedule import interleaved_schedule, sequential_schedule
 from perflab.stats.verdict import (
@@ -48,13 +49,12 @@ __all__ = [
     "Overall",
     "Power",
     "Verdict",
-    "adjust_claims",
     "blocks_needed",
     "classify",
     "compare",
     "dimension",
     "equivalent_overall",
-    "holm",
+    "gate_opens",
     "interleaved_schedule",
     "judge",
     "legacy_label",

@@ -23,23 +23,49 @@ Schedule = list[tuple[int, str]]
 
 
 def interleaved_schedule(configs: Sequence[str], blocks: int, seed: int) -> Schedule:
-    """*blocks* blocks, each holding every configuration once, in a seeded random order.
+    """*blocks* blocks, each holding every configuration once, in a seeded random order that is
+    balanced in its first place: every configuration starts floor or ceil(blocks / k) of the
+    blocks (with two configurations and an even number of blocks, exactly half each). A plain
+    shuffle per block left it to chance -- with seed 1, the second configuration started 4 of 6
+    blocks -- and the first place of a block is where a carry-over (a warmer page cache, a
+    fresher allocator) would bias a comparison.
 
-    The shuffle is a Fisher–Yates over `random.Random(seed).random()` rather than
-    `random.shuffle` or numpy: Python guarantees the `random()` sequence for a seed across
-    versions, not the algorithms built on it, and a recorded schedule must be re-derivable from
-    its seed years later.
+    The first places are drawn round by round (a random permutation of the configurations for
+    each k blocks), the other places shuffled. The shuffles are Fisher–Yates over
+    `random.Random(seed).random()` rather than `random.shuffle` or numpy: Python guarantees the
+    `random()` sequence for a seed across versions, not the algorithms built on it, and a
+    recorded schedule must be re-derivable from its seed years later.
     """
     names = _check(configs, blocks)
     rng = random.Random(seed)
+    firsts: list[str] = []
+    while len(firsts) < blocks:
+        firsts.extend(_shuffled(names, rng))
     out: Schedule = []
     for block in range(blocks):
-        order = list(names)
-        for i in range(len(order) - 1, 0, -1):
-            j = int(rng.random() * (i + 1))
-            order[i], order[j] = order[j], order[i]
-        out.extend((block, name) for name in order)
+        rest = _shuffled([n for n in names if n != firsts[block]], rng)
+        out.extend((block, name) for name in [firsts[block], *rest])
     return out
+
+
+def _shuffled(items: list[str], rng: random.Random) -> list[str]:
+    order = list(items)
+    for i in range(len(order) - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The workload's random seed for one block of a study: derived from the study's seed and the
+    block number, the same for every run of the block (so its configurations replay one random
+    stream of think times and choices, and the pair differs only in what is compared) and
+    different from block to block (so the blocks do not all replay one stream, which would make
+    the stream itself a fixed effect of every comparison). numpy's SeedSequence hashes the pair
+    the same way on every platform and version."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(block)]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
 def sequential_schedule(configs: Sequence[str], blocks: int) -> Schedule:

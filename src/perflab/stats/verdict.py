@@ -9,8 +9,9 @@ Assumptions made explicit here:
 
 * The margin is symmetric on the log scale: m = 3 % means bounds L = 0.97 and U = 1/0.97 =
   1.0309, so "B is 3 % below A" and "A is 3 % below B" are the same distance from 1.
-* The interval passed in is a (1 − 2α) two-sided interval; with the default 90 % that is TOST
-  at α = 0.05 per side, and "CI excludes 1 on the low side" is a one-sided test at 0.05.
+* The interval passed in is the two-sided interval that decides (perflab.stats.criteria: 95 %
+  by default, widened for multiplicity): inside the margin is TOST at half its alpha per side,
+  and "CI excludes 1" a two-sided test at its alpha -- one interval, one level, for every call.
 * Every metric has a direction. For ITR (and ETR, ITRR) higher is better; for CPU per command
   (PBT/CMD) or response time lower is better, so there a ratio above 1 is WORSE.
 
@@ -20,6 +21,9 @@ calibration simulations call the very code that produces the report's verdicts.
 
 from __future__ import annotations
 
+__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_MARGIN", "DEFAULT_POWER", "MIN_BLOCKS", "Verdict", "Judgement",
+           "blocks_needed", "classify", "judge", "legacy_label", "margin_bounds"]
+
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,12 +31,9 @@ from enum import StrEnum
 import numpy as np
 from scipy import stats
 
-#: Default equivalence margin (relative): the seeds' "±3 %" band.
-DEFAULT_MARGIN = 0.03
-#: Default two-sided confidence level: 90 % is TOST at α = 0.05 per side.
-DEFAULT_CONFIDENCE = 0.90
-#: Default power used when planning blocks (β = 0.2).
-DEFAULT_POWER = 0.80
+# The defaults live in perflab.stats.criteria (one home); re-exported for the estimators.
+from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN, DEFAULT_POWER
+
 #: Fewest blocks (or runs per configuration) for which perflab computes an interval. With two
 #: blocks the t-interval has one degree of freedom (t = 6.31 at 90 %) and rests on one
 #: difference-of-differences; it is formally valid but useless, so it is not offered.

@@ -34,6 +34,7 @@ class CalibrationResult:
     steps: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     bottleneck: str | None = None
+    chosen_run: str | None = None  # the calibration run whose load was chosen
 
 
 def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], dict], closed: bool,
@@ -56,13 +57,15 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         if util is None or util <= 0:
             result.warnings.append("calibration could not measure the SUT's utilization: using the starting load")
             break
+        if not outcome.get("valid", True):
+            # An invalid run is no evidence of the SUT's utilization at this load (its driver set
+            # the pace, it hung...): never chosen, and calibration stops.
+            result.warnings.append(f"calibration run {outcome.get('run_id')} was invalid "
+                                   f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating")
+            break
         if best is None or abs(util - rule.target_util) < abs(best["util_proc_s"] - rule.target_util):
             best = step
         if abs(util - rule.target_util) <= rule.tolerance:
-            break
-        if not outcome.get("valid", True):
-            result.warnings.append(f"calibration run {outcome.get('run_id')} was invalid "
-                                   f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating")
             break
         if _stopped_following(result.steps):
             # More load bought no more throughput: the SUT (or whatever shares its processors) is
@@ -78,7 +81,11 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         else:
             rate = rate * factor
     chosen = best or result.steps[-1]
+    if best is None and result.steps:
+        result.warnings.append("no calibration run was valid: the comparison runs at the last step's load, and its "
+                               "runs are judged as any others")
     result.users, result.rate = chosen["users"], chosen["rate"]
+    result.chosen_run = chosen.get("run_id")
     if chosen["util_proc_s"] is not None and abs(chosen["util_proc_s"] - rule.target_util) > rule.tolerance:
         result.bottleneck = bottleneck(result.steps, rule.target_util)
         result.warnings.append(

@@ -1,21 +1,33 @@
 """Comparisons of configurations: per metric, the ratio of geometric means with its interval
-(paired by block) and a verdict; then error control over the whole report, and the study's
-answer with its exit code.
+(paired by block) and a verdict; then the report's error control, and the study's answer with
+its exit code.
 
-Two roles (statistics-and-capacity.md §5.4; DESIGN.md "A verdict is a claim with an error
-rate"): the *primary* metrics (a study's `gate_metrics`, default the registry's capacity
-key, ITR (S)) carry the verdicts that answer the study's question and decide its exit code;
-every other metric is *secondary*, shown with its interval. Claims of a change (WORSE, BETTER)
-are Holm-adjusted across the primary metrics of every configuration, and secondary metrics are
-tested only when every primary hypothesis is rejected (serial gatekeeping), so a report about
-identical configurations claims any change at all with probability at most `family_alpha`.
-An untested secondary keeps its unadjusted call, labelled as such.
+Roles (statistics-and-capacity.md §5.4; DESIGN.md "A verdict is a claim with an error rate"):
+
+* *primary* -- a study's `gate_metrics` (default the registry's capacity key, ITR (S)): their
+  verdicts answer the study and decide its exit code. With k primary hypotheses (metrics x
+  comparisons) each gets a Bonferroni interval at 1 - alpha/k, and that printed interval
+  decides its verdict (perflab.stats.multiplicity says why not Holm);
+* *secondary* -- every other directional row: tested as a family (intervals at 1 - alpha/k2)
+  only when every primary hypothesis is rejected (serial gatekeeping); otherwise shown with its
+  interval at 1 - alpha and no claim of a change ("untested");
+* *descriptive* -- a row a concurrent design (a duet) cannot isolate: response times, which
+  depend on how the CPU was shared. Ratio and interval, never a verdict;
+* *pair* -- a machine-wide row (every (H) row, VIO, disk, network, paging) in a concurrent
+  design: both runs of a block count in it, so its ratio is 1/ETR ratio by construction. Shown
+  once for the pair, with no ratio.
+
+A concurrent design's measured bias (perflab.stats.bias), when the study carries one, widens
+every verdict interval, and the widened interval is the one printed and the one that decides.
+So a report about identical configurations claims any change at all with probability at most
+alpha, and every printed verdict can be checked against the interval beside it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from perflab.caveats import Caveat
@@ -23,11 +35,37 @@ from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, E
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
 from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 from perflab.stats import compare as stats_compare
+from perflab.stats.bias import BiasBound
 from perflab.stats.criteria import Criteria
-from perflab.stats.multiplicity import gatekept_holm
-from perflab.stats.verdict import Verdict
+from perflab.stats.multiplicity import CLAIMS, gate_opens
+from perflab.stats.verdict import Verdict, judge
 
-CLAIMS = ("WORSE", "BETTER")
+
+@dataclass(frozen=True)
+class DesignTraits:
+    """What the study's design lets a comparison say: whether a block's runs ran at the same time
+    (machine-wide rows then belong to the pair, response rows are descriptive) and the design's
+    measured bias, which widens its verdict intervals (None: none measured or none applied)."""
+
+    concurrent: bool = False
+    bias: BiasBound | None = None
+
+
+SOLO = DesignTraits()
+
+
+def row_role(key: str, primary: Sequence[str], design: DesignTraits) -> str:
+    """primary, secondary, descriptive or pair (module doc)."""
+    base = key.split(":", 1)[0]
+    if design.concurrent and REGISTRY.machine_wide(base):
+        return "pair"
+    if key in primary:
+        return "primary"
+    if design.concurrent and base in REGISTRY.role("response_rows"):
+        return "descriptive"
+    return "secondary"
+
+
 
 
 def default_primary() -> list[str]:
@@ -92,10 +130,14 @@ def _exclusion_summary(runs: Sequence[StudyRun], config: str) -> str:
     return f"{len(mine) - len(excluded)} valid of {len(mine)} run(s) of {config} ({reasons})"
 
 
-def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, criteria: Criteria,
-                   role: str) -> MetricComparison | None:
-    """One metric of one comparison, unadjusted. None when neither side measured it."""
+def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, criteria: Criteria, role: str,
+                   level: float | None = None, bias: BiasBound | None = None,
+                   paired: bool = True) -> MetricComparison | None:
+    """One metric of one comparison with its interval at `level` (default 1 - alpha) and the
+    call that interval makes, widened first by the design's `bias` when one is given. None when
+    neither side measured it. `role` pair: the row's value for the pair, no ratio."""
     info = metric_info(key)
+    level = criteria.confidence if level is None else level
     valid = [r for r in runs if not r.excluded]
     by_block = {name: {(r.block if r.block is not None else i): _value(r.metrics.get(key))
                        for i, r in enumerate(valid) if r.config == name} for name in (base, new)}
@@ -104,6 +146,11 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
         return None
     base_values = [v for v in by_block[base].values() if v is not None]
     new_values = [v for v in by_block[new].values() if v is not None]
+    if role == "pair":
+        return MetricComparison(key=key, role=role, **info, adjustment="pair", pair_value=geomean(base_values + new_values),
+                                n_base=len(base_values), n_new=len(new_values),
+                                note="the pair's: both runs of each block ran at once and count in this machine-wide "
+                                     "row, so it has no ratio")
     entry = MetricComparison(key=key, role=role, **info, base_value=geomean(base_values),
                              new_value=geomean(new_values), n_base=len(base_values), n_new=len(new_values))
     if entry.base_value is not None and entry.new_value is not None:
@@ -117,16 +164,24 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
         entry.warnings = [entry.no_comparison]
         return entry
     if any(v == 0 for v in base_values + new_values):
-        return _compare_with_zeros(entry, by_block[base], by_block[new], criteria)
-    result = stats_compare(by_block[base], by_block[new], metric=key, higher_is_better=info["direction"] == "higher",
-                           margin=criteria.margin, confidence=criteria.confidence)
-    d = result.to_dict()
-    entry.ratio, entry.ci_low, entry.ci_high, entry.p_value = d.get("ratio"), d.get("ci_low"), d.get("ci_high"), d.get(
-        "p_value")
-    entry.material, entry.note, entry.legacy = bool(d.get("material")), d.get("note") or "", d.get("legacy")
-    entry.n_blocks, entry.cv, entry.blocks_needed = int(d.get("n_blocks") or 0), d.get("cv"), d.get("blocks_needed")
-    entry.warnings = list(d.get("warnings") or [])
-    entry.verdict_unadjusted = str(d["verdict"]) if d.get("verdict") is not None else None
+        return _compare_with_zeros(entry, by_block[base], by_block[new])
+    higher = info["direction"] == "higher"
+    result = stats_compare(by_block[base], by_block[new], metric=key, higher_is_better=higher,
+                           margin=criteria.margin, confidence=level, paired=paired)
+    entry.level = level
+    entry.ratio, entry.p_value = result.ratio, _finite(result.p_value)
+    entry.ci_low, entry.ci_high = _finite(result.ci_low), _finite(result.ci_high)
+    entry.method = result.method
+    entry.n_blocks, entry.cv, entry.blocks_needed = result.n_blocks, _finite(result.cv), result.blocks_needed
+    entry.legacy, entry.warnings = result.legacy, list(result.warnings)
+    verdict, entry.material, entry.note = result.verdict.value, result.material, result.note
+    if bias is not None and not bias.none and entry.ci_low is not None and entry.ci_high is not None:
+        entry.design_ci_low, entry.design_ci_high = entry.ci_low, entry.ci_high
+        low, high = bias.widen(math.log(entry.ci_low), math.log(entry.ci_high))
+        entry.ci_low, entry.ci_high = math.exp(low), math.exp(high)
+        j = judge(entry.ratio, entry.ci_low, entry.ci_high, margin=criteria.margin, higher_is_better=higher)
+        verdict, entry.material, entry.note = j.verdict.value, j.material, j.note
+    entry.verdict_unadjusted = verdict
     if entry.ci_low is None:
         # Pairs, but too few for an interval: INCONCLUSIVE (more blocks), with the runs' story.
         entry.warnings.append(f"{_exclusion_summary(runs, base)}, {_exclusion_summary(runs, new)}")
@@ -138,7 +193,11 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     return entry
 
 
-def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict, criteria: Criteria) -> MetricComparison:
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> MetricComparison:
     """A metric with zero values has no log scale: it is compared as it is. Both sides all zero
     is no change (EQUIVALENT, exactly); otherwise the change is stated without an interval."""
     values = [v for v in list(base.values()) + list(new.values()) if v is not None]
@@ -155,11 +214,16 @@ def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict, criteria
 
 
 def compare_configs(runs: Sequence[StudyRun], base: str, new: str, keys: Sequence[str], criteria: Criteria,
-                    primary: Sequence[str]) -> ComparisonRecord:
-    """One comparison block of study.json, unadjusted (see `control_errors`)."""
+                    primary: Sequence[str], design: DesignTraits = SOLO, levels: dict[str, float] | None = None,
+                    paired: bool = True) -> ComparisonRecord:
+    """One comparison block of study.json: each row at its role's level (`levels`, by role;
+    default 1 - alpha). `control_errors` settles the verdicts."""
     out = ComparisonRecord(base=base, new=new)
     for key in keys:
-        entry = compare_metric(runs, base, new, key, criteria, "primary" if key in primary else "secondary")
+        role = row_role(key, primary, design)
+        level = (levels or {}).get(role, criteria.confidence)
+        bias = design.bias if role in ("primary", "secondary") else None
+        entry = compare_metric(runs, base, new, key, criteria, role, level, bias, paired)
         if entry is not None:
             out.metrics.append(entry)
     for key in primary:  # a primary metric nobody measured is still an answer the study owes
@@ -170,43 +234,39 @@ def compare_configs(runs: Sequence[StudyRun], base: str, new: str, keys: Sequenc
     return out
 
 
-def control_errors(comparisons: Sequence[ComparisonRecord], criteria: Criteria) -> None:
-    """Set each entry's `verdict` under the report's error control (module doc), in place."""
-    primary = [m for c in comparisons for m in c.metrics if m.role == "primary" and m.directional]
-    secondary = [m for c in comparisons for m in c.metrics if m.role == "secondary" and m.directional]
-    decision = gatekept_holm([_p(m) for m in primary], [_p(m) for m in secondary], criteria.family_alpha)
-    for entry, p_adj, reject in zip(primary, decision.primary_adjusted, decision.primary_reject):
-        _settle(entry, p_adj, reject, "holm", criteria)
-    for entry, p_adj, reject in zip(secondary, decision.secondary_adjusted, decision.secondary_reject):
-        _settle(entry, p_adj if decision.secondary_tested else None, reject,
-                "gatekept-holm" if decision.secondary_tested else "unadjusted", criteria)
+def family_sizes(pairs: Sequence[tuple[str, str]], keys: Sequence[str], primary: Sequence[str],
+                 design: DesignTraits) -> tuple[int, int]:
+    """(primary, secondary) hypotheses: every directional row of its role in every comparison,
+    counted before any data is seen (a row a run did not measure still counts: conservative,
+    and the level cannot depend on the results)."""
+    roles = [row_role(k, primary, design) for k in keys if metric_info(k)["direction"] in ("higher", "lower")]
+    return len(pairs) * sum(r == "primary" for r in roles), len(pairs) * sum(r == "secondary" for r in roles)
 
 
-def _p(entry: MetricComparison) -> float:
-    return entry.p_value if entry.p_value is not None and entry.no_comparison is None else math.nan
-
-
-def _settle(entry: MetricComparison, p_adj: float | None, reject: bool, adjustment: str, criteria: Criteria) -> None:
-    entry.p_adjusted = None if p_adj is None or math.isnan(p_adj) else p_adj
-    entry.adjustment = adjustment
-    raw = entry.verdict_unadjusted
-    if entry.no_comparison is not None or raw is None:
-        entry.verdict = None
-        return
-    if raw not in CLAIMS:
-        entry.verdict = raw
-        return
-    if adjustment == "unadjusted":
-        entry.verdict = None  # shown as an unadjusted call, never as a verdict
-        return
-    if reject:
-        entry.verdict = raw
-        return
-    entry.verdict, entry.material = Verdict.INCONCLUSIVE.value, False
-    entry.warnings = list(entry.warnings) + [
-        f"{raw} withdrawn: Holm-adjusted p={entry.p_adjusted:.3f} ≥ {criteria.family_alpha:g} "
-        f"(the report's claims of a change are held to {100 * criteria.family_alpha:g}% together)"
-        if entry.p_adjusted is not None else f"{raw} withdrawn: no p-value"]
+def control_errors(comparisons: Sequence[ComparisonRecord], criteria: Criteria, primary_family: int,
+                   secondary_family: int, secondary_tested: bool) -> None:
+    """Set each entry's `verdict` under the report's error control (module doc), in place: the
+    intervals were computed at their family's level, so the verdict is the interval's call."""
+    for comparison in comparisons:
+        for entry in comparison.metrics:
+            raw = entry.verdict_unadjusted
+            if entry.role == "pair" or not entry.directional:
+                entry.adjustment = "pair" if entry.role == "pair" else "none"
+                continue
+            if entry.role == "descriptive":
+                entry.adjustment, entry.verdict = "descriptive", None
+                continue
+            tested = entry.role == "primary" or secondary_tested
+            family = primary_family if entry.role == "primary" else secondary_family
+            entry.adjustment = "bonferroni" if tested else "untested"
+            if entry.p_value is not None and tested and entry.design_ci_low is None:
+                entry.p_adjusted = min(1.0, family * entry.p_value)
+            if entry.no_comparison is not None or raw is None:
+                entry.verdict = None
+            elif tested or raw not in CLAIMS:
+                entry.verdict = raw
+            else:
+                entry.verdict = None  # shown as the untested call, never as a claim
 
 
 def study_verdict(comparisons: Sequence[ComparisonRecord], primary: Sequence[str]) -> StudyVerdict:
@@ -238,11 +298,25 @@ def study_verdict(comparisons: Sequence[ComparisonRecord], primary: Sequence[str
 
 
 def judge_all(runs: Sequence[StudyRun], pairs: Sequence[tuple[str, str]], keys: Sequence[str],
-              primary: Sequence[str], criteria: Criteria) -> tuple[list[ComparisonRecord], StudyVerdict]:
-    """Every comparison, error-controlled, and the study's answer (what study and compare share)."""
+              primary: Sequence[str], criteria: Criteria, design: DesignTraits = SOLO,
+              paired: bool = True) -> tuple[list[ComparisonRecord], StudyVerdict]:
+    """Every comparison, error-controlled, and the study's answer (what study and compare share).
+    The primary rows are decided first; the secondary family's level depends on whether they
+    opened the gate."""
     keys = with_component_keys(list(dict.fromkeys([*primary, *keys])), runs)
-    comparisons = [compare_configs(runs, base, new, keys, criteria, primary) for base, new in pairs]
-    control_errors(comparisons, criteria)
+    k1, k2 = family_sizes(pairs, keys, primary, design)
+    levels = {"primary": criteria.level(k1)}
+    comparisons = [compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired)
+                   for base, new in pairs]
+    tested = gate_opens(m.verdict_unadjusted if m.no_comparison is None else None
+                        for c in comparisons for m in c.metrics if m.role == "primary")
+    if tested:
+        levels["secondary"] = criteria.level(k2)
+        recomputed = [compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired)
+                      for base, new in pairs]
+        for old, fresh in zip(comparisons, recomputed):
+            old.metrics = [f if f.role == "secondary" else o for o, f in zip(old.metrics, fresh.metrics)]
+    control_errors(comparisons, criteria, k1, k2, tested)
     return comparisons, study_verdict(comparisons, primary)
 
 

@@ -19,8 +19,9 @@ from perflab.records.study import (ConfigurationRecord, Design, GatesRecord, Stu
                                    WorkloadSummary)
 from perflab.reduce.reduce import RunMetrics
 from perflab.stats.criteria import Criteria
-from perflab.study.compare import flatten_components, judge_all
-from perflab.study.validity import GateSettings, RunValidity, judge_run
+from perflab.study.compare import SOLO, DesignTraits, flatten_components, judge_all
+from perflab.study.validity import (STEADY_CODES, GateSettings, RunValidity, judge_run, pooled_scales, run_trends,
+                                   steady_gates, steady_series)
 from perflab.sut.fingerprint import split_fingerprint
 
 
@@ -52,16 +53,19 @@ def gate_settings(design: Design) -> GateSettings:
 
 class StudyDocumentBuilder:
     def __init__(self, doc: StudyDocument, gates: GateSettings, criteria: Criteria, primary: Sequence[str],
-                 keys: Sequence[str]):
+                 keys: Sequence[str], design: DesignTraits = SOLO, paired: bool = True):
         self.doc = doc
         self.gates = gates
         self.criteria = criteria
         self.primary = list(primary)
         self.keys = list(keys)
+        self.design = design
+        self.paired = paired
         doc.design.gates = GatesRecord(max_error_rate=gates.max_error_rate, max_etr_trend=gates.max_etr_trend,
                                        util_band=gates.util_band)
         doc.design.margin, doc.design.confidence = criteria.margin, criteria.confidence
-        doc.design.family_alpha, doc.design.primary_metrics = criteria.family_alpha, list(primary)
+        doc.design.alpha, doc.design.family_alpha = criteria.alpha, criteria.alpha
+        doc.design.primary_metrics = list(primary)
 
     def set_util_band(self, band: tuple[float, float] | None) -> None:
         self.gates = GateSettings(self.gates.max_error_rate, self.gates.max_etr_trend, band)
@@ -73,7 +77,7 @@ class StudyDocumentBuilder:
         hardware and software from the first run's fingerprint."""
         values = flatten_components(dict(metrics.values), metrics.per_component)
         if validity is None:
-            validity = judge_run(record, metrics.values, metrics.per_interval, self.gates, is_base)
+            validity = judge_run(record, metrics.values, metrics.per_interval, self.gates, is_base, primary=self.primary)
         run = StudyRun(run_id=record.run_id, config=config, block=block, order=order, status=record.status,
                        reason=record.reason, exclusions=validity.exclusions, notes=validity.notes,
                        users=record.config.users, rate=record.config.rate, metrics=values,
@@ -90,6 +94,16 @@ class StudyDocumentBuilder:
                 self.doc.design.placement = record.fingerprint.get("placement")
         return run
 
+    def rejudge_steadiness(self) -> None:
+        """The study's second judgement of steadiness, once every run is in (`StudyJudge`): each
+        run's series against the changes of the study's other runs, a pair's run beside its
+        partner. Runs excluded for another reason neither take part nor change."""
+        judge = StudyJudge(self.doc, self.gates, self.primary, self.design.concurrent)
+        for run in judge.eligible:
+            judged = RunValidity(judge.steady_gates(run))
+            run.exclusions = [c for c in run.exclusions if c.code not in STEADY_CODES] + judged.exclusions
+            run.notes = [c for c in run.notes if c.code not in STEADY_CODES] + judged.notes
+
     def warn(self, caveat: Caveat) -> None:
         if caveat not in self.doc.warnings:
             self.doc.warnings.append(caveat)
@@ -104,9 +118,55 @@ class StudyDocumentBuilder:
         if not pairs:
             doc.comparisons, doc.verdict = [], None
             return
-        doc.comparisons, doc.verdict = judge_all(doc.runs, pairs, self.keys, self.primary, self.criteria)
+        doc.comparisons, doc.verdict = judge_all(doc.runs, pairs, self.keys, self.primary, self.criteria, self.design,
+                                                 self.paired)
 
 
 def new_configurations(names_and_changes: Sequence[tuple[str, dict[str, Any]]]) -> list[ConfigurationRecord]:
     return [ConfigurationRecord(name=name, base=i == 0, changes=changes)
             for i, (name, changes) in enumerate(names_and_changes)]
+
+
+class StudyJudge:
+    """How a study judges the steadiness of its runs once all are in, re-derivable from
+    study.json alone (the run page of `perflab serve` and `perflab show` ask it for a study's
+    run, so the page and the study cannot disagree): each run's trends against the pooled
+    changes of the study's other eligible runs (perflab.study.validity.pooled_scales), a
+    pair's run relative to its partner (a pair's ratio drifts once, so only one of the two
+    enters the pool)."""
+
+    def __init__(self, doc: StudyDocument, gates: GateSettings, primary: Sequence[str], concurrent: bool):
+        self.doc, self.gates, self.primary = doc, gates, list(primary)
+        self.partners = partners_of(doc) if concurrent else {}
+        self.eligible = [r for r in doc.runs if all(c.code in STEADY_CODES for c in r.exclusions)]
+        trends = {}
+        for run in self.eligible:
+            partner = self.partners.get(run.run_id)
+            if partner is not None and partner.run_id in trends:
+                continue  # the mirror image of its partner's trend
+            specs = steady_series(self.primary, run.users is not None, gates)
+            trends[run.run_id] = run_trends(run.per_interval, specs,
+                                            partner.per_interval if partner is not None else None)
+        self.pooled = pooled_scales(trends)
+
+    def scales(self, run: StudyRun) -> dict:
+        partner = self.partners.get(run.run_id)
+        key = run.run_id if run.run_id in self.pooled else (partner.run_id if partner is not None else run.run_id)
+        return self.pooled.get(key, {})
+
+    def steady_gates(self, run: StudyRun) -> list:
+        partner = self.partners.get(run.run_id)
+        return steady_gates(run.metrics, run.per_interval, run.users is not None, self.gates, self.primary,
+                            partner.per_interval if partner is not None else None, self.scales(run))
+
+
+def partners_of(doc: StudyDocument) -> dict[str, StudyRun]:
+    """A pair's run -> the other run of its block (a study whose blocks ran as pairs)."""
+    by_block: dict[Any, list[StudyRun]] = {}
+    for run in doc.runs:
+        by_block.setdefault(run.block, []).append(run)
+    out = {}
+    for runs in by_block.values():
+        if len(runs) == 2:
+            out[runs[0].run_id], out[runs[1].run_id] = runs[1], runs[0]
+    return out

@@ -5,15 +5,18 @@ A group is a comma-separated list of run references (ids, unique prefixes, paths
 `label:NAME` (every run with that label), or `study:ID:CONFIG` (that configuration's runs in a
 stored study). The result is a study document (kind "compare"), so the same reports apply.
 
-Validity (perflab.study.validity): runs of a study keep the decision the study stored --
-`compare study:ID:A study:ID:B` gives the study's own verdicts and exit code, because it uses
-the study's exclusions, criteria and family of comparisons; any other run is judged with the
-gates that apply to a single run (no utilization band: that needs a calibration target).
-A run that cannot be read as a finished run (killed, still running) is kept as excluded, with
-the reason, instead of refusing the group.
+Validity (perflab.study.validity): a run that belongs to a stored study keeps the decision the
+study stored, however it is named -- by id, by label or as `study:ID:CONFIG` -- so `perflab
+compare` of a study's runs gives the study's own verdicts, n and exit code (the study's
+exclusions, criteria, arrangement and family of comparisons); any other run is judged with the
+gates that apply to a single run (no utilization band: that needs a calibration target). A run
+that cannot be read as a finished run (killed, still running) is kept as excluded, with the
+reason, instead of refusing the group.
 
 Pairing: by (study, block) when every run of both groups carries one and the groups share at
-least MIN_BLOCKS of them; otherwise by order within each group, and the document says so.
+least MIN_BLOCKS of them. Otherwise the runs are not paired at all: Welch's interval on the
+log values of the two groups, which does not cancel drift between runs, and the document says
+so (pairing by order would invent blocks that were never run together).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from perflab.store.catalog import Store, is_plain_name
 from perflab.study.compare import default_primary, judge_all
 from perflab.study.document import StudyDocumentBuilder, gate_settings, new_configurations, now_iso, \
     workload_summary
-from perflab.study.validity import GateSettings, RunValidity
+from perflab.study.validity import GateSettings, GateResult, RunValidity
+from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 
 @dataclass
@@ -83,7 +87,7 @@ def _judged(run_dir: Path, config: str, index: int, builder: StudyDocumentBuilde
         # A run killed or still running has no window: kept, excluded, with the reason.
         status = "abandoned" if record.status == "running" else record.status
         metrics = RunMetrics(record.run_id, record.status, Window(0.0, 0.0), {}, record=record)
-        validity = RunValidity(exclusions=[cav.run_not_complete(status, exc.message)])
+        validity = RunValidity([GateResult("completed", "fail", caveat=cav.run_not_complete(status, exc.message))])
         return builder.add_run(record, metrics, config, record.config.block, index, is_base, validity)
     return builder.add_run(record, metrics, config, record.config.block, index, is_base)
 
@@ -93,7 +97,8 @@ def _stored(run: StudyRun, config: str) -> StudyRun:
 
 
 def pair_by_block(runs: list[StudyRun], studies: dict[str, str | None], names: tuple[str, str]) -> str | None:
-    """Give each run a block number both groups agree on; returns a note when pairing by order."""
+    """Give each run a block number both groups agree on; returns a note when the runs cannot be
+    paired (the comparison is then unpaired, Welch)."""
     keys = {}
     for run in runs:
         keys[run.run_id] = None if run.block is None else (studies.get(run.run_id), run.block)
@@ -107,91 +112,116 @@ def pair_by_block(runs: list[StudyRun], studies: dict[str, str | None], names: t
         for run in runs:
             run.block = numbering[keys[run.run_id]]
         return None
-    for name in names:
-        for i, run in enumerate(r for r in runs if r.config == name):
-            run.block = i
+    for run in runs:
+        run.block = None
+    unpaired = ("the runs are compared unpaired (Welch's interval on their log values), which does not cancel "
+                "drift between runs")
     if not complete:
-        return "some runs belong to no study block: runs are paired by their order in each group"
+        return f"some runs belong to no study block: {unpaired}"
     if not unique:
-        return ("a group holds runs of the same block of different studies: runs are paired by their order in "
-                "each group, not by block")
-    return (f"the groups share {len(shared)} study block(s) (need ≥ {MIN_BLOCKS}): runs are paired by their order "
-            "in each group")
+        return f"a group holds runs of the same block of different studies: {unpaired}"
+    return f"the groups share {len(shared)} study block(s) (need ≥ {MIN_BLOCKS} to pair by block): {unpaired}"
+
+
+def _stored_study(store: Store, study_id: str | None, cache: dict[str, StudyDocument | None]) -> \
+        StudyDocument | None:
+    """The study a run belongs to, if it is in the store (read once per study)."""
+    if study_id is None or not is_plain_name(study_id):
+        return None
+    if study_id not in cache:
+        path = store.home / "studies" / study_id / "study.json"
+        try:
+            cache[study_id] = read_study_document(path) if path.is_file() else None
+        except InputError:
+            cache[study_id] = None
+    return cache[study_id]
 
 
 def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None = None,
                         metrics: list[str] | None = None, primary: list[str] | None = None) -> StudyDocument:
     """The study document of a comparison of stored runs. `criteria`, `metrics`, `primary`: None
-    takes the study's own when both groups come from one study, else the defaults."""
+    takes the study's own when every run comes from one study, else the defaults."""
+    from perflab.catalog.registry import REGISTRY
+    from perflab.study.arrangement import traits
+
     group_a, group_b = resolve_group(store, a, "A"), resolve_group(store, b, "B")
     name_a, name_b = group_a.name, group_b.name
     if name_a == name_b:
         name_a, name_b = f"A: {name_a}", f"B: {name_b}"
     if set(group_a.dirs) & set(group_b.dirs):
         raise InputError("A and B share runs; a comparison needs two different groups", field="A/B")
-    one_study = group_a.study is not None and group_b.study is not None and \
-        group_a.study.study_id == group_b.study.study_id
-    source = group_a.study if one_study else None
+    records = {d: read_run_record(d) for d in group_a.dirs + group_b.dirs}
+    studies: dict[str, StudyDocument | None] = {}
+    owners = {d: _stored_study(store, r.study, studies) for d, r in records.items()}
+    stored_runs = {d: next((x for x in doc.runs if x.run_id == records[d].run_id), None) if doc is not None else None
+                   for d, doc in owners.items()}
+    ids = {doc.study_id for d, doc in owners.items() if doc is not None and stored_runs[d] is not None}
+    source = owners[group_a.dirs[0]] if len(ids) == 1 and all(stored_runs[d] is not None for d in owners) else None
     if source is not None:
-        criteria = criteria or Criteria(source.design.margin or 0.03, source.design.confidence or 0.90,
-                                        source.design.family_alpha or 0.05)
+        criteria = criteria or Criteria.from_fields(source.design.margin, source.design.confidence,
+                                                    source.design.family_alpha, source.design.alpha)
         primary = primary or source.design.primary_metrics or default_primary()
         gates = gate_settings(source.design)
+        arrangement = source.design.arrangement or ("duet" if source.design.duet else "one-at-a-time")
+        design = traits(arrangement, source.design.bias)
     else:
-        criteria, primary, gates = criteria or Criteria(), primary or default_primary(), GateSettings()
-    from perflab.catalog.registry import REGISTRY
-
+        criteria, primary, gates, design = criteria or Criteria(), primary or default_primary(), GateSettings(), None
     keys = metrics or ((source.study or {}).get("metrics") if source is not None else None) or list(
         REGISTRY.role("compared"))
     doc = StudyDocument(kind="compare", name=f"compare {name_a} vs {name_b}", title=f"{name_a} -> {name_b}",
                         status="complete", created=now_iso(),
                         design=Design(load=LoadRecord(mode="stored runs")),
                         configurations=new_configurations([(name_a, {}), (name_b, {})]))
-    builder = StudyDocumentBuilder(doc, gates, criteria, primary, keys)
-    studies: dict[str, str | None] = {}
+    builder = StudyDocumentBuilder(doc, gates, criteria, primary, keys, *([design] if design is not None else []))
+    if source is not None:
+        doc.design.arrangement, doc.design.duet, doc.design.bias = (source.design.arrangement, source.design.duet,
+                                                                    source.design.bias)
+    study_of: dict[str, str | None] = {}
     for group, name in ((group_a, name_a), (group_b, name_b)):
-        stored = {r.run_id: r for r in group.study.runs_of(group.config)} if group.study is not None else {}
         for index, run_dir in enumerate(group.dirs):
-            record = read_run_record(run_dir)
-            studies[record.run_id] = record.study
-            if record.run_id in stored:
-                # The study's own decision: same gates, same exclusions (re-derivable with
-                # perflab.study.validity.judge_run and the study's stored gates).
-                run = _stored(stored[record.run_id], name)
-                doc.runs.append(run)
+            record = records[run_dir]
+            study_of[record.run_id] = record.study
+            stored = stored_runs[run_dir]
+            if stored is not None:
+                # The study's own decision: its gates, its pooled steadiness, its pair checks
+                # (re-derivable with perflab.study.validity and the study's stored gates).
+                doc.runs.append(_stored(stored, name))
                 conf = doc.configuration(name)
-                if not conf.software:
-                    source_conf = group.study.configuration(group.config)
+                source_conf = owners[run_dir].configuration(stored.config)
+                if not conf.software and source_conf is not None:
                     conf.hardware, conf.software = dict(source_conf.hardware), dict(source_conf.software)
                     conf.changes = dict(source_conf.changes)
             else:
                 _judged(run_dir, name, index, builder, is_base=False)
-    note = pair_by_block(doc.runs, studies, (name_a, name_b))
+    note = pair_by_block(doc.runs, study_of, (name_a, name_b))
     if note:
         builder.warn(cav.note(note))
-    first = read_run_record(group_a.dirs[0])
+        builder.paired = False
+    first = records[group_a.dirs[0]]
     doc.workload = workload_summary(first.workload, first.workload_path,
                                     {"stagger": first.config.stagger_s, "stabilization": first.config.stabilization_s,
                                      "measurement": first.config.measurement_s})
     doc.design.blocks = max(len(group_a.dirs), len(group_b.dirs))
     doc.design.schedule = [(r.block, r.config) for r in doc.runs]
     doc.design.placement = first.fingerprint.get("placement")
-    identities = {tuple(read_run_record(d).fingerprint.get(k) for k in ("cpu_model", "cores", "memory_bytes", "kernel"))
-                  for d in group_a.dirs + group_b.dirs}
+    identities = {tuple(r.fingerprint.get(k) for k in MACHINE_IDENTITY) for r in records.values()}
     if len(identities) > 1:
         builder.warn(cav.note("the runs come from different machines or kernels (fingerprints differ): the comparison "
                               "mixes hardware with software"))
-    if one_study and source.configurations and source.configurations[0].name == group_a.config and \
-            group_b.config in [c.name for c in source.configurations[1:]]:
-        # The study's family of comparisons, so Holm sees what the study saw.
+    configs_a = {stored_runs[d].config for d in group_a.dirs if stored_runs[d] is not None}
+    configs_b = {stored_runs[d].config for d in group_b.dirs if stored_runs[d] is not None}
+    if source is not None and len(configs_a) == 1 and len(configs_b) == 1 and source.configurations \
+            and source.configurations[0].name in configs_a and configs_b <= {c.name for c in source.configurations[1:]}:
+        # The study's family of comparisons, so the error control sees what the study saw.
+        config_b = next(iter(configs_b))
         renamed = [_stored(r, r.config) for r in source.runs]
         pairs = [(source.configurations[0].name, c.name) for c in source.configurations[1:]]
-        comparisons, _ = judge_all(renamed, pairs, keys, primary, criteria)
-        chosen = next(c for c in comparisons if c.new == group_b.config)
+        comparisons, _ = judge_all(renamed, pairs, keys, primary, criteria, builder.design)
+        chosen = next(c for c in comparisons if c.new == config_b)
         chosen.base, chosen.new = name_a, name_b
         from perflab.study.compare import study_verdict
 
         doc.comparisons, doc.verdict = [chosen], study_verdict([chosen], primary)
     else:
-        doc.comparisons, doc.verdict = judge_all(doc.runs, [(name_a, name_b)], keys, primary, criteria)
+        builder.judge([(name_a, name_b)])
     return doc

@@ -9,13 +9,13 @@ as randomized interleaved blocks; a verdict against a stated margin.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from perflab import caveats as cav
 from perflab.catalog.registry import REGISTRY
-from perflab.stats.criteria import DEFAULT_FAMILY_ALPHA, Criteria
+from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload import limits
 from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_duration
@@ -170,27 +170,43 @@ class Study(Strict):
     blocks: int = Field(default=6, ge=1, le=int(limits.MAX_BLOCKS.default), description="randomized interleaved blocks (repetitions); a "
                         f"comparison needs at least {MIN_BLOCKS} (fewer give no interval), a sweep at least 1")
     seed: int = 1
-    margin: float = Field(default=0.03, gt=0, lt=0.5, description="equivalence margin: 0.03 = ±3%")
-    confidence: float = Field(default=0.90, gt=0.5, lt=1, description="level of the intervals (EQUIVALENT: TOST)")
-    family_alpha: float = Field(default=DEFAULT_FAMILY_ALPHA, gt=0, lt=0.5,
-                                description="error rate of the report's claims of a change, all together (Holm, "
-                                            "gatekeeping)")
+    margin: float = Field(default=DEFAULT_MARGIN, gt=0, lt=0.5, description="equivalence margin: 0.03 = ±3%")
+    alpha: float | None = Field(default=None, gt=0, lt=0.5,
+                                description=f"the one error rate (default {DEFAULT_ALPHA}): every interval is at "
+                                            "1 - alpha (1 - alpha/k in a family of k rows tested together) and "
+                                            "decides its verdict; the report's claims of a change together err at "
+                                            "most alpha of the time")
+    confidence: float | None = Field(default=None, gt=0.5, lt=1, description="older spelling: alpha = 1 - confidence")
+    family_alpha: float | None = Field(default=None, gt=0, lt=0.5, description="older spelling of alpha")
     timing: Timing | None = None
     gates: Gates = Field(default_factory=Gates)
     sweep: Sweep | None = None
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
     notes: list[str] = Field(default_factory=list, description="remarks the report prints with its General "
                              "Observations (how a short default differs from the full study, for example)")
-    duet: bool = Field(default=False, description="run each block's two configurations at the same time on the "
-                       "same CPUs (duet benchmarking): a slow spell of the host slows both and cancels from "
-                       "their ratio; levels are those of a shared CPU (study/duet.py)")
+    arrangement: Literal["one-at-a-time", "duet", "split-duet"] | None = Field(
+        default=None, description="how a block's two runs run (docs/studies.md): one-at-a-time (the default), duet "
+                                  "(at the same time, sharing the SUT's CPUs: a slow spell of the host slows both and "
+                                  "cancels from their ratio) or split-duet (at the same time, each SUT on CPUs of its "
+                                  "own, swapped from block to block); the report states the arrangement's measured "
+                                  "bias (docs/accuracy.md)")
+    duet: bool = Field(default=False, description="shorthand for `arrangement: duet`")
     gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "
                                                 "its exit code")
 
     @property
     def criteria(self) -> Criteria:
-        return Criteria(self.margin, self.confidence, self.family_alpha)
+        return Criteria.from_fields(self.margin, self.confidence, self.family_alpha, self.alpha)
+
+    @property
+    def runs_together(self) -> bool:
+        """A block's two runs run at the same time (a duet or a split duet)."""
+        return self.arrangement in ("duet", "split-duet") or (self.arrangement is None and self.duet)
+
+    @property
+    def chosen_arrangement(self) -> str:
+        return self.arrangement or ("duet" if self.duet else "one-at-a-time")
 
 
 def check_study(study: Study, aa: bool = False) -> None:
@@ -206,11 +222,29 @@ def check_study(study: Study, aa: bool = False) -> None:
     if study.sweep is None and study.blocks < MIN_BLOCKS:
         raise LocatedError(("blocks",), f"a comparison needs at least {MIN_BLOCKS} blocks (fewer give no interval); "
                                         f"got {study.blocks}")
-    if study.duet and study.sweep is not None:
-        raise LocatedError(("duet",), "a duet runs two configurations side by side: it cannot also sweep a factor")
-    if study.duet and not aa and len(study.configurations) != 2:
-        raise LocatedError(("duet",), f"a duet runs exactly two configurations side by side; got "
-                                      f"{len(study.configurations)}")
+    field = ("arrangement",) if study.arrangement is not None else ("duet",)
+    if study.arrangement is not None and study.duet and study.arrangement != "duet":
+        raise LocatedError(("duet",), f"`duet: true` is `arrangement: duet`; the file also says arrangement "
+                                      f"{study.arrangement}: give one")
+    what = study.chosen_arrangement
+    if study.runs_together and study.sweep is not None:
+        raise LocatedError(field, f"a {what} runs two configurations side by side: it cannot also sweep a factor")
+    if study.runs_together and not aa and len(study.configurations) != 2:
+        raise LocatedError(field, f"a {what} runs exactly two configurations side by side; got "
+                                  f"{len(study.configurations)}")
+    try:
+        study.criteria
+    except ValueError as exc:
+        given = "alpha" if study.alpha is not None else "confidence"
+        raise LocatedError((given,), str(exc)) from None
+    concurrent_only = [k for k in study.gate_metrics if k in REGISTRY.role("response_rows")
+                       or REGISTRY.machine_wide(k.split(":", 1)[0])]
+    if study.runs_together and concurrent_only:
+        key = concurrent_only[0]
+        raise LocatedError(("gate_metrics", study.gate_metrics.index(key)),
+                           f"{key} cannot be a primary metric of a {what}: both runs of a block share the machine, "
+                           f"so {'its response times depend on how they shared it' if key in REGISTRY.role('response_rows') else 'this machine-wide row counts both'}; "
+                           f"judge it one configuration at a time (arrangement: one-at-a-time)")
     if study.sweep is not None and study.load.calibrate is not None and study.sweep.factor in ("users", "rate"):
         raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")
     from perflab.catalog.registry import COMPONENT_COMPARED

@@ -40,10 +40,20 @@ def _interval_cv(run: StudyRun, key: str) -> tuple[float, int] | None:
 
 
 def noise_rows(doc: StudyDocument) -> list[NoiseRow]:
+    """One row per primary metric and configuration. Its blocks_needed comes from the paired CV
+    of the comparison the configuration takes part in (s_d / sqrt(2): the noise the paired
+    interval pays for, drift common to a block cancelled), not from cv_between, which counts
+    that drift and over-states what the comparison needs."""
     rows = []
     margin = doc.design.margin or 0.03
-    confidence = doc.design.confidence or 0.90
+    confidence = doc.design.confidence or 0.95
     for key in doc.design.primary_metrics:
+        paired = {}
+        for comparison in doc.comparisons:
+            entry = comparison.entry(key)
+            if entry is not None and entry.cv is not None and entry.method != "welch":
+                paired.setdefault(comparison.new, entry.cv)
+                paired.setdefault(comparison.base, entry.cv)
         for conf in doc.configurations:
             runs = [r for r in doc.runs_of(conf.name) if not r.excluded]
             values = [r.metrics.get(key) for r in runs]
@@ -51,9 +61,10 @@ def noise_rows(doc: StudyDocument) -> list[NoiseRow]:
             between = statistics.stdev(logs) if len(logs) >= 2 else None
             within_each = [cv / math.sqrt(n) for cv, n in filter(None, (_interval_cv(r, key) for r in runs))]
             within = statistics.median(within_each) if within_each else None
+            cv = paired.get(conf.name)
             rows.append(NoiseRow(config=conf.name, key=key, runs=len(logs), cv_between=between, cv_within=within,
-                                 blocks_needed=None if between is None else blocks_needed(between, margin,
-                                                                                          confidence=confidence)))
+                                 cv_paired=cv, blocks_needed=None if cv is None else blocks_needed(cv, margin,
+                                                                                                   confidence=confidence)))
     return rows
 
 

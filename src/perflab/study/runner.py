@@ -24,18 +24,21 @@ from perflab.records.run import read_run_record
 from perflab.reduce.reduce import reduce_run
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.noise import power
-from perflab.stats.schedule import interleaved_schedule
+from perflab.stats.criteria import DEFAULT_CONFIDENCE
+from perflab.stats.schedule import block_seed, interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
+from perflab.study.arrangement import SPLIT_CPU_CEILING_PCT, Sides, measured_bias, split_share, traits
 from perflab.study.duet import run_pair
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
-from perflab.study.validity import GateSettings, judge_run
+from perflab.study.validity import GateSettings, judge_pair, judge_run
+from perflab.sut.placement import available_cpus
 from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.service_port import names_service_port
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
@@ -55,27 +58,32 @@ class StudyOptions:
     monitor: bool = True
     aa: bool = False
     duet: bool = False   # --duet: run the study as a duet whatever its file says
+    arrangement: str | None = None  # --arrangement: one-at-a-time, duet or split-duet, whatever the file says
     #: What drives one run: perflab's own `execute_run` unless a caller (a test's model driver,
     #: docs/architecture.md "Model driver") supplies another with the same signature. It must be
     #: a module-level function: a duet calls it in a child process of its own.
     executor: Callable[..., Any] | None = None
 
 
-def load_study(path: Path, aa: bool = False, duet: bool = False) -> tuple[Study, Workload, Path]:
-    """Validate a study file and the workload it names; errors point at file:line. `duet`: the
-    command line asks for a duet (`--duet`) of a file that may not say so; what it cannot do is
-    then said of `--duet`."""
+def load_study(path: Path, aa: bool = False, duet: bool = False, arrangement: str | None = None) -> \
+        tuple[Study, Workload, Path]:
+    """Validate a study file and the workload it names; errors point at file:line. `duet`,
+    `arrangement`: the command line asks for an arrangement (`--duet`, `--arrangement`) the file
+    may not give; what it cannot do is then said of the option."""
     path = Path(path)
     data = read_yaml(path)
     study = validate_model(Study, data, path)
-    duet_field = "duet" if study.duet or not duet else "--duet"
-    if duet:
-        study = study.model_copy(update={"duet": True})
+    option = "--arrangement" if arrangement is not None else ("--duet" if duet else None)
+    if arrangement is not None and arrangement not in ("one-at-a-time", "duet", "split-duet"):
+        raise InputError(f"expected one-at-a-time, duet or split-duet, got {arrangement!r}", field="--arrangement")
+    if option is not None:
+        study = study.model_copy(update={"arrangement": arrangement or "duet", "duet": False})
+    duet_field = option or ("arrangement" if study.arrangement is not None else "duet")
     try:
         check_study(study, aa)
     except LocatedError as exc:
-        if exc.loc == ("duet",) and duet_field == "--duet":
-            raise InputError(str(exc), file=path, field="--duet") from None
+        if exc.loc in (("duet",), ("arrangement",)) and option is not None:
+            raise InputError(str(exc), file=path, field=option) from None
         raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
     try:
         workload_path = (path.parent / study.workload).resolve()
@@ -104,14 +112,14 @@ def load_study(path: Path, aa: bool = False, duet: bool = False) -> tuple[Study,
                 except ChangeError as exc:
                     raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
                                      field=f"sweep.values[{i}]") from None
-    if study.duet and fixed_port_duet([w for w in configured if w.service is not None and w.service.network],
-                                      workload_path.parent):
+    if study.runs_together and fixed_port_duet([w for w in configured if w.service is not None and w.service.network],
+                                               workload_path.parent):
         # a fixed port is otherwise served by a network namespace per run (fixed_port_duet);
         # a service in a namespace of its own over a veth pair is not nested in another
         raise InputError("a duet runs two servers of this workload at once: a service with its own network "
                          "(service.network) must listen on {service_port} (a free port chosen per run) -- in its "
                          "command or a file it renders, and in the target's base_url (docs/real-systems.md)",
-                         file=path, line=line_of(data, ("duet",)) if duet_field == "duet" else None, field=duet_field)
+                         file=path, line=line_of(data, (duet_field,)) if option is None else None, field=duet_field)
     for i, other in enumerate(configured[1:], start=1):
         why = two_changes(configured[0], other)
         if why is not None:
@@ -152,7 +160,8 @@ class StudyRunner:
                  on_event: Callable[[str, dict], None] | None = None, observer: RunObserver | None = None):
         self.study_path = Path(study_path)
         self.options = options or StudyOptions()
-        self.study, self.workload, self.workload_path = load_study(self.study_path, self.options.aa, self.options.duet)
+        self.study, self.workload, self.workload_path = load_study(
+            self.study_path, self.options.aa, self.options.duet, self.options.arrangement)
         self.store = store
         least = 1 if self.study.sweep is not None else MIN_BLOCKS
         most = int(MAX_BLOCKS.default)
@@ -219,7 +228,10 @@ class StudyRunner:
         return result, metrics
 
     def _request(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
-                 block: int | None, order: int | None, purpose: str) -> RunRequest:
+                 block: int | None, order: int | None, purpose: str,
+                 cpus: tuple[list[int], list[int]] | None = None) -> RunRequest:
+        """The request of one run. A measured run of a block replays the block's own random
+        stream (stats.schedule.block_seed); `cpus`: (driver CPUs, SUT CPUs) of a split duet's run."""
         timing = self._timing()
         sweep = self.study.sweep
         if sweep is not None and sweep.factor == "users" and purpose == "measure":
@@ -232,8 +244,11 @@ class StudyRunner:
         request = RunRequest(
             workload=workload, workload_path=self.workload_path,
             users=users, rate=rate, duration=measurement, stagger=timing["stagger"],
-            stabilization=timing["stabilization"], seed=None, label=config.name, study=self.study_id,
-            workers=config.workers, sut_cpus=config.sut_cpus, monitor=self.options.monitor,
+            stabilization=timing["stabilization"],
+            seed=None if block is None else block_seed(self.study.seed, block), label=config.name,
+            study=self.study_id, workers=config.workers,
+            driver_cpus=None if cpus is None else cpus[0], sut_cpus=config.sut_cpus if cpus is None else cpus[1],
+            monitor=self.options.monitor,
             memory_limit=config.memory_limit, block=block, order=order, purpose=purpose,
             configuration=config.name)
         self.on_event("run-start", {"config": config.name, "block": block, "order": order, "purpose": purpose,
@@ -264,11 +279,13 @@ class StudyRunner:
             workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
                                       timing),
             design=Design(blocks=blocks, seed=study.seed, schedule=[tuple(s) for s in schedule], timing=timing,
-                          aa=self.options.aa, duet=study.duet),
+                          aa=self.options.aa, duet=study.runs_together, arrangement=study.chosen_arrangement,
+                          bias=measured_bias(study.chosen_arrangement)),
             configurations=new_configurations([(c.name, c.changes()) for c in configs]))
         gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
                              tuple(study.gates.util_band) if study.gates.util_band else None)
-        self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
+        self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys,
+                                            traits(study.chosen_arrangement, doc.design.bias))
         for text in one_variable_warnings(study):
             self.builder.warn(cav.note(text))
         self.doc = doc
@@ -280,9 +297,9 @@ class StudyRunner:
                                         min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
-        if study.duet:
-            self._run_duets(schedule, by_name, loads, timing, started)
-            schedule = []  # every block ran as a duet
+        if study.runs_together:
+            self._run_together(schedule, by_name, loads, timing, started)
+            schedule = []  # every block ran as a pair
         for order, (block, name) in enumerate(schedule):
             if self.interrupted:
                 break
@@ -297,6 +314,7 @@ class StudyRunner:
             self._save()
         if study.sweep is not None:
             doc.sweep = self._sweep_summary(doc, points)
+        self.builder.rejudge_steadiness()
         self.builder.judge(self._pairs(points))
         doc.noise = noise_rows(doc)
         for caveat in scatter_flags(doc):
@@ -309,11 +327,20 @@ class StudyRunner:
         self._save()
         return doc
 
-    def _run_duets(self, schedule: list, by_name: dict[str, Configuration], loads: dict, timing: dict[str, float],
-                   started: float) -> None:
-        """Each block's two runs at the same time (study/duet.py). No utilization band (each SUT
-        gets a share of the CPU); the two drivers' saturation is judged on their sum."""
-        self.builder.set_util_band(None)
+    def _run_together(self, schedule: list, by_name: dict[str, Configuration], loads: dict,
+                      timing: dict[str, float], started: float) -> None:
+        """Each block's two runs at the same time (study/duet.py), as a duet or a split duet
+        (study/arrangement.py). Judged as a pair: each run's steadiness beside its partner, the
+        two drivers' saturation on their sum, the pair's utilization against the band."""
+        band = self.builder.gates.util_band
+        self.builder.set_util_band(None)  # judged for the pair below, not run by run
+        split = self.study.chosen_arrangement == "split-duet"
+        share = (self.doc.design.load.share_fraction or 1.0) if split else 1.0
+        if band is not None and split:
+            # each SUT on a CPU of its own at its share of the calibrated load
+            centre = (band[0] + band[1]) / 2.0 * share
+            band = (max(0.0, centre - cav.UTIL_BAND_HALF_WIDTH), min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH))
+        sides = Sides.of(available_cpus()) if split else None
         placement = None
         private = fixed_port_duet([configured_workload(self.workload, c) for c in by_name.values()],
                                   self.workload_path.parent)
@@ -328,8 +355,9 @@ class StudyRunner:
             if self.interrupted:
                 break
             self.on_event("progress", {"index": 2 * done, "total": len(schedule), "elapsed": time.monotonic() - started})
-            requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure")
-                        for order, name in entries]
+            requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure",
+                                      cpus=sides.placement(slot, block) if sides is not None else None)
+                        for slot, (order, name) in enumerate(entries)]
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
                                              private_network=private, executor=self.options.executor)
             if interrupted:
@@ -348,19 +376,19 @@ class StudyRunner:
                 stored.append((order, name, record, metrics))
             pair = []
             for order, name, record, metrics in stored:
-                # Steadiness beside the partner: a drift both share is the host's (validity.py).
-                partner = next((m.per_interval for _, _, r, m in stored if r.run_id != record.run_id), None)
-                validity = judge_run(record, metrics.values, metrics.per_interval, self.builder.gates, False, partner)
+                partner = next((m for _, _, r, m in stored if r.run_id != record.run_id), None)
+                validity = judge_run(record, metrics.values, metrics.per_interval, self.builder.gates, False,
+                                     partner.per_interval if partner is not None else None,
+                                     primary=self.builder.primary)
                 pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False, validity=validity),
-                             record))
-            drivers = [r.driver.util_pct for _, r in pair if r.driver is not None and r.driver.util_pct is not None]
-            if drivers and sum(drivers) >= cav.DRIVER_SATURATION_PCT:
-                for run, _ in pair:
-                    run.exclusions.append(cav.driver_saturated(sum(drivers), "the duet's two drivers together"))
-            for run, record in pair:
+                             record, metrics))
+            for caveat in judge_pair([(r, m.values) for _, r, m in pair], band, split):
+                for run, _, _ in pair:
+                    run.exclusions.append(caveat)
+            for run, record, _ in pair:
                 self._run_ended(run, record.status)
             self._save()
-        self.builder.warn(cav.duet_design(placement))
+        self.builder.warn(cav.duet_design(placement, self.study.chosen_arrangement))
 
     def _run_ended(self, run, status: str) -> None:
         """The run-end event of a judged run (the progress display's line)."""
@@ -401,15 +429,27 @@ class StudyRunner:
         return loads
 
     def _for_duet(self, record: LoadRecord) -> LoadRecord:
-        """A calibrated load as a duet runs it: calibration finds the load at which one SUT fills
-        the target share of the CPU alone; a duet runs two on that CPU at once, so each gets half
-        of it -- the pair together at the target, neither saturated, each at the same load."""
-        if not self.study.duet:
+        """A calibrated load as a pair runs it. Calibration finds the load at which one SUT fills
+        the target share of its CPUs alone. A duet runs two SUTs on those CPUs at once, so each
+        gets half of it: the pair together at the target, neither saturated, each at the same
+        load. A split duet gives each SUT CPUs of its own, shared with the other configuration's
+        driver: each runs at the calibrated load when both fit on one CPU, else at the share
+        that does (study/arrangement.py)."""
+        arrangement = self.study.chosen_arrangement
+        if arrangement == "one-at-a-time":
             return record
-        users = None if record.users is None else max(1, record.users // 2)
-        rate = None if record.rate is None else record.rate / 2
-        return record.model_copy(update={"users": users, "rate": rate,
-                                         "share": "a duet: each of the pair at half the calibrated load"})
+        if arrangement == "split-duet":
+            step = calibrated_step(record)
+            share = split_share(step.util_proc_s if step else None, step.driver_util if step else None)
+            why = (f"a split duet: each SUT at {100 * share:.0f}% of the calibrated load on a CPU of its own beside the "
+                   f"other configuration's driver" + ("" if share == 1.0 else
+                                                       f" (SUT and driver together would exceed "
+                                                       f"{SPLIT_CPU_CEILING_PCT:.0f}% of the CPU at the full load)"))
+        else:
+            share, why = 0.5, "a duet: each of the pair at half the calibrated load"
+        users = None if record.users is None else max(1, round(record.users * share))
+        rate = None if record.rate is None else record.rate * share
+        return record.model_copy(update={"users": users, "rate": rate, "share": why, "share_fraction": share})
 
     def _calibrate(self, config: Configuration, mode: str) -> LoadRecord:
         cal = self.study.load.calibrate
@@ -434,7 +474,7 @@ class StudyRunner:
         return LoadRecord(mode=mode, users=outcome.users, rate=outcome.rate, target_util=cal.target_util,
                           tolerance=cal.tolerance,
                           calibration=[CalibrationStep.model_validate(s) for s in outcome.steps],
-                          bottleneck=outcome.bottleneck)
+                          bottleneck=outcome.bottleneck, calibration_run=outcome.chosen_run)
 
     def _sweep_summary(self, doc: StudyDocument, points: list[Point]) -> SweepRecord:
         keys = self.study.metrics or list(REGISTRY.role("sweep"))
@@ -446,17 +486,28 @@ class StudyRunner:
         return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=out)
 
 
+def calibrated_step(load: LoadRecord | None) -> CalibrationStep | None:
+    """The valid calibration step at the load the calibration chose (the load before a pair's
+    share was taken of it)."""
+    if load is None:
+        return None
+    if load.calibration_run is not None:
+        # the record names its step (a pair's load is a share of that step's)
+        return next((s for s in load.calibration if s.valid and s.util_proc_s is not None
+                     and s.run_id == load.calibration_run), None)
+    for step in reversed(load.calibration):  # study.json of perflab 0.1
+        if step.valid and step.util_proc_s is not None and (step.users, step.rate) == (load.users, load.rate):
+            return step
+    return None
+
+
 def calibrated_utilization(load: LoadRecord | None) -> float | None:
     """UTIL/PROC (S) the calibration measured at the load it chose. The band a base run must lie
     in is centred here, not on the target: when a bottleneck held the SUT short of the target
     (the report names it), runs at the chosen load are as steady as any, and a band around an
     unreachable target would exclude every one of them and leave the study without a verdict."""
-    if load is None:
-        return None
-    for step in reversed(load.calibration):
-        if step.valid and step.util_proc_s is not None and (step.users, step.rate) == (load.users, load.rate):
-            return step.util_proc_s
-    return None
+    step = calibrated_step(load)
+    return None if step is None else step.util_proc_s
 
 
 def aa_result(doc: StudyDocument) -> AAResult | None:
@@ -474,9 +525,9 @@ def aa_result(doc: StudyDocument) -> AAResult | None:
         return result
     result.cv, result.n_blocks = entry.cv, entry.n_blocks
     margin = doc.design.margin or 0.03
-    result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or 0.90,
+    result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
                                          power=AA_POWER)
     if entry.cv > 0 and entry.n_blocks >= MIN_BLOCKS:
         result.power = power(entry.cv, entry.n_blocks, 1.0, margin=margin,
-                             confidence=doc.design.confidence or 0.90).equivalent
+                             confidence=doc.design.confidence or DEFAULT_CONFIDENCE).equivalent
     return result

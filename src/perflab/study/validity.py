@@ -1,9 +1,11 @@
 """The one exclusion rule: is a run valid evidence for a verdict, and if not, why.
 
-Used by `perflab study` (each run is judged once and the decision stored in study.json), by
-`perflab compare` (runs of a study: the stored decision, re-derivable with `judge_run` and the
-study's stored gates; other runs: the gates that apply to a single run) and by the reports.
-A run that fails a gate is kept and shown with its reasons, never silently dropped.
+Used by `perflab study` (each run judged as it ends, then once more when every run is in, and
+the decision stored in study.json), by `perflab compare` (runs of a study keep the study's
+decision; other runs: the gates that apply to a single run), by `perflab run` and `perflab show`
+(one run's outcome) and by the reports, which print the gates as this module returns them --
+typed results (`GateResult`: gate, measured, limit, outcome), never restated elsewhere. A run
+that fails a gate is kept and shown with its reasons, never silently dropped.
 
 The gates, in order:
 
@@ -11,38 +13,36 @@ The gates, in order:
    record's own caveats, decided when the run ended);
 2. errors: the share of finished transactions that failed is within `max_error_rate`;
 3. something was measured: at least one completed transaction in the window;
-4. steady state, judged on what the SUT does:
-   * closed loop -- ETR (T) is the SUT's answer to a fixed population, so a line through the
-     per-interval rates must not change by more than `max_etr_trend` across the window *and*
-     by more than its own scatter explains (Student's t, n - 2 degrees of freedom, two-sided
-     `STEADY_ALPHA`): a quiet SUT meets the limit alone; a noisy one is excluded only for a
-     drift its own second-to-second scatter does not explain;
-   * open loop -- ETR (T) is the arrival process (a seeded one replays the same wobble in every
-     run), so it says nothing about the SUT; the SUT is unsteady when it falls behind the
-     arrivals: fewer finished than offered by more than `max_etr_trend` *and* by more than the
-     count's own noise, z(1 - STEADY_ALPHA) x sqrt(offered) (a Poisson count's standard error;
-     at 90% utilization the number in the system moves by less), so a short window at high
-     load is not read as a growing queue;
-   * fewer than `MIN_STEADY_INTERVALS` intervals: not judged, said as a note, never excluded;
-   * a duet's run (both runs of a block at once, study/duet.py) is judged beside its partner:
-     a drift both runs share is the host's speed, which slows both and cancels from their
-     ratio, so it is said as a note; only a drift of the run's rate relative to its partner's
-     (the per-interval ratio, scaled by the partner's mean) excludes it;
-5. utilization: a calibrated base run lies inside the utilization band.
+4. steady state, judged on what the SUT does (perflab.study.steadiness): the primary metrics'
+   per-interval series, ETR (T) in closed loop and the response time, each against the noise
+   the series really has -- the study's other runs when there are enough of them, else the
+   worst case of an autocorrelated wander; a pair's run beside its partner; and in open loop,
+   completions short of the arrivals offered;
+5. utilization: a calibrated base run lies inside the utilization band (a pair's, together:
+   `judge_pair`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
-import numpy as np
 from scipy import stats
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat
+from perflab.catalog.registry import REGISTRY
 from perflab.records.run import RunRecord
+from perflab.study.steadiness import Scale, Series, Trend, drifted, fit
+
+Outcome = Literal["pass", "fail", "note", "not judged"]
+#: The per-interval series whose steadiness is judged besides the primary metrics: (key, on a log
+#: scale, closed loop only).
+RATE_SERIES = ("etr_t",)
+RESPONSE_SERIES = "avg_last_t"
+#: Caveat codes the steadiness gates raise (a study's second judgement replaces these).
+STEADY_CODES = (cav.Code.NOT_STEADY, cav.Code.FELL_BEHIND, cav.Code.STEADY_UNJUDGED)
 
 
 @dataclass(frozen=True)
@@ -52,153 +52,211 @@ class GateSettings:
     max_error_rate: float = cav.MAX_ERROR_RATE
     max_etr_trend: float = cav.MAX_DRIFT
     util_band: tuple[float, float] | None = None
+    max_response_trend: float = cav.MAX_RESPONSE_DRIFT
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate as it judged one run: what it measured, its limit, the outcome, and the caveat a
+    failure (or a note) carries. `measured` and `limit` are in `unit`."""
+
+    gate: str
+    outcome: Outcome
+    measured: float | None = None
+    limit: float | None = None
+    unit: str = ""
+    caveat: Caveat | None = None
 
 
 @dataclass
 class RunValidity:
-    exclusions: list[Caveat] = field(default_factory=list)
-    notes: list[Caveat] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+
+    @property
+    def exclusions(self) -> list[Caveat]:
+        return [g.caveat for g in self.gates if g.outcome == "fail" and g.caveat is not None]
+
+    @property
+    def notes(self) -> list[Caveat]:
+        return [g.caveat for g in self.gates if g.outcome in ("note", "not judged") and g.caveat is not None]
 
     @property
     def valid(self) -> bool:
         return not self.exclusions
 
 
-def etr_trend_fit(per_interval: Sequence[Mapping[str, Any]] | None) -> tuple[float, float, int] | None:
-    """(change, standard error, intervals): the relative change of ETR (T) across the window from a
-    least-squares line through the per-interval rates -- (slope x window length) / mean -- and
-    its standard error from the scatter about the line. None when there are too few intervals.
-
-    The last interval of a window that is not a whole number of intervals can be a sliver: an
-    external driver's window ends at its last response, so its final 0.05 s holds only the
-    tool's in-flight requests finishing -- a "rate" of a few percent of the rest, which a line
-    through it read as a collapse of -60% to -80%. Intervals shorter than half the usual length
-    are left out of the line; the rest are weighted by their length (a rate counted over d
-    seconds has variance ~ 1/d)."""
-    if not per_interval:
-        return None
-    start = np.asarray([_num(row.get("t_start")) for row in per_interval], dtype=float)
-    end = np.asarray([_num(row.get("t_end")) for row in per_interval], dtype=float)
-    etr = np.asarray([_num(row.get("etr_t")) for row in per_interval], dtype=float)
-    ok = np.isfinite(start) & np.isfinite(end) & np.isfinite(etr) & (end > start)
-    start, end, etr = start[ok], end[ok], etr[ok]
-    length = end - start
-    if len(length):
-        whole = length >= 0.5 * np.median(length)
-        start, end, etr, length = start[whole], end[whole], etr[whole], length[whole]
-    n = len(etr)
-    if n < 3:
-        return None
-    mean = float(np.sum(etr * length) / np.sum(length))  # transactions / time: the window's rate
-    if mean <= 0:
-        return None
-    t = (start + end) / 2
-    # Weighted least squares by hand: polyfit's cov=True refuses n <= 3 (it needs n - deg > 2).
-    w = length / length.mean()
-    tw = np.sum(w * t) / np.sum(w)
-    sxx = float(np.sum(w * (t - tw) ** 2))
-    if sxx <= 0:
-        return None
-    slope = float(np.sum(w * (t - tw) * etr) / sxx)
-    intercept = float(np.sum(w * etr) / np.sum(w)) - slope * tw
-    residual = etr - (intercept + slope * t)
-    dof = n - 2
-    sigma2 = float(np.sum(w * residual**2)) / dof if dof > 0 else float("inf")
-    span = float(end[-1] - start[0])
-    se = math.sqrt(sigma2 / sxx) * span / mean
-    return slope * span / mean, se, n
+@dataclass(frozen=True)
+class SeriesSpec:
+    key: str
+    log: bool
+    limit: float
 
 
-def steady_t(intervals: int) -> float:
-    """The two-sided critical t of the steadiness test for a line through `intervals` points."""
-    return float(stats.t.ppf(1.0 - cav.STEADY_ALPHA / 2.0, max(intervals - 2, 1)))
+def steady_series(primary: Sequence[str], closed: bool, gates: GateSettings) -> list[SeriesSpec]:
+    """Which per-interval series a run's steadiness is judged on (module doc, gate 4)."""
+    from perflab.reduce.reduce import INTERVAL_KEYS
+
+    keys: list[SeriesSpec] = []
+    for key in primary:
+        if key in INTERVAL_KEYS and key != RESPONSE_SERIES and not REGISTRY.machine_wide(key):
+            keys.append(SeriesSpec(key, False, gates.max_etr_trend))
+    if closed:
+        keys += [SeriesSpec(k, False, gates.max_etr_trend) for k in RATE_SERIES if k not in primary]
+    keys.append(SeriesSpec(RESPONSE_SERIES, True, math.log1p(gates.max_response_trend)))
+    return keys
 
 
-def _drifted(fit: tuple[float, float, int], limit: float) -> bool:
-    """A line's change across the window beyond the limit and beyond its own scatter."""
-    change, se, n = fit
-    return abs(change) > limit and abs(change) > steady_t(n) * se
-
-
-def relative_to_partner(per_interval: Sequence[Mapping[str, Any]],
-                        partner: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A duet run's per-interval rates divided by its partner's over the same interval (their
-    clocks start together), times the partner's mean rate: what is left of its drift once the
-    host's, common to both, is taken out. Intervals the partner lacks are left out."""
-    theirs = {(round(_num(r.get("t_start")), 3), round(_num(r.get("t_end")), 3)): _num(r.get("etr_t"))
-              for r in partner}
-    rates = [v for v in theirs.values() if v == v and v > 0]
-    if not rates:
-        return []
-    scale = float(np.mean(rates))
-    out = []
-    for row in per_interval:
-        other = theirs.get((round(_num(row.get("t_start")), 3), round(_num(row.get("t_end")), 3)))
-        if other is not None and other == other and other > 0:
-            out.append({**row, "etr_t": _num(row.get("etr_t")) * scale / other})
+def run_trends(per_interval: Sequence[Mapping[str, Any]] | None, specs: Sequence[SeriesSpec],
+               partner: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Trend | None]:
+    """Each series' trend, relative to the partner's where a partner is given."""
+    out = {}
+    for spec in specs:
+        series = Series.of(per_interval, spec.key)
+        if partner is not None:
+            series = series.relative_to(Series.of(partner, spec.key))
+        out[spec.key] = fit(series, spec.log, bend=spec.key == RESPONSE_SERIES)
     return out
 
 
-def steady_state(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None, closed: bool,
-                 limit: float, partner: Sequence[Mapping[str, Any]] | None = None) -> \
-        tuple[Caveat | None, Caveat | None]:
-    """(exclusion, note) of the steadiness gate; see the module doc. `partner`: the per-interval
-    rows of a duet run's partner."""
-    intervals = sum(1 for row in per_interval or [] if _num(row.get("etr_t")) == _num(row.get("etr_t")))
+def steady_gates(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None, closed: bool,
+                 gates: GateSettings, primary: Sequence[str], partner: Sequence[Mapping[str, Any]] | None = None,
+                 scales: Mapping[str, Scale] | None = None) -> list[GateResult]:
+    """Gate 4. `scales`: per series key, the study's between-runs null (else each series is judged
+    alone); `partner`: a pair's partner's per-interval rows."""
+    out: list[GateResult] = []
     if not closed:
-        offered = _num(values.get("tx_offered"))
-        finished = _num(values.get("tx_ok")) + _num(values.get("errors_t"), 0.0)
-        if offered == offered and offered > 0 and finished == finished:
-            shortfall = offered - finished
-            noise = float(stats.norm.ppf(1.0 - cav.STEADY_ALPHA)) * math.sqrt(offered)
-            if shortfall > limit * offered and shortfall > noise:
-                return cav.fell_behind(finished, offered, limit), None
-            return None, None
-        return None, cav.steady_unjudged(0)
+        out.append(_fell_behind(values, gates.max_etr_trend))
+    specs = steady_series(primary, closed, gates)
+    trends = run_trends(per_interval, specs, partner)
+    intervals = max((t.intervals for t in trends.values() if t is not None), default=0)
     if intervals < cav.MIN_STEADY_INTERVALS:
-        return None, cav.steady_unjudged(intervals)
-    fit = etr_trend_fit(per_interval)
-    if fit is None:
-        return None, cav.steady_unjudged(intervals)
-    if not _drifted(fit, limit):
-        return None, None
-    relative = etr_trend_fit(relative_to_partner(per_interval, partner)) if partner else None
-    if relative is None:
-        change, se, n = fit
-        return cav.not_steady(change, se, limit, n), None
-    if not _drifted(relative, limit):
-        return None, cav.shared_drift(fit[0], relative[0])
-    change, se, n = relative
-    return cav.not_steady(change, se, limit, n, beside_partner=True), None
+        out.append(GateResult("steady state", "not judged", float(intervals), float(cav.MIN_STEADY_INTERVALS),
+                              "intervals", cav.steady_unjudged(intervals)))
+        return out
+    for spec in specs:
+        trend = trends[spec.key]
+        label = REGISTRY.label_of(spec.key)
+        if trend is None:
+            continue
+        scale = (scales or {}).get(spec.key) or Scale.alone(trend)
+        change = trend.change
+        shown = math.expm1(change) if spec.log else change
+        limit = math.expm1(spec.limit) if spec.log else spec.limit
+        if drifted(trend, spec.limit, scale):
+            caveat = cav.not_steady(label, shown, scale.se, limit, trend.intervals, partner is not None, scale.basis,
+                                    spec.log)
+            out.append(GateResult(f"steady {label}", "fail", shown, limit, "relative change", caveat))
+        else:
+            out.append(GateResult(f"steady {label}", "pass", shown, limit, "relative change"))
+    return out
+
+
+def _fell_behind(values: Mapping[str, Any], limit: float) -> GateResult:
+    """Open loop: fewer finished than offered by more than the limit and the count's noise,
+    z(1 - STEADY_ALPHA) x sqrt(offered) (a Poisson count's standard error)."""
+    offered = _num(values.get("tx_offered"))
+    finished = _num(values.get("tx_ok")) + _num(values.get("errors_t"), 0.0)
+    if not (offered == offered and offered > 0 and finished == finished):
+        return GateResult("kept up with arrivals", "not judged")
+    shortfall = offered - finished
+    noise = float(stats.norm.ppf(1.0 - cav.STEADY_ALPHA)) * math.sqrt(offered)
+    share = shortfall / offered
+    if shortfall > limit * offered and shortfall > noise:
+        return GateResult("kept up with arrivals", "fail", share, limit, "share behind",
+                          cav.fell_behind(finished, offered, limit))
+    return GateResult("kept up with arrivals", "pass", share, limit, "share behind")
 
 
 def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None,
-              gates: GateSettings, is_base: bool = False,
-              partner: Sequence[Mapping[str, Any]] | None = None) -> RunValidity:
-    """Every reason to exclude this run from a verdict, and the notes that do not exclude.
-    `partner`: a duet run's partner's per-interval rows (the steadiness gate judges beside them)."""
+              gates: GateSettings, is_base: bool = False, partner: Sequence[Mapping[str, Any]] | None = None,
+              primary: Sequence[str] | None = None, scales: Mapping[str, Scale] | None = None) -> RunValidity:
+    """Every gate's result for this run. `partner`: a pair's partner's per-interval rows;
+    `primary`: the study's primary metrics (default the registry's capacity key); `scales`: the
+    study's between-runs null for each steadiness series (perflab.study.steadiness)."""
     out = RunValidity()
     if record.status != "complete":
-        out.exclusions.append(cav.run_not_complete(record.status, record.reason))
-    out.exclusions += [c for c in record.invalid if c.code is not cav.Code.RUN_NOT_COMPLETE]
+        out.gates.append(GateResult("completed", "fail", caveat=cav.run_not_complete(record.status, record.reason)))
+    else:
+        out.gates.append(GateResult("completed", "pass"))
+    for caveat in record.invalid:
+        if caveat.code is not cav.Code.RUN_NOT_COMPLETE:
+            out.gates.append(GateResult(str(caveat.code.value).replace("_", " "), "fail", caveat=caveat))
+    driver = record.driver.util_pct if record.driver is not None else None
+    if driver is not None and not any(c.code is cav.Code.DRIVER_SATURATED for c in record.invalid):
+        out.gates.append(GateResult("driver not saturated", "pass", driver, cav.DRIVER_SATURATION_PCT, "% of one core"))
     errors = _num(values.get("error_pct_t"))
-    if errors == errors and errors / 100.0 > gates.max_error_rate:
-        out.exclusions.append(cav.error_rate(errors / 100.0, gates.max_error_rate))
+    if errors == errors:
+        failed = errors / 100.0 > gates.max_error_rate
+        out.gates.append(GateResult("errors", "fail" if failed else "pass", errors / 100.0, gates.max_error_rate,
+                                    "share", cav.error_rate(errors / 100.0, gates.max_error_rate) if failed else None))
     ok_rate = _num(values.get("etr_t"))
     if not ok_rate == ok_rate or ok_rate <= 0:
-        out.exclusions.append(cav.no_transactions())
+        out.gates.append(GateResult("transactions measured", "fail", 0.0, caveat=cav.no_transactions()))
     else:
-        exclusion, note = steady_state(values, per_interval, record.config.users is not None, gates.max_etr_trend,
-                                       partner)
-        if exclusion is not None:
-            out.exclusions.append(exclusion)
-        if note is not None:
-            out.notes.append(note)
+        out.gates.append(GateResult("transactions measured", "pass", _num(values.get("tx_ok"))))
+        out.gates += steady_gates(values, per_interval, record.config.users is not None, gates,
+                                  primary or [REGISTRY.role("capacity")[0]], partner, scales)
     util = _num(values.get("util_proc_s"))
     if is_base and gates.util_band is not None and util == util:
         low, high = gates.util_band
-        if not low <= util <= high:
-            out.exclusions.append(cav.util_out_of_band(util, low, high))
+        inside = low <= util <= high
+        out.gates.append(GateResult("utilization in band", "pass" if inside else "fail", util, high, "%",
+                                    None if inside else cav.util_out_of_band(util, low, high)))
+    return out
+
+
+def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]]) -> dict[str, dict[str, Scale]]:
+    """For each run (by id) and series, the between-runs null of the study: the other runs'
+    changes of that series (perflab.study.steadiness.Scale.between_runs). A run with too few
+    others gets none for that series (it is then judged alone)."""
+    out: dict[str, dict[str, Scale]] = {}
+    for run_id, mine in trends.items():
+        out[run_id] = {}
+        for key in mine:
+            others = [t[key].change for other, t in trends.items()
+                      if other != run_id and t.get(key) is not None]
+            scale = Scale.between_runs(others)
+            if scale is not None:
+                out[run_id][key] = scale
+    return out
+
+
+def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[float, float] | None,
+               split: bool) -> list[Caveat]:
+    """What excludes both runs of a pair together (a duet or a split duet, study/arrangement.py):
+
+    * the drivers: a duet's two drivers share the driver's CPUs, so their CPU is judged on its
+      sum against the saturation limit times the CPUs they may use (one driver process uses one
+      core at most); a split duet's driver shares a CPU with the *other* SUT, so a CPU whose SUT
+      and driver together came within 2% of full could not give the driver its turn;
+    * the utilization band (a calibrated study): a duet's two SUTs share the SUT's CPUs, so their
+      UTIL/PROC (S) add up to what the calibrated base used alone; a split duet's each lies
+      in the band scaled by its share of the load (checked by the caller's band)."""
+    if len(pair) != 2:
+        return []
+    out: list[Caveat] = []
+    records = [r for r, _ in pair]
+    drivers = [r.driver.util_pct if r.driver is not None else None for r in records]
+    utils = [_num(v.get("util_proc_s")) for _, v in pair]
+    if split:
+        for i in (0, 1):
+            other_driver = drivers[1 - i]
+            if other_driver is not None and utils[i] == utils[i] and utils[i] + other_driver >= cav.CPU_FULL_PCT:
+                out.append(cav.cpu_full(utils[i], other_driver, records[i].config.sut_cpus))
+                break
+    elif all(d is not None for d in drivers):
+        cores = max(1, min(len(records), len(records[0].config.driver_cpus or [0])))
+        total = sum(d for d in drivers if d is not None)
+        if total >= cav.DRIVER_SATURATION_PCT * cores:
+            out.append(cav.driver_saturated(total, "the pair's two drivers together", cav.DRIVER_SATURATION_PCT * cores))
+    if band is not None and all(u == u for u in utils):
+        low, high = band
+        if split:
+            outside = [u for u in utils if not low <= u <= high]
+            if outside:
+                out.append(cav.util_out_of_band(outside[0], low, high))
+        elif not low <= sum(utils) <= high:
+            out.append(cav.util_out_of_band(sum(utils), low, high, pair=True))
     return out
 
 

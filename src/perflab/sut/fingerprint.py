@@ -12,6 +12,10 @@ import platform
 import socket
 from pathlib import Path
 
+#: The fields that identify a machine (`perflab compare` and the reports check them); other
+#: fingerprint fields (a database path, a boot id) may differ between runs of the same machine.
+MACHINE_IDENTITY = ("cpu_model", "cores", "memory_bytes", "kernel", "arch", "processors")
+
 
 def machine_fingerprint() -> dict:
     from ..monitor.sources.perf_counters import probe  # the (I) source decides availability
