@@ -305,7 +305,7 @@ def gate_rows(results: Any) -> list[Gate]:
         measured = _gate_value(g.measured, g.unit)
         if g.caveat is not None and g.outcome != "pass":
             measured = g.caveat.text if measured == "na" else f"{measured}: {g.caveat.text}"
-        rows.append(Gate(g.gate, measured, _gate_value(g.limit, g.unit), _OUTCOME.get(g.outcome, g.outcome)))
+        rows.append(Gate(g.gate, measured, g.bound or _gate_value(g.limit, g.unit), _OUTCOME.get(g.outcome, g.outcome)))
     return rows
 
 

@@ -66,6 +66,7 @@ class GateResult:
     limit: float | None = None
     unit: str = ""
     caveat: Caveat | None = None
+    bound: str = ""      # the limit in words ("at most 1%", "±5%", "80-100%")
 
 
 @dataclass
@@ -131,7 +132,8 @@ def steady_gates(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
     intervals = max((t.intervals for t in trends.values() if t is not None), default=0)
     if intervals < cav.MIN_STEADY_INTERVALS:
         out.append(GateResult("steady state", "not judged", float(intervals), float(cav.MIN_STEADY_INTERVALS),
-                              "intervals", cav.steady_unjudged(intervals)))
+                              "intervals", cav.steady_unjudged(intervals),
+                              f"at least {cav.MIN_STEADY_INTERVALS} intervals"))
         return out
     for spec in specs:
         trend = trends[spec.key]
@@ -142,12 +144,16 @@ def steady_gates(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
         change = trend.change
         shown = math.expm1(change) if spec.log else change
         limit = math.expm1(spec.limit) if spec.log else spec.limit
+        bound = (f"±{100 * limit:g}% across the window and beyond "
+                 + ("the other runs' changes" if scale.basis == "between runs" else "an autocorrelated wander's"))
+        if partner is not None:
+            bound += ", relative to the partner"
         if drifted(trend, spec.limit, scale):
             caveat = cav.not_steady(label, shown, scale.se, limit, trend.intervals, partner is not None, scale.basis,
                                     spec.log)
-            out.append(GateResult(f"steady {label}", "fail", shown, limit, "relative change", caveat))
+            out.append(GateResult(f"steady {label}", "fail", shown, limit, "relative change", caveat, bound))
         else:
-            out.append(GateResult(f"steady {label}", "pass", shown, limit, "relative change"))
+            out.append(GateResult(f"steady {label}", "pass", shown, limit, "relative change", bound=bound))
     return out
 
 
@@ -156,15 +162,16 @@ def _fell_behind(values: Mapping[str, Any], limit: float) -> GateResult:
     z(1 - STEADY_ALPHA) x sqrt(offered) (a Poisson count's standard error)."""
     offered = _num(values.get("tx_offered"))
     finished = _num(values.get("tx_ok")) + _num(values.get("errors_t"), 0.0)
+    bound = f"at most {100 * limit:g}% behind the arrivals, beyond a count's noise"
     if not (offered == offered and offered > 0 and finished == finished):
-        return GateResult("kept up with arrivals", "not judged")
+        return GateResult("kept up with arrivals", "not judged", bound=bound)
     shortfall = offered - finished
     noise = float(stats.norm.ppf(1.0 - cav.STEADY_ALPHA)) * math.sqrt(offered)
     share = shortfall / offered
     if shortfall > limit * offered and shortfall > noise:
         return GateResult("kept up with arrivals", "fail", share, limit, "share behind",
-                          cav.fell_behind(finished, offered, limit))
-    return GateResult("kept up with arrivals", "pass", share, limit, "share behind")
+                          cav.fell_behind(finished, offered, limit), bound)
+    return GateResult("kept up with arrivals", "pass", share, limit, "share behind", bound=bound)
 
 
 def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None,
@@ -175,33 +182,40 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
     study's between-runs null for each steadiness series (perflab.study.steadiness)."""
     out = RunValidity()
     if record.status != "complete":
-        out.gates.append(GateResult("completed", "fail", caveat=cav.run_not_complete(record.status, record.reason)))
+        out.gates.append(GateResult("run completed", "fail", caveat=cav.run_not_complete(record.status, record.reason),
+                                    bound="complete"))
     else:
-        out.gates.append(GateResult("completed", "pass"))
+        out.gates.append(GateResult("run completed", "pass", bound="complete"))
     for caveat in record.invalid:
         if caveat.code is not cav.Code.RUN_NOT_COMPLETE:
-            out.gates.append(GateResult(str(caveat.code.value).replace("_", " "), "fail", caveat=caveat))
+            out.gates.append(GateResult(str(caveat.code.value).replace("_", " "), "fail", caveat=caveat,
+                                        bound="none in the run"))
     driver = record.driver.util_pct if record.driver is not None else None
     if driver is not None and not any(c.code is cav.Code.DRIVER_SATURATED for c in record.invalid):
-        out.gates.append(GateResult("driver not saturated", "pass", driver, cav.DRIVER_SATURATION_PCT, "% of one core"))
+        out.gates.append(GateResult("driver not saturated", "pass", driver, cav.DRIVER_SATURATION_PCT, "% of one core",
+                                    bound=f"below {cav.DRIVER_SATURATION_PCT:.0f}% of one core"))
     errors = _num(values.get("error_pct_t"))
     if errors == errors:
         failed = errors / 100.0 > gates.max_error_rate
-        out.gates.append(GateResult("errors", "fail" if failed else "pass", errors / 100.0, gates.max_error_rate,
-                                    "share", cav.error_rate(errors / 100.0, gates.max_error_rate) if failed else None))
+        out.gates.append(GateResult("error rate", "fail" if failed else "pass", errors / 100.0, gates.max_error_rate,
+                                    "share", cav.error_rate(errors / 100.0, gates.max_error_rate) if failed else None,
+                                    f"at most {100 * gates.max_error_rate:g}%"))
     ok_rate = _num(values.get("etr_t"))
     if not ok_rate == ok_rate or ok_rate <= 0:
-        out.gates.append(GateResult("transactions measured", "fail", 0.0, caveat=cav.no_transactions()))
+        out.gates.append(GateResult("completed transactions in the window", "fail", 0.0, caveat=cav.no_transactions(),
+                                    bound="more than 0"))
     else:
-        out.gates.append(GateResult("transactions measured", "pass", _num(values.get("tx_ok"))))
+        out.gates.append(GateResult("completed transactions in the window", "pass", _num(values.get("tx_ok")),
+                                    unit="transactions", bound="more than 0"))
         out.gates += steady_gates(values, per_interval, record.config.users is not None, gates,
                                   primary or [REGISTRY.role("capacity")[0]], partner, scales)
     util = _num(values.get("util_proc_s"))
     if is_base and gates.util_band is not None and util == util:
         low, high = gates.util_band
         inside = low <= util <= high
-        out.gates.append(GateResult("utilization in band", "pass" if inside else "fail", util, high, "%",
-                                    None if inside else cav.util_out_of_band(util, low, high)))
+        out.gates.append(GateResult("UTIL/PROC (S) in the target band (base configuration)", "pass" if inside else "fail",
+                                    util, high, "%", None if inside else cav.util_out_of_band(util, low, high),
+                                    f"{low:g}-{high:g}%"))
     return out
 
 
