@@ -20,6 +20,7 @@ from perflab.drive.run import execute_run
 from perflab.errors import InputError
 from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, \
     SweepRecord
+from perflab.outcome import judge_outcome
 from perflab.records.run import read_run_record
 from perflab.reduce.reduce import reduce_run
 from perflab.catalog.registry import REGISTRY
@@ -222,7 +223,8 @@ class StudyRunner:
         request = self._request(config, users, rate, measurement, block, order, purpose)
         result = (self.options.executor or execute_run)(request, self.store, self.observer)
         metrics = reduce_run(result.run_dir)
-        self.store.set_etr(result.run_id, metrics.values.get("etr_t"))
+        record = result.record or read_run_record(result.run_dir / "run.json")
+        self.store.set_etr(result.run_id, metrics.values.get("etr_t"), judge_outcome(record, metrics))
         if result.status == "interrupted":
             self.interrupted = result.reason
         return result, metrics
@@ -369,7 +371,7 @@ class StudyRunner:
                     continue
                 record = read_run_record(outcome.run_dir / "run.json")
                 metrics = reduce_run(outcome.run_dir)
-                self.store.set_etr(record.run_id, metrics.values.get("etr_t"))
+                self.store.set_etr(record.run_id, metrics.values.get("etr_t"), judge_outcome(record, metrics))
                 if record.status == "interrupted":
                     self.interrupted = self.interrupted or record.reason
                 placement = placement or record.fingerprint.get("placement")
