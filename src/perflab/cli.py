@@ -366,17 +366,42 @@ def compare(
 def accuracy(
     quick: bool = typer.Option(False, "--quick", help="short windows: a smoke check, not the published table"),
     output: Path = typer.Option(Path("docs/accuracy.md"), "--out", metavar="FILE", help="where to write the table"),
+    studies: bool = typer.Option(False, "--studies", help="run the study arrangements against known truths instead "
+                                 "(hours, resumable) and write their section of the page and the bias file"),
+    cases: str = typer.Option("synthetic,sqlite,postgres", "--cases", help="with --studies: the known-cost systems"),
+    arrangements: str = typer.Option("one-at-a-time,duet,split-duet", "--arrangements",
+                                     help="with --studies: the arrangements to measure"),
+    effects: str = typer.Option("0,3,5,10", "--effects", help="with --studies: added CPU per transaction, percent"),
+    repeats: int = typer.Option(2, "--repeats", help="with --studies: studies per cell"),
+    blocks: int = typer.Option(6, "--blocks", help="with --studies: blocks per study"),
+    results: Path = typer.Option(Path("docs/accuracy-studies.jsonl"), "--results", metavar="FILE",
+                                 help="with --studies: where each study's result is appended (and read back)"),
+    examples: Path = typer.Option(Path("examples"), "--examples", metavar="DIR",
+                                  help="with --studies: the checkout's examples directory"),
+    summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; rewrite the "
+                                      "section and the bias file from the results file"),
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Measure the known-cost synthetic SUT at 20-90% utilization; write docs/accuracy.md.
+    """Measure perflab against systems of known cost; write docs/accuracy.md.
 
-    Example: `perflab accuracy --quick --out /tmp/accuracy.md`
+    Without --studies: the known-cost synthetic SUT at 20-90% utilization (the metrics). With
+    --studies: repeated studies of known added costs in every arrangement (the designs: their
+    bias, coverage, false claims and power), and study/arrangement_bias.json, the bound each
+    arrangement's reports state.
+
+    Example: `perflab accuracy --quick --out /tmp/accuracy.md`;
+    `perflab accuracy --studies --cases synthetic --repeats 1`
     """
     from perflab.store.atomic import write_atomic
     from perflab.store.catalog import Store
-    from perflab.study.accuracy import render_accuracy, run_accuracy, with_kept_sections
     from perflab.sut.fingerprint import machine_fingerprint
     from perflab.sut.placement import resolve_placement
+
+    if studies:
+        _accuracy_studies(Store(store), output, cases, arrangements, effects, repeats, blocks, results, examples,
+                          summary_only)
+        return
+    from perflab.study.accuracy import render_accuracy, run_accuracy, with_kept_sections
 
     result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(escape(text)))
     fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
@@ -386,6 +411,48 @@ def accuracy(
     write_atomic(output, lambda tmp: tmp.write_text(text))
     out.print(text, markup=False)
     err.print(f"written: {escape(output)}")
+
+
+def _accuracy_studies(store, output: Path, cases: str, arrangements: str, effects: str, repeats: int, blocks: int,
+                      results: Path, examples: Path, summary_only: bool) -> None:
+    import datetime as dt
+    import importlib.resources
+
+    from perflab.accuracy import render, summary
+    from perflab.accuracy.experiment import Plan, read_results, run_experiment
+    from perflab.sut.fingerprint import machine_fingerprint
+
+    try:
+        effect_values = tuple(float(e) / 100.0 for e in effects.split(",") if e.strip())
+    except ValueError:
+        raise InputError(f"expected percentages such as 0,3,5,10, got {effects!r}", field="--effects") from None
+    known = ("one-at-a-time", "duet", "split-duet")
+    chosen = tuple(a.strip() for a in arrangements.split(",") if a.strip())
+    if not chosen or any(a not in known for a in chosen):
+        raise InputError(f"expected some of {', '.join(known)}, got {arrangements!r}", field="--arrangements")
+    if repeats < 1 or blocks < 3:
+        raise InputError("expected --repeats of 1 or more and --blocks of 3 or more", field="--repeats/--blocks")
+    plan = Plan(cases=tuple(c.strip() for c in cases.split(",") if c.strip()), arrangements=chosen,
+                effects=effect_values, repeats=repeats, blocks=blocks)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    if summary_only:
+        knobs, done = read_results(results)
+    else:
+        done = run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
+        knobs, done = read_results(results)
+    if not done:
+        raise InputError("no accuracy study results yet", file=results)
+    machine = machine_fingerprint()
+    where = (f"on {machine.get('cpu_model') or 'this machine'}, {machine.get('cores') or '?'} CPUs, kernel "
+             f"{machine.get('kernel') or '?'}, {dt.date.today().isoformat()}")
+    table = summary.cells(done)
+    bound = summary.bounds(table)
+    section = render.render(table, bound, knobs, where)
+    render.write(output, render.with_section(output.read_text() if output.is_file() else "", section))
+    bias_path = Path(str(importlib.resources.files("perflab.study").joinpath("arrangement_bias.json")))
+    render.write(bias_path, render.bias_file(bound, where, f"{output} ({results})"))
+    out.print(section, markup=False)
+    err.print(f"written: {escape(output)}, {escape(bias_path)}")
 
 
 @app.command()

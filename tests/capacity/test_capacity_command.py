@@ -114,7 +114,7 @@ def test_compose_two_studies_adds_log_variances(tmp_path):
     # intervals symmetric in log, as a paired t-interval on ln ITR is
     ab = store_study(tmp_path, ab_study("A", "B", 1.04, (1.04 / 1.02, 1.04 * 1.02)))
     bc = store_study(tmp_path, ab_study("B", "C", 1.10, (1.10 / 1.05, 1.10 * 1.05)))
-    doc = run_json("compose", ab.name, str(bc), "--store", tmp_path)
+    doc = run_json("compose", ab.name, str(bc), "--store", tmp_path, "--confidence", "0.90")
     a, b = doc["steps"]
     assert doc["product"]["ratio"] == pytest.approx(1.04 * 1.10)
     assert doc["product"]["se_log"] ** 2 == pytest.approx(a["se_log"] ** 2 + b["se_log"] ** 2)

@@ -25,9 +25,12 @@ def test_recovers_known_parameters_with_nominal_coverage():
     assert np.median(est[:, 0]) == pytest.approx(ALPHA, rel=0.05)
     assert np.median(est[:, 1]) == pytest.approx(BETA, rel=0.05)
     assert np.median(est[:, 2]) == pytest.approx(GAMMA, rel=0.01)
+    # The intervals are at perflab's one level, 95% (perflab.stats.criteria). 300 fits: a
+    # coverage's standard error is 1.3 points, so 0.90 is 4 below nominal (P < 4e-5 for another
+    # seed); an interval too wide is no risk to a claim and is not bounded here.
     for name, true in (("alpha", ALPHA), ("beta", BETA), ("gamma", GAMMA)):
         cover = np.mean([f.ci[name][0] <= true <= f.ci[name][1] for f in fits])
-        assert 0.85 <= cover <= 0.95, name
+        assert cover >= 0.90, (name, cover)
     peaks = np.array([f.peak_n for f in fits])
     assert np.median(peaks) == pytest.approx(np.sqrt((1 - ALPHA) / BETA), rel=0.05)
     assert all(not f.warnings for f in fits[:20])
@@ -73,14 +76,15 @@ def test_needs_six_levels():
 
 
 def test_peak_intervals_cover_the_true_peak():
-    """The simulated intervals of N* and X(N*) cover the truth at about their nominal 90 %."""
+    """The simulated intervals of N* and X(N*) cover the truth at about their nominal 95%: 200
+    fits, a standard error of 1.5 points, 0.89 is 4 below (P < 4e-5 for another seed)."""
     rng = np.random.default_rng(55)
     true_n = np.sqrt((1 - ALPHA) / BETA)
     true_x = float(usl(true_n, ALPHA, BETA, GAMMA))
     fits = [fit_usl(LEVELS, noisy(rng, LEVELS)) for _ in range(200)]
     cover_n = np.mean([f.peak_ci[0] <= true_n <= f.peak_ci[1] for f in fits])
     cover_x = np.mean([f.peak_throughput_ci[0] <= true_x <= f.peak_throughput_ci[1] for f in fits])
-    assert 0.84 <= cover_n <= 0.96 and 0.84 <= cover_x <= 0.96, (cover_n, cover_x)
+    assert cover_n >= 0.89 and cover_x >= 0.89, (cover_n, cover_x)
     assert all(f.peak_ci[0] <= f.peak_n <= f.peak_ci[1] for f in fits)
 
 

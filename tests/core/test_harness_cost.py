@@ -27,11 +27,12 @@ def test_sut_cpu_per_command_leaves_the_worker_out(tmp_path, store):
     _, tx = load_run(run_dir)
     values = reduce_run(run_dir).values
     # Each row's harness is all the worker thread spent since the previous call ended
-    # (drive/workers.py), so one row can carry a collection or a batch of decoded requests: CI
-    # once saw one of 2,256 rows above its 3 ms call. The law is about the rows together: to fail
-    # falsely, 23 rows of one run would have to be such outliers, where a dozen CI runs saw one
-    # (independent rare events at that rate: a probability far below 1e-4).
-    assert (tx.harness_cpu > 0).all() and tx.harness_cpu.quantile(0.99) < tx.cpu.median()
+    # (drive/workers.py), so one row can carry a collection or a batch of decoded requests, and
+    # such rows come in bursts (a host stall delays several at once): CI once saw one of 2,256
+    # rows above its 3 ms call. The law is about the typical row: the median harness is a few
+    # tens of microseconds, and a harness that swallowed the call would put it at 3 ms. To fail
+    # falsely, half the rows would have to be outliers at once.
+    assert (tx.harness_cpu > 0).all() and tx.harness_cpu.median() < 0.1 * tx.cpu.median()
     # The cgroup's CPU of the worker processes is the SUT's calls plus the worker's own code:
     # PBT/CMD (S) carries both, SUT/CMD (S) the calls alone, each burning 3.000 ms of thread CPU
     # plus the few microseconds of calling it (5-20 us: more when the worker slept before, its

@@ -221,7 +221,7 @@ def _rows(page: str) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("study_id, code, rows", [
     ("20260102-000000-eq-0001", 0, [("primary", "itr_s", "EQUIVALENT"),
                                     # the primary claims are not all rejected: PBT/CMD is not tested
-                                    ("secondary", "pbt_cmd_s", "worse, unadjusted")]),
+                                    ("secondary", "pbt_cmd_s", "worse, untested")]),
     ("20260102-000000-worse-0002", 1, [("primary", "itr_s", "WORSE (material)"),
                                        ("secondary", "pbt_cmd_s", "EQUIVALENT")]),
     ("20260102-000000-none-0003", 4, [("primary", "itr_s", "no valid comparison: "),
@@ -229,7 +229,7 @@ def _rows(page: str) -> list[tuple[str, str, str]]:
 ])
 def test_compare_shows_each_exit_code_and_verdict_of_perflab_compare(synthetic, study_id, code, rows):
     """Studies whose numbers are chosen so each outcome is known: exit 0 (with a secondary shown
-    with its unadjusted call), 1 and 4; the page agrees with the command, primary rows first."""
+    with its untested call), 1 and 4; the page agrees with the command, primary rows first."""
     a, b = f"study:{study_id}:A", f"study:{study_id}:B"
     cli = perflab("compare", a, b, store=synthetic)
     assert cli.returncode == code, cli.stderr
@@ -262,7 +262,7 @@ def test_a_study_page_shows_its_answer_aa_noise_and_exclusions(synthetic):
         assert shown in aa, shown
     noise = eq.split('id="noise-table"', 1)[1].split("</table>", 1)[0]
     assert re.search(r"<th scope=\"row\">ITR \(S\)</th><td>A</td><td>6</td><td>1.23%</td><td>0.45%</td>"
-                     r"<td>4</td>", noise)
+                     r"<td>na</td><td>4</td>", noise)  # na: no paired CV in this stored row
     assert 'id="aa"' not in none and 'id="noise"' not in none
     runs = none.split('id="study-runs"', 1)[1].split("</table>", 1)[0]
     first_b = runs.split('data-run="20260102-000000-none-0003-B0"', 1)[1].split("</tr>", 1)[0]

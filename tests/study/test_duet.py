@@ -139,16 +139,20 @@ def test_a_calibrated_load_is_halved_for_each_of_a_duet_s_pair():
     """Calibration finds the users at which the base fills the target share of the CPU alone; a
     duet runs two SUTs there at once, so each gets half (the pair at the target, both at the
     same users), and the record says how it was shared."""
-    from types import SimpleNamespace
-
-    from perflab.records.study import LoadRecord
-    from perflab.study.runner import StudyRunner
+    from perflab.records.study import CalibrationStep, LoadRecord
+    from perflab.study.arrangement import pair_load
 
     calibrated = LoadRecord(mode="calibrated", users=23_013, target_util=90.0)
-    duet = StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=True)), calibrated)
+    duet = pair_load("duet", calibrated, None)
     assert (duet.users, duet.rate, duet.mode, duet.target_util) == (11_506, None, "calibrated", 90.0)
-    assert "half" in duet.share
+    assert "half" in duet.share and duet.share_fraction == 0.5
     opened = LoadRecord(mode="calibrated", rate=300.0)
-    assert StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=True)), opened).rate == 150.0
-    solo = StudyRunner._for_duet(SimpleNamespace(study=SimpleNamespace(duet=False)), calibrated)
+    assert pair_load("duet", opened, None).rate == 150.0
+    solo = pair_load("one-at-a-time", calibrated, None)
     assert solo is calibrated
+    # a split duet: the SUT at 80% and the other's driver at 8% fit on one CPU (under 90%): the
+    # whole load; at 85% + 15% they would not, so each runs at 90/100 of it
+    fits = CalibrationStep(users=23_013, util_proc_s=80.0, driver_util=8.0, run_id="c")
+    assert pair_load("split-duet", calibrated, fits).users == 23_013
+    full = CalibrationStep(users=23_013, util_proc_s=85.0, driver_util=15.0, run_id="c")
+    assert pair_load("split-duet", calibrated, full).users == int(23_013 * 0.9)

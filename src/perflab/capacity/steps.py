@@ -100,7 +100,9 @@ def from_study(study: StudySource, config: str | None, source: str) -> Step:
     if ratio is None or low is None or high is None or not (_pos(low) and _pos(high)) or n < 2:
         raise InputError(f"the ITR (S) ratio of {label!r} has no interval (fewer than 2 blocks): composing it "
                          "would carry no uncertainty", file=path, field="comparisons.metrics")
-    itrr = ITRR.from_interval(ratio, low, high, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
+    # the row's own level: a primary row of a study with k primary hypotheses is at 1 - alpha/k
+    level = entry.level or doc.design.confidence or DEFAULT_CONFIDENCE
+    itrr = ITRR.from_interval(ratio, low, high, confidence=level,
                               df=max(1, n - 1), label=label)
     return Step(itrr, source, comp.base, comp.new, n)
 

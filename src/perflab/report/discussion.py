@@ -101,7 +101,10 @@ def _interval(entry: MetricComparison, terms: _Terms, blocks: bool = False) -> s
     if fmt.number(entry.ci_low) is None or fmt.number(entry.ci_high) is None:
         return "[no interval]"
     extra = f", {entry.n_blocks} blocks" if blocks and entry.n_blocks else ""
-    return f"[{terms.level_text()} {fmt.ci_pct(entry.ci_low, entry.ci_high)}{extra}]"
+    if entry.design_ci_low is not None:
+        extra += ", widened for the arrangement's measured bias"
+    level = terms.level_text() if entry.level is None else f"{fmt.percent_level(entry.level)} CI"
+    return f"[{level} {fmt.ci_pct(entry.ci_low, entry.ci_high)}{extra}]"
 
 
 def verdict_clause(entry: MetricComparison, terms: _Terms, *, blocks: bool = False) -> str:

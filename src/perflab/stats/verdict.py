@@ -24,6 +24,7 @@ from __future__ import annotations
 __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_MARGIN", "DEFAULT_POWER", "MIN_BLOCKS", "Verdict", "Judgement",
            "blocks_needed", "classify", "judge", "legacy_label", "margin_bounds"]
 
+import functools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -132,6 +133,11 @@ def judge(
     return Judgement(verdict, material, note)
 
 
+@functools.lru_cache(maxsize=256)
+def _z(p: float) -> float:
+    return float(stats.norm.ppf(p))
+
+
 def blocks_needed(
     cv: float,
     margin: float = DEFAULT_MARGIN,
@@ -153,7 +159,7 @@ def blocks_needed(
         raise ValueError(f"power must be in (0, 1), got {power!r}")
     alpha = (1.0 - confidence) / 2.0
     delta = math.log(margin_bounds(margin)[1])  # ln(1/(1 − m)): the margin on the log scale
-    z = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(1.0 - (1.0 - power) / 2.0)
+    z = _z(1.0 - alpha) + _z(1.0 - (1.0 - power) / 2.0)
     n = 2.0 * z * z * cv * cv / (delta * delta) + 2.0
     return max(MIN_BLOCKS, math.ceil(n - 1e-9))
 

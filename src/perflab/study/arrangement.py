@@ -28,11 +28,17 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 
-from perflab.records.study import DesignBias
+from perflab.records.study import CalibrationStep, DesignBias, LoadRecord
 from perflab.stats.bias import BiasBound
 from perflab.study.compare import DesignTraits
 
 ARRANGEMENTS = ("one-at-a-time", "duet", "split-duet")
+#: The order `auto` tries the arrangements in: the best measured first (docs/accuracy.md, "Study
+#: arrangements against known truths"); each is taken only if its drivers can keep up.
+PREFERENCE = ("split-duet", "duet", "one-at-a-time")
+#: Headroom `auto` leaves under the drivers' saturation limit: a driver measured near it in a
+#: calibration run would cross it in some block.
+DRIVER_HEADROOM = 0.85
 #: The busy share a split duet leaves each CPU below: its SUT at the calibrated load plus the
 #: other configuration's driver must fit under it, else both run at the share that does.
 SPLIT_CPU_CEILING_PCT = 90.0
@@ -82,6 +88,60 @@ class Sides:
         sut_first = (slot + block) % 2 == 0
         sut, other = (self.first, self.second) if sut_first else (self.second, self.first)
         return list(other), list(sut)
+
+
+def choose(can_pair: bool, driver_util: float | None, sut_util: float | None, driver_cpus: int) -> \
+        tuple[str, str]:
+    """`auto`: the first arrangement of PREFERENCE whose drivers can keep up, judged from the
+    calibration run at the chosen load (one driver alone at the full load, % of one core; the
+    SUT's UTIL/PROC (S)); (arrangement, why) -- the report prints why."""
+    from perflab.caveats import DRIVER_SATURATION_PCT
+
+    if not can_pair:
+        return "one-at-a-time", "auto: the study cannot run its blocks as pairs (not two configurations, a sweep, " \
+                                "or a primary metric a pair cannot attribute)"
+    if driver_util is None or sut_util is None:
+        return "one-at-a-time", "auto: the calibration did not measure the driver's and the SUT's CPU"
+    limit = DRIVER_SATURATION_PCT * DRIVER_HEADROOM
+    for arrangement in PREFERENCE:
+        if arrangement == "duet" and driver_util <= limit * max(1, min(2, driver_cpus)):
+            # two drivers at half the load each use about what one uses at the whole
+            return "duet", (f"auto: a duet (the two drivers at half the load need about {driver_util:.0f}% of the "
+                            f"driver's CPU together, under {limit:.0f}%)")
+        if arrangement == "split-duet":
+            share = split_share(sut_util, driver_util)
+            if share >= 0.5:
+                return "split-duet", (f"auto: a split duet, each SUT at {100 * share:.0f}% of the calibrated load on "
+                                      f"a CPU of its own (SUT {sut_util:.0f}% + the other's driver {driver_util:.0f}% "
+                                      f"of one CPU at the whole load)")
+        if arrangement == "one-at-a-time" and driver_util <= limit:
+            return "one-at-a-time", (f"auto: one at a time (the driver needs {driver_util:.0f}% of a CPU at the "
+                                     f"calibrated load: no room to run two beside two SUTs)")
+    return "one-at-a-time", (f"auto: one at a time, though its driver needs {driver_util:.0f}% of a CPU at the "
+                             f"calibrated load and may be excluded as saturated: the SUT costs less per transaction "
+                             f"than the driver (an external driver, or costlier transactions)")
+
+
+def pair_load(arrangement: str, record: LoadRecord, step: CalibrationStep | None) -> LoadRecord:
+    """A calibrated load as a pair runs it. Calibration finds the load at which one SUT fills
+    the target share of its CPUs alone (`step`: that calibration run). A duet runs two SUTs on
+    those CPUs at once, so each gets half of it: the pair together at the target, neither
+    saturated, each at the same load. A split duet gives each SUT CPUs of its own, shared with
+    the other configuration's driver: each runs at the calibrated load when both fit on one CPU,
+    else at the share that does. One at a time, the load is the calibrated one."""
+    if arrangement == "one-at-a-time":
+        return record
+    if arrangement == "split-duet":
+        share = split_share(step.util_proc_s if step else None, step.driver_util if step else None)
+        why = (f"a split duet: each SUT at {100 * share:.0f}% of the calibrated load on a CPU of its own beside the "
+               f"other configuration's driver" + ("" if share == 1.0 else
+                                                   f" (SUT and driver together would exceed "
+                                                   f"{SPLIT_CPU_CEILING_PCT:.0f}% of the CPU at the full load)"))
+    else:
+        share, why = 0.5, "a duet: each of the pair at half the calibrated load"
+    users = None if record.users is None else max(1, int(record.users * share))
+    rate = None if record.rate is None else record.rate * share
+    return record.model_copy(update={"users": users, "rate": rate, "share": why, "share_fraction": share})
 
 
 def split_share(sut_util: float | None, driver_util: float | None) -> float:

@@ -215,18 +215,22 @@ def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> Metri
 
 def compare_configs(runs: Sequence[StudyRun], base: str, new: str, keys: Sequence[str], criteria: Criteria,
                     primary: Sequence[str], design: DesignTraits = SOLO, levels: dict[str, float] | None = None,
-                    paired: bool = True) -> ComparisonRecord:
+                    paired: bool = True, roles: Sequence[str] | None = None) -> ComparisonRecord:
     """One comparison block of study.json: each row at its role's level (`levels`, by role;
-    default 1 - alpha). `control_errors` settles the verdicts."""
+    default 1 - alpha); `roles`: only the rows of these roles. `control_errors` settles the
+    verdicts."""
     out = ComparisonRecord(base=base, new=new)
     for key in keys:
         role = row_role(key, primary, design)
+        if roles is not None and role not in roles:
+            continue
         level = (levels or {}).get(role, criteria.confidence)
         bias = design.bias if role in ("primary", "secondary") else None
         entry = compare_metric(runs, base, new, key, criteria, role, level, bias, paired)
         if entry is not None:
             out.metrics.append(entry)
-    for key in primary:  # a primary metric nobody measured is still an answer the study owes
+    for key in primary if roles is None or "primary" in roles else ():
+        # a primary metric nobody measured is still an answer the study owes
         if out.entry(key) is None:
             out.metrics.insert(0, MetricComparison(key=key, role="primary", **metric_info(key),
                                                    no_comparison=f"no valid comparison: {metric_info(key)['label']} "
@@ -306,16 +310,18 @@ def judge_all(runs: Sequence[StudyRun], pairs: Sequence[tuple[str, str]], keys: 
     keys = with_component_keys(list(dict.fromkeys([*primary, *keys])), runs)
     k1, k2 = family_sizes(pairs, keys, primary, design)
     levels = {"primary": criteria.level(k1)}
-    comparisons = [compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired)
+    comparisons = [compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired, ("primary",))
                    for base, new in pairs]
     tested = gate_opens(m.verdict_unadjusted if m.no_comparison is None else None
                         for c in comparisons for m in c.metrics if m.role == "primary")
     if tested:
         levels["secondary"] = criteria.level(k2)
-        recomputed = [compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired)
-                      for base, new in pairs]
-        for old, fresh in zip(comparisons, recomputed):
-            old.metrics = [f if f.role == "secondary" else o for o, f in zip(old.metrics, fresh.metrics)]
+    for comparison, (base, new) in zip(comparisons, pairs):
+        rest = compare_configs(runs, base, new, keys, criteria, primary, design, levels, paired,
+                               ("secondary", "descriptive", "pair"))
+        order = {key: i for i, key in enumerate(keys)}
+        comparison.metrics = sorted(comparison.metrics + rest.metrics,
+                                    key=lambda m: (m.role != "primary", order.get(m.key, len(order))))
     control_errors(comparisons, criteria, k1, k2, tested)
     return comparisons, study_verdict(comparisons, primary)
 

@@ -51,6 +51,15 @@ def gate_settings(design: Design) -> GateSettings:
         util_band=tuple(gates.util_band) if gates.util_band is not None else None)
 
 
+def stored_criteria(design: Design) -> Criteria:
+    """The criteria a stored study judged with: its alpha, or (written before perflab 0.2) its
+    family_alpha, the rate its claims were held to."""
+    alpha = design.alpha if design.alpha is not None else design.family_alpha
+    if alpha is None and design.confidence is not None:
+        alpha = round(1.0 - design.confidence, 12)
+    return Criteria.from_fields(design.margin, alpha=alpha)
+
+
 class StudyDocumentBuilder:
     def __init__(self, doc: StudyDocument, gates: GateSettings, criteria: Criteria, primary: Sequence[str],
                  keys: Sequence[str], design: DesignTraits = SOLO, paired: bool = True):

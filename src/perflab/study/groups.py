@@ -34,7 +34,7 @@ from perflab.stats.criteria import Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.store.catalog import Store, is_plain_name
 from perflab.study.compare import default_primary, judge_all
-from perflab.study.document import StudyDocumentBuilder, gate_settings, new_configurations, now_iso, \
+from perflab.study.document import StudyDocumentBuilder, gate_settings, stored_criteria, new_configurations, now_iso, \
     workload_summary
 from perflab.study.validity import GateSettings, GateResult, RunValidity
 from perflab.sut.fingerprint import MACHINE_IDENTITY
@@ -158,8 +158,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     ids = {doc.study_id for d, doc in owners.items() if doc is not None and stored_runs[d] is not None}
     source = owners[group_a.dirs[0]] if len(ids) == 1 and all(stored_runs[d] is not None for d in owners) else None
     if source is not None:
-        criteria = criteria or Criteria.from_fields(source.design.margin, source.design.confidence,
-                                                    source.design.family_alpha, source.design.alpha)
+        criteria = criteria or stored_criteria(source.design)
         primary = primary or source.design.primary_metrics or default_primary()
         gates = gate_settings(source.design)
         arrangement = source.design.arrangement or ("duet" if source.design.duet else "one-at-a-time")

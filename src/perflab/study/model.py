@@ -184,12 +184,13 @@ class Study(Strict):
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
     notes: list[str] = Field(default_factory=list, description="remarks the report prints with its General "
                              "Observations (how a short default differs from the full study, for example)")
-    arrangement: Literal["one-at-a-time", "duet", "split-duet"] | None = Field(
+    arrangement: Literal["one-at-a-time", "duet", "split-duet", "auto"] | None = Field(
         default=None, description="how a block's two runs run (docs/studies.md): one-at-a-time (the default), duet "
                                   "(at the same time, sharing the SUT's CPUs: a slow spell of the host slows both and "
-                                  "cancels from their ratio) or split-duet (at the same time, each SUT on CPUs of its "
-                                  "own, swapped from block to block); the report states the arrangement's measured "
-                                  "bias (docs/accuracy.md)")
+                                  "cancels from their ratio), split-duet (at the same time, each SUT on CPUs of its "
+                                  "own, swapped from block to block) or auto (perflab chooses from the CPU the driver "
+                                  "and the SUT used in calibration, and says why); the report states the "
+                                  "arrangement's measured bias (docs/accuracy.md)")
     duet: bool = Field(default=False, description="shorthand for `arrangement: duet`")
     gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "

@@ -33,13 +33,13 @@ from perflab.store.catalog import Store, new_run_id
 from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
-from perflab.study.arrangement import SPLIT_CPU_CEILING_PCT, Sides, measured_bias, split_share, traits
+from perflab.study.arrangement import Sides, choose, measured_bias, pair_load, traits
 from perflab.study.duet import run_pair
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
-from perflab.sut.placement import available_cpus
+from perflab.sut.placement import available_cpus, resolve_placement
 from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.service_port import names_service_port
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
@@ -48,6 +48,8 @@ from perflab.workload.model import Workload
 
 #: The power an A/A study plans blocks for (the chance of EQUIVALENT when nothing changed).
 AA_POWER = 0.80
+#: The length of the run `arrangement: auto` measures a fixed load with (seconds).
+PROBE_S = 6.0
 
 
 @dataclass
@@ -281,16 +283,17 @@ class StudyRunner:
             workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
                                       timing),
             design=Design(blocks=blocks, seed=study.seed, schedule=[tuple(s) for s in schedule], timing=timing,
-                          aa=self.options.aa, duet=study.runs_together, arrangement=study.chosen_arrangement,
-                          bias=measured_bias(study.chosen_arrangement)),
+                          aa=self.options.aa),
             configurations=new_configurations([(c.name, c.changes()) for c in configs]))
         gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
                              tuple(study.gates.util_band) if study.gates.util_band else None)
-        self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys,
-                                            traits(study.chosen_arrangement, doc.design.bias))
+        self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
         for text in one_variable_warnings(study):
             self.builder.warn(cav.note(text))
         self.doc = doc
+        self.arrangement = study.chosen_arrangement
+        if self.arrangement != "auto":
+            self._arrange(self.arrangement)
         self._save()
         loads = self._decide_loads(configs, doc)
         if gates.util_band is None and study.load.calibrate is not None:
@@ -299,7 +302,7 @@ class StudyRunner:
                                         min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
-        if study.runs_together:
+        if self.arrangement != "one-at-a-time":
             self._run_together(schedule, by_name, loads, timing, started)
             schedule = []  # every block ran as a pair
         for order, (block, name) in enumerate(schedule):
@@ -336,7 +339,7 @@ class StudyRunner:
         two drivers' saturation on their sum, the pair's utilization against the band."""
         band = self.builder.gates.util_band
         self.builder.set_util_band(None)  # judged for the pair below, not run by run
-        split = self.study.chosen_arrangement == "split-duet"
+        split = self.arrangement == "split-duet"
         share = (self.doc.design.load.share_fraction or 1.0) if split else 1.0
         if band is not None and split:
             # each SUT on a CPU of its own at its share of the calibrated load
@@ -390,7 +393,16 @@ class StudyRunner:
             for run, record, _ in pair:
                 self._run_ended(run, record.status)
             self._save()
-        self.builder.warn(cav.duet_design(placement, self.study.chosen_arrangement))
+        self.builder.warn(cav.duet_design(placement, self.arrangement))
+        runs = [r for r in self.doc.runs]
+        if runs and all(any(c.code is cav.Code.DRIVER_SATURATED for c in r.exclusions) for r in runs):
+            other = "split-duet" if self.arrangement == "duet" else "one-at-a-time"
+            self.builder.warn(cav.note(
+                f"every pair was excluded for its drivers: in a {self.arrangement} they could not keep up. "
+                f"`--arrangement {other}` gives "
+                + ("each driver a CPU of its own (beside the other SUT)" if other == "split-duet"
+                   else "the driver a CPU of its own")
+                + ", and `--arrangement auto` chooses from the calibration's measured CPU (docs/studies.md)"))
 
     def _run_ended(self, run, status: str) -> None:
         """The run-end event of a judged run (the progress display's line)."""
@@ -408,15 +420,15 @@ class StudyRunner:
         calibrated, or a fixed load), or each calibrated to the target (`equal_utilization`)."""
         rule = self.study.load
         w = self.workload
-        if rule.users is not None:
-            doc.design.load = LoadRecord(mode="fixed", users=rule.users)
-            return {c.name: (rule.users, None) for c in configs}
-        if rule.rate is not None:
-            doc.design.load = LoadRecord(mode="fixed", rate=rule.rate)
-            return {c.name: (None, rule.rate) for c in configs}
         if rule.calibrate is None:
-            users, rate = getattr(w.load, "users", None), getattr(w.load, "rate", None)
-            doc.design.load = LoadRecord(mode="workload", users=users, rate=rate)
+            if rule.users is not None or rule.rate is not None:
+                doc.design.load = LoadRecord(mode="fixed", users=rule.users, rate=rule.rate)
+            else:
+                doc.design.load = LoadRecord(mode="workload", users=getattr(w.load, "users", None),
+                                             rate=getattr(w.load, "rate", None))
+            users, rate = doc.design.load.users, doc.design.load.rate
+            if self.arrangement == "auto":
+                self._probe_for_auto(configs[0], users, rate)
             return {c.name: (users, rate) for c in configs}
         if not rule.calibrate.equal_utilization:
             doc.design.load = self._for_duet(self._calibrate(configs[0], "calibrated"))
@@ -431,27 +443,39 @@ class StudyRunner:
         return loads
 
     def _for_duet(self, record: LoadRecord) -> LoadRecord:
-        """A calibrated load as a pair runs it. Calibration finds the load at which one SUT fills
-        the target share of its CPUs alone. A duet runs two SUTs on those CPUs at once, so each
-        gets half of it: the pair together at the target, neither saturated, each at the same
-        load. A split duet gives each SUT CPUs of its own, shared with the other configuration's
-        driver: each runs at the calibrated load when both fit on one CPU, else at the share
-        that does (study/arrangement.py)."""
-        arrangement = self.study.chosen_arrangement
-        if arrangement == "one-at-a-time":
-            return record
-        if arrangement == "split-duet":
-            step = calibrated_step(record)
-            share = split_share(step.util_proc_s if step else None, step.driver_util if step else None)
-            why = (f"a split duet: each SUT at {100 * share:.0f}% of the calibrated load on a CPU of its own beside the "
-                   f"other configuration's driver" + ("" if share == 1.0 else
-                                                       f" (SUT and driver together would exceed "
-                                                       f"{SPLIT_CPU_CEILING_PCT:.0f}% of the CPU at the full load)"))
-        else:
-            share, why = 0.5, "a duet: each of the pair at half the calibrated load"
-        users = None if record.users is None else max(1, round(record.users * share))
-        rate = None if record.rate is None else record.rate * share
-        return record.model_copy(update={"users": users, "rate": rate, "share": why, "share_fraction": share})
+        """A calibrated load as the study's arrangement runs it (study/arrangement.py); `auto`
+        chooses the arrangement here, from this calibration (the first one, the base's)."""
+        step = calibrated_step(record)
+        if self.arrangement == "auto":
+            self._arrange(*choose(self._can_pair(), step.driver_util if step else None,
+                                  step.util_proc_s if step else None,
+                                  len(resolve_placement(None, None).driver_cpus)))
+        return pair_load(self.arrangement, record, step)
+
+    def _probe_for_auto(self, config: Configuration, users: int | None, rate: float | None) -> None:
+        """`auto` at a fixed load: one short run of the base at that load measures what the
+        driver and the SUT need, and the arrangement is chosen from it as from a calibration."""
+        result, metrics = self._run(config, users, rate, PROBE_S, None, None, "calibrate")
+        values = metrics.values
+        self._arrange(*choose(self._can_pair(), values.get("driver_cpu"), values.get("util_proc_s"),
+                              len(resolve_placement(None, None).driver_cpus)))
+        self.builder.warn(cav.note(f"auto chose from a {PROBE_S:g} s run of {config.name} at the study's load "
+                                   f"({result.run_id})"))
+
+    def _can_pair(self) -> bool:
+        study = self.study
+        pair_only = [k for k in self.builder.primary if k in REGISTRY.role("response_rows") or REGISTRY.machine_wide(k)]
+        return study.sweep is None and (len(study.configurations) == 2 or self.options.aa) and not pair_only
+
+    def _arrange(self, arrangement: str, why: str | None = None) -> None:
+        """Fix the study's arrangement (and what its comparisons may say: study/arrangement.py)."""
+        self.arrangement = arrangement
+        design = self.doc.design
+        design.arrangement, design.duet = arrangement, arrangement != "one-at-a-time"
+        design.bias = measured_bias(arrangement)
+        self.builder.design = traits(arrangement, design.bias)
+        if why is not None:
+            self.builder.warn(cav.note(why))
 
     def _calibrate(self, config: Configuration, mode: str) -> LoadRecord:
         cal = self.study.load.calibrate

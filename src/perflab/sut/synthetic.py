@@ -126,6 +126,16 @@ def prepare() -> None:
     _data_file()
 
 
+def loops(iterations: int = 0, knob: int = 0) -> int:
+    """A transaction of known *work* rather than known CPU time: `iterations + knob` turns of the
+    arithmetic loop. `work` burns to a CPU-time target, so sharing a CPU cannot make it cost
+    more and it cannot show what an arrangement does to a real cost; a fixed number of
+    instructions can (a loop that loses its caches to a neighbour takes longer), which is what
+    the accuracy studies measure (`perflab accuracy --studies`, docs/accuracy.md). `knob` is the
+    added cost a study dials."""
+    return _spin(int(iterations) + int(knob))
+
+
 def work(cpu_ms: float = 0.0, sys_ms: float = 0.0, fsync_writes: int = 0) -> None:
     """One transaction of known cost."""
     burn_user(cpu_ms / 1000.0)

@@ -1,0 +1,247 @@
+"""Run the accuracy studies: every case, arrangement, added cost and repetition, one real study
+each, its result appended to a JSON-lines file as soon as it ends (a long experiment stopped
+half-way keeps what it measured, and a second call goes on where it stopped).
+
+Each study is what a user would run: the case's workload, the base configuration against the
+same one with the knob raised (or, for no added cost, the base against itself: an A/A), the
+load calibrated to 90% of the SUT's processor (or the case's fixed load), the arrangement's own
+share of it, randomized blocks, the default gates and criteria. The order of the studies is
+shuffled (seeded) so that a slow hour of the host does not fall on one arrangement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from perflab.accuracy.cases import CASES, Case, knob_changes
+from perflab.errors import InputError
+from perflab.store.catalog import Store
+
+KEY = "itr_s"
+RESULTS_FORMAT = 1
+
+
+class KnobCalibration(BaseModel):
+    """What one knob unit costs: CPU per transaction (PBT/CMD (S), ms) alone at 0 and at a probe."""
+
+    kind: str = "knob"
+    case: str
+    base_ms: float
+    probe: int
+    probe_ms: float
+    runs: list[str] = Field(default_factory=list)
+
+    @property
+    def per_unit_ms(self) -> float:
+        return (self.probe_ms - self.base_ms) / self.probe
+
+    def value_for(self, effect: float) -> int:
+        """The knob that adds `effect` (0.05: +5%) to the base's CPU per transaction."""
+        return max(0, round(effect * self.base_ms / self.per_unit_ms)) if self.per_unit_ms > 0 else 0
+
+
+class StudyResult(BaseModel):
+    """One accuracy study: what it measured of ITR (S) and how it judged it."""
+
+    kind: str = "study"
+    format: int = RESULTS_FORMAT
+    case: str
+    arrangement: str
+    effect: float                      # the added CPU per transaction the knob was set for (0.05: +5%)
+    knob: int
+    repeat: int
+    study_id: str
+    seconds: float                     # machine time: the whole study, calibration included
+    exit_code: int | None = None
+    verdict: str | None = None
+    ratio: float | None = None         # new / base of ITR (S): the paired estimate
+    ci_low: float | None = None        # the interval that decided (widened when the arrangement's bias was applied)
+    ci_high: float | None = None
+    design_ci_low: float | None = None  # the arrangement's own interval, before any widening
+    design_ci_high: float | None = None
+    level: float | None = None
+    n_blocks: int = 0
+    excluded: int = 0
+    runs: int = 0
+    block_logs: list[float] = Field(default_factory=list)  # per complete block: ln(new) - ln(base) of ITR (S)
+    users: int | None = None
+    base_pbt_ms: float | None = None
+    pbt_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    cases: tuple[str, ...] = ("synthetic", "sqlite", "postgres")
+    arrangements: tuple[str, ...] = ("one-at-a-time", "duet", "split-duet")
+    effects: tuple[float, ...] = (0.0, 0.03, 0.05, 0.10)
+    repeats: int = 2
+    blocks: int = 6
+    seed: int = 20261127
+
+    def order(self) -> list[tuple[int, str, float, str]]:
+        """Every (repeat, case, effect, arrangement), repetition by repetition, shuffled within."""
+        rng = random.Random(self.seed)
+        out = []
+        for repeat in range(self.repeats):
+            chunk = [(repeat, c, e, a) for c in self.cases for e in self.effects for a in self.arrangements]
+            rng.shuffle(chunk)
+            out += chunk
+        return out
+
+
+def read_results(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult]]:
+    knobs: dict[str, KnobCalibration] = {}
+    studies: list[StudyResult] = []
+    if not path.is_file():
+        return knobs, studies
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if data.get("kind") == "knob":
+                knob = KnobCalibration.model_validate(data)
+                knobs[knob.case] = knob
+            else:
+                studies.append(StudyResult.model_validate(data))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"not an accuracy result: {exc}", file=path, line=number) from None
+    return knobs, studies
+
+
+def _append(path: Path, record: BaseModel) -> None:
+    with path.open("a") as out:
+        out.write(record.model_dump_json() + "\n")
+        out.flush()
+
+
+def calibrate_knob(case: Case, examples: Path, store: Store) -> KnobCalibration:
+    """CPU per transaction alone at knob 0 and at the probe, two runs each (alternated)."""
+    from perflab.drive.run import RunRequest, execute_run
+    from perflab.reduce.reduce import reduce_run
+    from perflab.study.configure import apply_changes
+    from perflab.workload.loader import load_workload
+    from perflab.workload.model import Workload
+
+    base = load_workload(case.path(examples))
+    values: dict[int, list[float]] = {0: [], case.probe: []}
+    runs = []
+    for knob in (0, case.probe, 0, case.probe):
+        data = apply_changes(base.model_dump(mode="json", by_alias=True), knob_changes(case, knob))
+        workload = Workload.model_validate(data)
+        result = execute_run(RunRequest(workload=workload, workload_path=case.path(examples),
+                                        users=case.fixed_users, label=f"accuracy knob {knob}",
+                                        duration=8.0, stabilization=2.0), store)
+        metrics = reduce_run(result.run_dir)
+        pbt = metrics.values.get("pbt_cmd_s")
+        if pbt is None or not math.isfinite(pbt):
+            raise InputError(f"the {case.name} knob could not be measured (run {result.run_id}: no PBT/CMD (S))")
+        values[knob].append(float(pbt))
+        runs.append(result.run_id)
+    mean = {k: sum(v) / len(v) for k, v in values.items()}
+    return KnobCalibration(case=case.name, base_ms=mean[0], probe=case.probe, probe_ms=mean[case.probe], runs=runs)
+
+
+def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int,
+               plan: Plan, directory: Path) -> tuple[Path, bool]:
+    """The study a user would write for this cell (written as JSON, which is YAML); (path, whether
+    it runs as an A/A)."""
+    aa = effect == 0.0
+    configurations = [{"name": "knob 0", "set": knob_changes(case, 0)}]
+    if not aa:
+        configurations.append({"name": f"knob +{100 * effect:g}%", "set": knob_changes(case, knob)})
+    load = ({"users": case.fixed_users} if case.fixed_users is not None else
+            {"calibrate": {"target_util": 90, "tolerance": 5, "start_users": case.start_users, "measurement": "6s",
+                           "max_users": case.max_users}})
+    study = {
+        "name": f"acc-{case.name}-{arrangement}-{round(1000 * effect)}-{repeat}",
+        "title": f"accuracy: {case.name}, {arrangement}, +{100 * effect:g}%, repetition {repeat}",
+        "workload": str(case.path(examples).resolve()),
+        "configurations": configurations,
+        "load": load,
+        "arrangement": arrangement,
+        "blocks": plan.blocks,
+        "seed": plan.seed + 1000 * repeat + round(1000 * effect),
+        "timing": case.timing,
+    }
+    path = directory / f"{study['name']}.yaml"
+    path.write_text(json.dumps(study, indent=1))
+    return path, aa
+
+
+def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int, plan: Plan,
+              store: Store) -> StudyResult:
+    from perflab.study.runner import StudyOptions, StudyRunner
+
+    with tempfile.TemporaryDirectory(prefix="perflab-accuracy-") as tmp:
+        path, aa = study_file(case, examples, arrangement, effect, knob, repeat, plan, Path(tmp))
+        started = time.monotonic()
+        runner = StudyRunner(path, store, StudyOptions(aa=aa))
+        doc = runner.run()
+        seconds = time.monotonic() - started
+    comparison = doc.comparisons[0] if doc.comparisons else None
+    entry = comparison.entry(KEY) if comparison is not None else None
+    pbt = comparison.entry("pbt_cmd_s") if comparison is not None else None
+    base, new = (c.name for c in doc.configurations[:2])
+    by_block: dict[int | None, dict[str, float]] = {}
+    for run in doc.runs:
+        value = run.metrics.get(KEY)
+        if not run.excluded and isinstance(value, (int, float)) and value > 0:
+            by_block.setdefault(run.block, {})[run.config] = float(value)
+    logs = [math.log(b[new]) - math.log(b[base]) for b in by_block.values() if base in b and new in b]
+    return StudyResult(
+        case=case.name, arrangement=arrangement, effect=effect, knob=knob, repeat=repeat, study_id=doc.study_id or "",
+        seconds=seconds, exit_code=doc.verdict.exit_code if doc.verdict is not None else None,
+        verdict=entry.verdict if entry is not None else None, ratio=entry.ratio if entry is not None else None,
+        ci_low=entry.ci_low if entry else None, ci_high=entry.ci_high if entry else None,
+        design_ci_low=entry.design_ci_low if entry else None, design_ci_high=entry.design_ci_high if entry else None,
+        level=entry.level if entry else None, n_blocks=entry.n_blocks if entry else 0,
+        excluded=sum(r.excluded for r in doc.runs), runs=len(doc.runs), block_logs=logs,
+        users=doc.design.load.users, base_pbt_ms=pbt.base_value if pbt is not None else None,
+        pbt_ratio=pbt.ratio if pbt is not None else None)
+
+
+def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
+                   on_progress: Callable[[str], None] = print) -> list[StudyResult]:
+    """Every study of the plan not yet in `results`; returns all results (old and new)."""
+    cases = {}
+    for name in plan.cases:
+        if name not in CASES:
+            raise InputError(f"unknown case {name!r}; the cases are {sorted(CASES)}", field="--cases")
+        why = CASES[name].unavailable(examples)
+        if why is not None:
+            on_progress(f"skipped {name}: {why}")
+            continue
+        cases[name] = CASES[name]
+    knobs, done = read_results(results)
+    for name, case in cases.items():
+        if name not in knobs:
+            on_progress(f"{name}: measuring the knob's cost (4 short runs)")
+            knobs[name] = calibrate_knob(case, examples, store)
+            _append(results, knobs[name])
+        knob = knobs[name]
+        on_progress(f"{name}: {knob.base_ms:.4f} ms per transaction at knob 0, {1e6 * knob.per_unit_ms:.2f} ns per "
+                    f"knob unit: +3% = {knob.value_for(0.03)}, +5% = {knob.value_for(0.05)}, "
+                    f"+10% = {knob.value_for(0.10)}")
+    have = {(r.repeat, r.case, r.effect, r.arrangement) for r in done}
+    todo = [cell for cell in plan.order() if cell[1] in cases and cell not in have]
+    for index, (repeat, name, effect, arrangement) in enumerate(todo, start=1):
+        knob = knobs[name].value_for(effect) if effect else 0
+        on_progress(f"[{index}/{len(todo)}] {name}, {arrangement}, +{100 * effect:g}% (knob {knob}), "
+                    f"repetition {repeat}")
+        result = run_study(cases[name], examples, arrangement, effect, knob, repeat, plan, store)
+        _append(results, result)
+        done.append(result)
+        shown = "na" if result.ratio is None else f"{result.ratio:.4f} [{result.ci_low or math.nan:.4f}, " \
+                                                    f"{result.ci_high or math.nan:.4f}]"
+        on_progress(f"    ITR (S) {shown} {result.verdict or 'no verdict'}, {result.seconds:.0f} s")
+    return done

@@ -1,0 +1,167 @@
+"""From the accuracy studies to what each arrangement is known to cost: the truth, then per case,
+arrangement and added cost the bias, coverage, false claims, power and machine time; and per
+arrangement the bias bound a study in it states (perflab.stats.bias).
+
+**The truth** of a case and an added cost is what one-at-a-time studies measure -- each
+configuration alone on the machine at the study's load, the seeds' way: the mean of ln(ITR (S)
+new / base) over every complete block of every one-at-a-time study of that cell, pooled. With no
+added cost it is 1 exactly (the same configuration twice). A one-at-a-time study's own coverage is
+judged against the truth of the *other* one-at-a-time studies (leave one out), so it is not
+measured against itself.
+
+**Bias** is the mean of a design's ln(ratio) less the truth, in points of the ratio; **coverage**
+the share of its printed intervals (the ones that decided) that hold the truth, and beside it the
+share of the arrangement's own intervals before any widening; **claims** the share of studies
+that called ITR (S) WORSE or BETTER -- false claims with no added cost, the power to call the
+loss WORSE with one; **answered** the share with a verdict (not exit 4).
+
+**The bound**: ln r_design = (1 + k) ln r_true + a. Each cell with an added cost gives a k (its
+mean log-ratio over the truth, less 1) with a standard error from both; the A/A cells an offset
+a. The bound spans every k within two standard errors and every |a| likewise; it is applied
+(the arrangement's intervals widened by it) when the arrangement misses the target on any cell
+-- coverage below 85%, or a bias beyond 0.3 points.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from perflab.accuracy.experiment import StudyResult
+
+COVERAGE_TARGET = 0.85
+BIAS_TARGET_POINTS = 0.3
+CLAIMS = ("WORSE", "BETTER")
+
+
+@dataclass(frozen=True)
+class Truth:
+    log_ratio: float
+    se: float
+    blocks: int
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+
+def truth(results: Iterable[StudyResult], case: str, effect: float, leave_out: str | None = None) -> Truth | None:
+    """The pooled one-at-a-time estimate of a cell (module doc); None without such blocks."""
+    if effect == 0.0:
+        return Truth(0.0, 0.0, 0)
+    logs = [d for r in results if r.case == case and r.effect == effect and r.arrangement == "one-at-a-time"
+            and r.study_id != leave_out for d in r.block_logs]
+    if len(logs) < 2:
+        return None
+    return Truth(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs)), len(logs))
+
+
+@dataclass
+class Cell:
+    case: str
+    arrangement: str
+    effect: float
+    studies: int = 0
+    truth: Truth | None = None
+    mean_log: float | None = None
+    se_log: float | None = None
+    covered: int = 0
+    covered_design: int = 0
+    judged: int = 0                 # studies with an interval and a truth to judge it by
+    claims: int = 0                 # WORSE or BETTER
+    worse: int = 0
+    answered: int = 0
+    seconds: float = 0.0
+    excluded: int = 0
+    runs: int = 0
+    widths: list[float] = field(default_factory=list)
+
+    @property
+    def bias_points(self) -> float | None:
+        if self.mean_log is None or self.truth is None:
+            return None
+        return 100.0 * (math.exp(self.mean_log) - math.exp(self.truth.log_ratio))
+
+    @property
+    def coverage(self) -> float | None:
+        return self.covered / self.judged if self.judged else None
+
+    @property
+    def coverage_design(self) -> float | None:
+        return self.covered_design / self.judged if self.judged else None
+
+    @property
+    def magnification(self) -> tuple[float, float] | None:
+        """(k, its standard error): mean log-ratio / truth - 1, for an added cost."""
+        if self.effect == 0.0 or self.truth is None or self.mean_log is None or self.truth.log_ratio == 0:
+            return None
+        k = self.mean_log / self.truth.log_ratio - 1.0
+        se_mean = self.se_log or 0.0
+        se = abs(k + 1.0) * math.hypot(se_mean / abs(self.mean_log) if self.mean_log else 0.0,
+                                       self.truth.se / abs(self.truth.log_ratio))
+        return k, se
+
+    @property
+    def meets_target(self) -> bool:
+        bias = self.bias_points
+        coverage = self.coverage
+        return (bias is None or abs(bias) <= BIAS_TARGET_POINTS) and (coverage is None or coverage >= COVERAGE_TARGET)
+
+
+def cells(results: list[StudyResult]) -> list[Cell]:
+    out: dict[tuple[str, str, float], Cell] = {}
+    for r in results:
+        cell = out.setdefault((r.case, r.arrangement, r.effect), Cell(r.case, r.arrangement, r.effect))
+        cell.studies += 1
+        cell.seconds += r.seconds
+        cell.excluded += r.excluded
+        cell.runs += r.runs
+        cell.answered += r.exit_code != 4 and r.verdict is not None
+        cell.claims += r.verdict in CLAIMS
+        cell.worse += r.verdict == "WORSE"
+        leave_out = r.study_id if r.arrangement == "one-at-a-time" else None
+        t = truth(results, r.case, r.effect, leave_out)
+        if t is not None and r.ci_low is not None and r.ci_high is not None:
+            cell.judged += 1
+            cell.covered += r.ci_low <= t.ratio <= r.ci_high
+            low = r.design_ci_low if r.design_ci_low is not None else r.ci_low
+            high = r.design_ci_high if r.design_ci_high is not None else r.ci_high
+            cell.covered_design += low <= t.ratio <= high
+            cell.widths.append(100.0 * (r.ci_high - r.ci_low) / 2.0)
+    for (case, arrangement, effect), cell in out.items():
+        logs = [math.log(r.ratio) for r in results if (r.case, r.arrangement, r.effect) == (case, arrangement, effect)
+                and r.ratio is not None and r.ratio > 0]
+        cell.truth = truth(results, case, effect)
+        if logs:
+            cell.mean_log = statistics.fmean(logs)
+            cell.se_log = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else None
+    order = {"one-at-a-time": 0, "duet": 1, "split-duet": 2}
+    return sorted(out.values(), key=lambda c: (c.case, order.get(c.arrangement, 9), c.effect))
+
+
+@dataclass(frozen=True)
+class Bound:
+    arrangement: str
+    k_low: float
+    k_high: float
+    a_max: float
+    widened: bool
+    cells: int
+
+
+def bounds(table: list[Cell]) -> dict[str, Bound]:
+    """Per arrangement (one-at-a-time is the reference and gets none): the bias bound of the
+    module doc, and whether it must widen the arrangement's intervals."""
+    out = {}
+    for arrangement in sorted({c.arrangement for c in table} - {"one-at-a-time"}):
+        mine = [c for c in table if c.arrangement == arrangement]
+        ks = [m for m in (c.magnification for c in mine) if m is not None]
+        offsets = [(c.mean_log, c.se_log or 0.0) for c in mine if c.effect == 0.0 and c.mean_log is not None]
+        k_low = min([k - 2 * se for k, se in ks] + [0.0]) if ks else 0.0
+        k_high = max([k + 2 * se for k, se in ks] + [0.0]) if ks else 0.0
+        a_max = max([abs(a) + 2 * se for a, se in offsets] + [0.0])
+        widened = not all(c.meets_target for c in mine)
+        out[arrangement] = Bound(arrangement, max(k_low, -0.9), k_high, a_max, widened, len(mine))
+    return out

@@ -1,0 +1,90 @@
+"""The accuracy studies' arithmetic (perflab.accuracy.summary, perflab.stats.bias) on results whose
+answers are known: the truth pooled from one-at-a-time blocks, bias, coverage, claims, and the
+bound that widens an arrangement's intervals. No study runs here (the experiment itself is
+`perflab accuracy --studies`, published in docs/accuracy.md)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perflab.accuracy.experiment import KnobCalibration, Plan, StudyResult
+from perflab.accuracy.render import bias_file, render, with_section
+from perflab.accuracy.summary import bounds, cells, truth
+from perflab.stats.bias import BiasBound
+
+
+def _result(arrangement, effect, ratio, low, high, blocks=(), verdict=None, study="s", exit_code=0, **kw):
+    return StudyResult(case="synthetic", arrangement=arrangement, effect=effect, knob=100, repeat=0, study_id=study,
+                       seconds=60.0, ratio=ratio, ci_low=low, ci_high=high, verdict=verdict, exit_code=exit_code,
+                       block_logs=list(blocks), n_blocks=len(blocks), **kw)
+
+
+def test_the_truth_pools_one_at_a_time_blocks_and_leaves_a_study_out():
+    solo = [_result("one-at-a-time", 0.1, 0.91, 0.89, 0.93, blocks=[-0.10, -0.09], study="a"),
+            _result("one-at-a-time", 0.1, 0.90, 0.88, 0.92, blocks=[-0.11, -0.10], study="b"),
+            _result("duet", 0.1, 0.88, 0.875, 0.885, blocks=[-0.13, -0.12], study="c")]
+    t = truth(solo, "synthetic", 0.1)
+    assert t.log_ratio == pytest.approx(-0.10) and t.blocks == 4  # the duet's blocks are not the truth
+    assert truth(solo, "synthetic", 0.1, leave_out="a").log_ratio == pytest.approx(-0.105)
+    assert truth(solo, "synthetic", 0.0).ratio == 1.0
+
+
+def test_bias_coverage_claims_and_the_bound_of_a_magnifying_arrangement():
+    # One at a time measures exp(-0.10); the duet magnifies by 20% (exp(-0.12)) with narrow
+    # intervals that miss the truth: it misses the targets and its bound must widen it.
+    results = [_result("one-at-a-time", 0.1, math.exp(-0.10), 0.88, 0.93, blocks=[-0.10, -0.10, -0.10], study=f"o{i}",
+                       verdict="WORSE") for i in range(3)]
+    results += [_result("duet", 0.1, math.exp(-0.12 + d), math.exp(-0.125 + d), math.exp(-0.115 + d),
+                        verdict="WORSE", study=f"d{i}") for i, d in enumerate((-0.001, 0.0, 0.001))]
+    results += [_result("duet", 0.0, math.exp(a), math.exp(a - 0.004), math.exp(a + 0.004), verdict="EQUIVALENT",
+                        study=f"aa{i}") for i, a in enumerate((0.001, -0.001, 0.0))]
+    table = cells(results)
+    duet = next(c for c in table if c.arrangement == "duet" and c.effect == 0.1)
+    assert duet.bias_points == pytest.approx(100 * (math.exp(-0.12) - math.exp(-0.10)), abs=0.05)
+    assert duet.coverage == 0.0 and duet.claims == 3 and duet.worse == 3
+    k, se = duet.magnification
+    assert k == pytest.approx(0.2, abs=0.01)
+    aa = next(c for c in table if c.arrangement == "duet" and c.effect == 0.0)
+    assert aa.coverage == 1.0 and aa.claims == 0
+    bound = bounds(table)["duet"]
+    assert bound.widened and bound.k_low <= 0.0 and bound.k_high >= 0.2
+    # widened by its own bound, the duet's intervals hold the truth
+    b = BiasBound(bound.k_low, bound.k_high, bound.a_max)
+    for r in results:
+        if r.arrangement == "duet" and r.effect == 0.1:
+            low, high = b.widen(math.log(r.ci_low), math.log(r.ci_high))
+            assert low <= -0.10 <= high
+
+
+def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():
+    b = BiasBound(0.0, 0.25, 0.0)
+    low, high = b.widen(math.log(0.94), math.log(0.95))
+    assert high < 0  # a magnification cannot make a loss into a gain
+    assert low == pytest.approx(math.log(0.94)) and high == pytest.approx(math.log(0.95) / 1.25)
+    offset = BiasBound(0.0, 0.0, 0.01)
+    assert offset.widen(-0.002, 0.002) == pytest.approx((-0.012, 0.012))
+    with pytest.raises(ValueError):
+        BiasBound(0.3, 0.1, 0.0)
+
+
+def test_the_section_and_the_bias_file_are_written_from_the_table():
+    results = [_result("one-at-a-time", 0.05, 0.95, 0.93, 0.97, blocks=[-0.05, -0.05], study="o"),
+               _result("split-duet", 0.05, 0.951, 0.945, 0.957, verdict="WORSE", study="s")]
+    table = cells(results)
+    knobs = {"synthetic": KnobCalibration(case="synthetic", base_ms=1.0, probe=8000, probe_ms=1.4, runs=["r1"])}
+    assert knobs["synthetic"].value_for(0.05) == 1000
+    section = render(table, bounds(table), knobs, "here")
+    assert "| split-duet | +5% | 1 |" in section and "1/1" in section
+    page = with_section("# Accuracy\n\ntext\n", section)
+    assert page.count("accuracy studies") == 2 and with_section(page, section) == page
+    data = bias_file(bounds(table), "here", "docs/accuracy.md")
+    assert '"split-duet"' in data and '"widened": false' in data
+
+
+def test_the_plan_interleaves_cells_and_is_seeded():
+    plan = Plan(cases=("synthetic",), effects=(0.0, 0.1), repeats=2)
+    order = plan.order()
+    assert len(order) == 2 * 2 * 3 and order == Plan(cases=("synthetic",), effects=(0.0, 0.1), repeats=2).order()
+    assert {o[0] for o in order[:6]} == {0}  # repetition by repetition
