@@ -15,8 +15,10 @@ from perflab.accuracy.summary import bounds, cells, truth
 from perflab.stats.bias import BiasBound
 
 
-def _result(arrangement, effect, ratio, low, high, blocks=(), verdict=None, study="s", exit_code=0, **kw):
-    return StudyResult(case="synthetic", arrangement=arrangement, effect=effect, knob=100, repeat=0, study_id=study,
+def _result(arrangement, effect, ratio, low, high, blocks=(), verdict=None, study="s", exit_code=0, knob_value=100,
+            **kw):
+    return StudyResult(case="synthetic", arrangement=arrangement, effect=effect, knob=knob_value, repeat=0,
+                       study_id=study,
                        seconds=60.0, ratio=ratio, ci_low=low, ci_high=high, verdict=verdict, exit_code=exit_code,
                        block_logs=list(blocks), n_blocks=len(blocks), **kw)
 
@@ -88,3 +90,13 @@ def test_the_plan_interleaves_cells_and_is_seeded():
     order = plan.order()
     assert len(order) == 2 * 2 * 3 and order == Plan(cases=("synthetic",), effects=(0.0, 0.1), repeats=2).order()
     assert {o[0] for o in order[:6]} == {0}  # repetition by repetition
+
+
+def test_a_cell_without_one_at_a_time_studies_takes_the_scaled_truth_of_the_largest():
+    # +10% measured one at a time (ITR ratio exp(-0.0953) = 1/1.10); +5% with half the knob:
+    # PBT/CMD rises 5%, so ITR falls to 1/1.05.
+    results = [_result("one-at-a-time", 0.10, 1 / 1.1, 0.89, 0.93, blocks=[math.log(1 / 1.1)] * 4, study="o",
+                       knob_value=200),
+               _result("duet", 0.05, 0.95, 0.94, 0.96, study="d", knob_value=100)]
+    t = truth(results, "synthetic", 0.05)
+    assert t.ratio == pytest.approx(1 / 1.05, rel=1e-9)

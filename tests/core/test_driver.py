@@ -35,10 +35,18 @@ def py_workload(tmp_path, tag="x", think="{dist: exponential, mean: 0.005}", loa
                                                    workers=workers, seed=seed), name)
 
 
-def run_ok(path, store, *args):
+def run_ok(path, store, *args, code=0):
+    """A run that ends with exit `code` (5: complete, but its error rate excludes it -- a
+    workload that fails transactions on purpose)."""
     result = perflab("run", path, "-q", *args, store=store)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == code, result.stderr
     return load_run(run_dir_of(store, result.stdout.strip().splitlines()[-1]))
+
+
+def _stall_start(tx) -> float:
+    """When the SUT's one-second stall began, on the run's clock: 2.5 s after its first
+    transaction (synthetic:freeze's after_s), whenever the run's start-up let that be."""
+    return float(tx.actual_start.min()) + 2.5
 
 
 def test_closed_loop_obeys_littles_law(tmp_path, store):
@@ -112,20 +120,19 @@ def test_open_loop_poisson_rate_within_sampling_noise(tmp_path, store):
 
 
 def test_open_loop_shows_a_stall_in_response_times(tmp_path, store):
-    start = time.time() + 2.5
-    text = f"""
+    text = """
     name: stall
-    target: {{kind: python}}
+    target: {kind: python}
     transactions:
-      - {{name: t, call: "perflab.sut.synthetic:freeze", kwargs: {{start_epoch: {start}, end_epoch: {start + 1.0}}}}}
-    scripts: [{{name: s, steps: [t]}}]
-    load: {{rate: 50, arrival: constant}}
-    timing: {{measurement: 5s}}
-    placement: {{workers: 1}}
+      - {name: t, call: "perflab.sut.synthetic:freeze", kwargs: {after_s: 2.5, for_s: 1.0}}
+    scripts: [{name: s, steps: [t]}]
+    load: {rate: 50, arrival: constant}
+    timing: {measurement: 5s}
+    placement: {workers: 1}
     """
     run, tx = run_ok(write_workload(tmp_path, text), store)
     response = tx.end - tx.intended_start
-    stall_start = start - run["clock"]["t0_epoch"]
+    stall_start = _stall_start(tx)
     stall_end = stall_start + 1.0
     during = tx[(tx.intended_start >= stall_start + 0.02) & (tx.intended_start < stall_end - 0.02)]
     # 50 arrivals a second keep arriving during the one-second stall ...
@@ -141,22 +148,23 @@ def test_open_loop_shows_a_stall_in_response_times(tmp_path, store):
 
 
 def test_in_flight_cap_drops_and_counts(tmp_path, store):
-    start = time.time() + 3.0
-    text = f"""
+    text = """
     name: cap
-    target: {{kind: python}}
+    target: {kind: python}
     transactions:
-      - {{name: t, call: "perflab.sut.synthetic:freeze", kwargs: {{start_epoch: {start}, end_epoch: {start + 1.0}}}}}
-    scripts: [{{name: s, steps: [t]}}]
-    load: {{rate: 100, arrival: constant, max_in_flight: 10}}
-    timing: {{measurement: 5s}}
-    placement: {{workers: 1}}
+      - {name: t, call: "perflab.sut.synthetic:freeze", kwargs: {after_s: 2.5, for_s: 1.0}}
+    scripts: [{name: s, steps: [t]}]
+    load: {rate: 100, arrival: constant, max_in_flight: 10}
+    timing: {measurement: 5s}
+    placement: {workers: 1}
     """
-    run, tx = run_ok(write_workload(tmp_path, text), store)
+    # the dropped arrivals are errors (about 18% of the window's): the run is complete, and its
+    # error rate excludes it (exit 5)
+    run, tx = run_ok(write_workload(tmp_path, text), store, code=5)
     dropped = tx[tx.error.fillna("").str.startswith("dropped")]
     assert run["driver"]["dropped"] == len(dropped)
     # Arrivals during the stall beyond the 10 allowed in flight are dropped, none queued.
-    stall_start = start - run["clock"]["t0_epoch"]
+    stall_start = _stall_start(tx)
     during = tx[(tx.intended_start >= stall_start + 0.05) & (tx.intended_start < stall_start + 0.95)]
     assert len(during) >= 80  # the schedule kept arriving at 100/s
     assert len(dropped) >= len(during) - 10
@@ -199,7 +207,7 @@ def test_command_adapter_records_wait4_cpu_and_exit_status(tmp_path, store):
     timing: {{measurement: 3s}}
     placement: {{workers: 1}}
     """
-    run, tx = run_ok(write_workload(tmp_path, text), store)
+    run, tx = run_ok(write_workload(tmp_path, text), store, code=5)  # a quarter of the jobs fail: exit 5
     assert tx.cpu_user.notna().all()
     assert (tx.cpu_user + tx.cpu_sys >= 0.019).all()  # each job burnt 20 ms of its own CPU
     errors = tx[~tx.ok]
@@ -240,10 +248,27 @@ def _wait_for_run_dir(store, timeout=20):
     raise AssertionError("no run directory appeared")
 
 
+def _wait_for_transactions(run_dir, timeout=30):
+    """Until the run has been measuring for a while: its transactions reach the spill file (every
+    4096 rows) or -- the users are fast -- a few seconds after its clock started. The run
+    directory appears before the SUT's workers are up, and a loaded host takes seconds to start
+    them: a signal sent then interrupts a run that has not measured anything yet."""
+    import json
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        record = json.loads((run_dir / "run.json").read_text())
+        t0 = (record.get("clock") or {}).get("t0_epoch")
+        if (run_dir / "transactions.spill").exists() or (t0 and time.time() > t0 + 3.0):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run did not start measuring")
+
+
 def test_sigterm_leaves_a_readable_interrupted_run(tmp_path, store):
     proc = _start(py_workload(tmp_path, measure="30s"), store)
     run_dir = _wait_for_run_dir(store)
-    time.sleep(3)
+    _wait_for_transactions(run_dir)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     run, tx = load_run(run_dir)

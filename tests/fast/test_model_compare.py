@@ -98,3 +98,30 @@ def test_compare_exit_codes(stores):
     store, doc = stores["none"]
     code, _, err = _compare(store, f"study:{doc['study_id']}:base", f"study:{doc['study_id']}:candidate")
     assert code == 4 and "no valid comparison" in err
+
+
+def test_compare_by_run_ids_or_labels_gives_the_study_s_own_answer_and_n(stores):
+    # A run that belongs to a stored study keeps the study's decision however it is named, so
+    # run ids and labels give the study's verdict, interval and n -- and its exit code 4 when the
+    # study excluded every pair (its utilization band), where the single-run gates would not.
+    for name in ("worse", "same", "none"):
+        store, doc = stores[name]
+        base = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "base")
+        new = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "candidate")
+        theirs = metric(doc, "itr_s")
+        for a, b in ((base, new), ("label:base", "label:candidate")):
+            code, compared, err = _compare(store, a, b)
+            assert code == doc["verdict"]["exit_code"], (name, a, err)
+            mine = metric(compared, "itr_s")
+            assert (mine["verdict"], mine["ratio"], mine["ci_low"], mine["ci_high"], mine["n_blocks"]) == \
+                (theirs["verdict"], theirs["ratio"], theirs["ci_low"], theirs["ci_high"], theirs["n_blocks"]), name
+
+
+def test_runs_that_cannot_be_paired_are_compared_unpaired_and_say_so(stores):
+    # Two halves of one configuration's runs share no block: Welch's interval, not pairs by order.
+    store, doc = stores["same"]
+    runs = [r["run_id"] for r in doc["runs"] if r["config"] == "base"]
+    code, compared, err = _compare(store, ",".join(runs[:3]), ",".join(runs[3:]))
+    entry = metric(compared, "itr_s")
+    assert entry["method"] == "welch" and entry["n_base"] == 3 and entry["n_new"] == 3, entry
+    assert any("unpaired" in w["text"] for w in compared["warnings"])

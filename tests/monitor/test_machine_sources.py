@@ -39,9 +39,11 @@ def test_every_cpu_accounts_for_all_elapsed_time():
     assert cpus == sorted(f"cpu{c}" for c in parse_cpu_list(open("/sys/devices/system/cpu/online").read().strip()))
     for cpu in cpus:
         grew = sum(after[f"h.{cpu}.{f}"] - before[f"h.{cpu}.{f}"] for f in FIELDS)
-        # the counters advance in ticks: one tick of slack each side, and 3% for the kernel's
-        # rounding of the idle and iowait time it accounts at tick boundaries
-        assert 0.97 * (b0 - a1) - 2 * TICK <= grew <= 1.03 * (b1 - a0) + 2 * TICK, (cpu, grew, b0 - a1, b1 - a0)
+        # the counters advance in ticks: one tick of slack each side, and 10% for the kernel's
+        # accounting of a tickless idle CPU and of steal on this KVM guest (a loaded host once
+        # gave 2.09 s over 2.00: +4.5%). A field read from the wrong position or in the wrong unit
+        # is off by far more (a missing idle field: -50% or worse; USER_HZ for ns: 1e7).
+        assert 0.90 * (b0 - a1) - 2 * TICK <= grew <= 1.10 * (b1 - a0) + 2 * TICK, (cpu, grew, b0 - a1, b1 - a0)
 
 
 def test_user_time_lands_on_the_cpu_that_ran_it(spawn):

@@ -134,7 +134,9 @@ def test_a_live_run_appears_updates_and_becomes_its_report(server, home, stored,
         shot(page, tmp_path, "run-report")
     finally:
         out, err = run.communicate(timeout=120)
-    assert run.returncode == 0, err[-2000:]
+    # one script in ten fails on purpose (serve_data's XSS workload): complete, and its error
+    # rate excludes it from a verdict -- `perflab run` exits 5
+    assert run.returncode == 5, err[-2000:]
     assert page.dialogs == [] and page.problems == []
 
 

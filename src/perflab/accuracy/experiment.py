@@ -86,13 +86,17 @@ class Plan:
     repeats: int = 2
     blocks: int = 6
     seed: int = 20261127
+    #: The added costs the one-at-a-time arrangement (the truth) is run at: the A/A and the
+    #: largest; the others' truth follows from the knob's linearity (perflab.accuracy.summary).
+    truth_effects: tuple[float, ...] = (0.0, 0.10)
 
     def order(self) -> list[tuple[int, str, float, str]]:
         """Every (repeat, case, effect, arrangement), repetition by repetition, shuffled within."""
         rng = random.Random(self.seed)
         out = []
         for repeat in range(self.repeats):
-            chunk = [(repeat, c, e, a) for c in self.cases for e in self.effects for a in self.arrangements]
+            chunk = [(repeat, c, e, a) for c in self.cases for e in self.effects for a in self.arrangements
+                     if a != "one-at-a-time" or e in self.truth_effects or e == max(self.effects)]
             rng.shuffle(chunk)
             out += chunk
         return out

@@ -48,14 +48,31 @@ class Truth:
 
 
 def truth(results: Iterable[StudyResult], case: str, effect: float, leave_out: str | None = None) -> Truth | None:
-    """The pooled one-at-a-time estimate of a cell (module doc); None without such blocks."""
+    """The pooled one-at-a-time estimate of a cell (module doc); None without such blocks. A cell
+    with no one-at-a-time studies of its own takes the truth of the case's largest measured added
+    cost, scaled by the knob: the knob's added CPU per transaction is linear in its value
+    (measured: cases.py), so PBT/CMD (S) rises by knob_e / knob_m of what it rose at m, and ITR
+    (S) = 1000 x processors / PBT/CMD (S) falls by the inverse."""
+    results = list(results)
     if effect == 0.0:
         return Truth(0.0, 0.0, 0)
-    logs = [d for r in results if r.case == case and r.effect == effect and r.arrangement == "one-at-a-time"
-            and r.study_id != leave_out for d in r.block_logs]
-    if len(logs) < 2:
+    mine = [r for r in results if r.case == case and r.arrangement == "one-at-a-time" and r.study_id != leave_out]
+    logs = [d for r in mine if r.effect == effect for d in r.block_logs]
+    if len(logs) >= 2:
+        return Truth(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs)), len(logs))
+    measured = sorted({r.effect for r in mine if r.effect > 0 and len(r.block_logs) >= 2})
+    knobs = {r.effect: r.knob for r in results if r.case == case and r.effect > 0}
+    if not measured or effect not in knobs or not knobs.get(measured[-1]):
         return None
-    return Truth(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs)), len(logs))
+    reference = truth(results, case, measured[-1], leave_out)
+    if reference is None:
+        return None
+    scale = knobs[effect] / knobs[measured[-1]]
+    added = math.expm1(-reference.log_ratio)          # PBT/CMD (S) ratio - 1 at the reference
+    log_ratio = -math.log1p(scale * added)
+    # delta method: d(log_ratio)/d(reference) = scale e^-t / (1 + scale (e^-t - 1))
+    slope = scale * math.exp(-reference.log_ratio) / (1.0 + scale * added)
+    return Truth(log_ratio, abs(slope) * reference.se, reference.blocks)
 
 
 @dataclass

@@ -197,10 +197,21 @@ def crash_after(calls: int = 50, code: int = 3) -> None:
         os._exit(code)
 
 
-def freeze(start_epoch: float, end_epoch: float) -> None:
-    """A SUT that stalls: any transaction arriving in [start, end) (wall clock) waits until end."""
+_first_call: float | None = None
+
+
+def freeze(start_epoch: float | None = None, end_epoch: float | None = None, after_s: float | None = None,
+           for_s: float = 1.0) -> None:
+    """A SUT that stalls: any transaction arriving in [start, end) waits until end. The window is
+    wall-clock epochs (`start_epoch`, `end_epoch`), or `after_s` seconds after this worker's first
+    transaction for `for_s` seconds -- which does not depend on how long the run took to start."""
+    global _first_call
     now = time.time()
-    if start_epoch <= now < end_epoch:
+    if after_s is not None:
+        if _first_call is None:
+            _first_call = now
+        start_epoch, end_epoch = _first_call + after_s, _first_call + after_s + for_s
+    if start_epoch is not None and end_epoch is not None and start_epoch <= now < end_epoch:
         time.sleep(end_epoch - now)
 
 
