@@ -419,7 +419,7 @@ def _accuracy_studies(store, output: Path, cases: str, arrangements: str, effect
     import importlib.resources
 
     from perflab.accuracy import render, summary
-    from perflab.accuracy.experiment import Plan, read_results, run_experiment
+    from perflab.accuracy.experiment import Plan, read_all, run_experiment
     from perflab.sut.fingerprint import machine_fingerprint
 
     try:
@@ -435,19 +435,17 @@ def _accuracy_studies(store, output: Path, cases: str, arrangements: str, effect
     plan = Plan(cases=tuple(c.strip() for c in cases.split(",") if c.strip()), arrangements=chosen,
                 effects=effect_values, repeats=repeats, blocks=blocks)
     results.parent.mkdir(parents=True, exist_ok=True)
-    if summary_only:
-        knobs, done = read_results(results)
-    else:
-        done = run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
-        knobs, done = read_results(results)
+    if not summary_only:
+        run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
+    knobs, done, truths = read_all(results)
     if not done:
         raise InputError("no accuracy study results yet", file=results)
     machine = machine_fingerprint()
     where = (f"on {machine.get('cpu_model') or 'this machine'}, {machine.get('cores') or '?'} CPUs, kernel "
              f"{machine.get('kernel') or '?'}, {dt.date.today().isoformat()}")
-    table = summary.cells(done)
+    table = summary.cells(done, truths)
     bound = summary.bounds(table)
-    section = render.render(table, bound, knobs, where)
+    section = render.render(table, bound, knobs, where, truths)
     render.write(output, render.with_section(output.read_text() if output.is_file() else "", section))
     bias_path = Path(str(importlib.resources.files("perflab.study").joinpath("arrangement_bias.json")))
     render.write(bias_path, render.bias_file(bound, where, f"{output} ({results})"))

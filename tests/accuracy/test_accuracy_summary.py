@@ -100,3 +100,26 @@ def test_a_cell_without_one_at_a_time_studies_takes_the_scaled_truth_of_the_larg
                _result("duet", 0.05, 0.95, 0.94, 0.96, study="d", knob_value=100)]
     t = truth(results, "synthetic", 0.05)
     assert t.ratio == pytest.approx(1 / 1.05, rel=1e-9)
+
+
+def test_a_mixed_workload_twins_every_transaction_and_script_with_the_knob_raised():
+    from pathlib import Path
+
+    from perflab.accuracy.cases import CASES
+    from perflab.accuracy.truth import TWIN, TruthMeasurement, _with_twins
+    from perflab.workload.loader import load_workload
+    from perflab.workload.model import Workload
+
+    case = CASES["sqlite"]
+    base = load_workload(case.path(Path(__file__).resolve().parents[2] / "examples"))
+    twinned = Workload.model_validate(_with_twins(base.model_dump(mode="json", by_alias=True), case, 1234))
+    names = [t.name for t in twinned.transactions]
+    assert names == ["debit_credit", "branch_report", "debit_credit" + TWIN, "branch_report" + TWIN]
+    knobs = {t.name: t.params["knob"].value for t in twinned.transactions}
+    assert knobs == {"debit_credit": 0, "branch_report": 0, "debit_credit" + TWIN: 1234, "branch_report" + TWIN: 1234}
+    scripts = {s.name: (s.weight, [step.transaction for step in s.steps]) for s in twinned.scripts}
+    assert scripts["teller" + TWIN] == (scripts["teller"][0], ["debit_credit" + TWIN])
+    # the truth of a knob: +2% at 1,000 units is ITR (S) 1/1.02, its se scaled alike
+    measured = TruthMeasurement(case="sqlite", method="mixed", knob=1000, per_unit=2e-5, se=1e-7, values=[0.02])
+    assert math.exp(measured.log_ratio(1000)) == pytest.approx(1 / 1.02)
+    assert measured.log_se(500) == pytest.approx(500 * 1e-7 / 1.01)

@@ -229,3 +229,20 @@ def test_outlier_warning_is_rare_on_clean_data():
         b = 100 * np.exp(rng.normal(0, 0.01, 6))
         flagged += any("check its runs" in w for w in compare(a.tolist(), b.tolist()).warnings)
     assert flagged / trials <= 0.015
+
+
+def test_a_split_duet_s_side_effect_is_taken_out_of_the_interval():
+    # The new configuration is 5% slower; the side of the machine it ran on adds +-3% by block
+    # (one CPU faster than the other), swapped block by block. Plain pairing reads the swap as
+    # noise; the crossover takes it out, and the interval narrows to the runs' own noise.
+    rng = np.random.default_rng(61)
+    side = {j: 1 if j % 2 == 0 else -1 for j in range(8)}
+    base = {j: 100.0 * math.exp(rng.normal(0.0, 0.002)) for j in range(8)}
+    new = {j: 100.0 * 0.95 * math.exp(0.03 * side[j] + rng.normal(0.0, 0.002)) for j in range(8)}
+    plain = compare(base, new)
+    crossed = compare(base, new, side=side)
+    assert crossed.method == "crossover" and plain.method == "paired"
+    assert crossed.ratio == pytest.approx(0.95, rel=0.005)
+    assert (crossed.ci_high - crossed.ci_low) < 0.2 * (plain.ci_high - plain.ci_low)
+    # one side only, or too few blocks: the plain paired analysis
+    assert compare(base, new, side={j: 1 for j in range(8)}).method == "paired"

@@ -34,6 +34,9 @@ class Case:
     #: A load every arrangement runs as it is (no calibration): a server driven without think
     #: time by a few users is busy whatever the load, and the seeds' 90% target does not apply.
     fixed_users: int | None = None
+    #: The SUT runs in perflab's workers, which measure each transaction's own CPU: its truth is
+    #: measured in mixed runs (perflab.accuracy.truth); else in alternating runs.
+    per_transaction_cpu: bool = True
 
     def path(self, examples: Path) -> Path:
         return examples / self.workload
@@ -63,7 +66,7 @@ CASES: dict[str, Case] = {
                      start_users=4, max_users=4,
                      timing={"stagger": "0s", "stabilization": "8s", "measurement": "15s"},
                      description="PostgreSQL 15, debit-credit as one PL/pgSQL call, 4 users without think time",
-                     fixed_users=4),
+                     fixed_users=4, per_transaction_cpu=False),
 }
 #: The knob of the sqlite case sits in both transactions; a configuration sets both.
 SECOND_KNOB = {"sqlite": "transactions.branch_report.params.knob.value"}

@@ -103,10 +103,19 @@ class Plan:
 
 
 def read_results(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult]]:
+    knobs, studies, _ = read_all(path)
+    return knobs, studies
+
+
+def read_all(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult], dict[str, "TruthMeasurement"]]:
+    """Everything an accuracy results file holds: knob calibrations, study results, truths."""
+    from perflab.accuracy.truth import TruthMeasurement
+
     knobs: dict[str, KnobCalibration] = {}
     studies: list[StudyResult] = []
+    truths: dict[str, TruthMeasurement] = {}
     if not path.is_file():
-        return knobs, studies
+        return knobs, studies, truths
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
@@ -115,11 +124,14 @@ def read_results(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResu
             if data.get("kind") == "knob":
                 knob = KnobCalibration.model_validate(data)
                 knobs[knob.case] = knob
+            elif data.get("kind") == "truth":
+                truth = TruthMeasurement.model_validate(data)
+                truths[truth.case] = truth
             else:
                 studies.append(StudyResult.model_validate(data))
         except (ValueError, TypeError) as exc:
             raise InputError(f"not an accuracy result: {exc}", file=path, line=number) from None
-    return knobs, studies
+    return knobs, studies, truths
 
 
 def _append(path: Path, record: BaseModel) -> None:
@@ -153,6 +165,45 @@ def calibrate_knob(case: Case, examples: Path, store: Store) -> KnobCalibration:
         runs.append(result.run_id)
     mean = {k: sum(v) / len(v) for k, v in values.items()}
     return KnobCalibration(case=case.name, base_ms=mean[0], probe=case.probe, probe_ms=mean[case.probe], runs=runs)
+
+
+def calibrated_users(case: Case, examples: Path, store: Store) -> int | None:
+    """The users at which the case's base runs its SUT at 90% of its processor alone (as a study
+    calibrates), for the truth's runs; the fixed load of a case that has one."""
+    from perflab.drive.run import RunRequest, execute_run
+    from perflab.reduce.reduce import reduce_run
+    from perflab.study.calibrate import calibrate
+    from perflab.study.model import Calibration
+    from perflab.workload.loader import load_workload
+
+    if case.fixed_users is not None:
+        return case.fixed_users
+    workload = load_workload(case.path(examples))
+    rule = Calibration(target_util=90, tolerance=5, start_users=case.start_users, measurement=6.0,
+                       max_users=case.max_users)
+
+    def measure(users: int | None, rate: float | None) -> dict:
+        result = execute_run(RunRequest(workload=workload, workload_path=case.path(examples), users=users,
+                                        duration=6.0, label=f"accuracy calibration {case.name}"), store)
+        values = reduce_run(result.run_dir).values
+        return {"util": values.get("util_proc_s"), "etr_t": values.get("etr_t"), "run_id": result.run_id,
+                "valid": result.valid, "driver_util": values.get("driver_cpu")}
+
+    return calibrate(rule, measure, True, case.start_users, None).users
+
+
+def measure_truth(case: Case, examples: Path, store: Store, knob: KnobCalibration,
+                  on_progress: Callable[[str], None]) -> "TruthMeasurement":
+    from perflab.accuracy.truth import measure_alternating, measure_mixed
+
+    users = calibrated_users(case, examples, store)
+    if case.per_transaction_cpu:
+        value = knob.value_for(0.10)
+        on_progress(f"{case.name}: measuring the truth in 4 mixed runs at {users} users (knob {value} beside 0)")
+        return measure_mixed(case, examples, store, value, users)
+    value = knob.value_for(0.40)
+    on_progress(f"{case.name}: measuring the truth in 6 alternating pairs at {users} users (knob 0 and {value})")
+    return measure_alternating(case, examples, store, value, users)
 
 
 def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int,
@@ -226,7 +277,7 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
             on_progress(f"skipped {name}: {why}")
             continue
         cases[name] = CASES[name]
-    knobs, done = read_results(results)
+    knobs, done, truths = read_all(results)
     for name, case in cases.items():
         if name not in knobs:
             on_progress(f"{name}: measuring the knob's cost (4 short runs)")
@@ -236,6 +287,12 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
         on_progress(f"{name}: {knob.base_ms:.4f} ms per transaction at knob 0, {1e6 * knob.per_unit_ms:.2f} ns per "
                     f"knob unit: +3% = {knob.value_for(0.03)}, +5% = {knob.value_for(0.05)}, "
                     f"+10% = {knob.value_for(0.10)}")
+        if name not in truths:
+            truths[name] = measure_truth(case, examples, store, knob, on_progress)
+            _append(results, truths[name])
+        truth = truths[name]
+        on_progress(f"{name}: the truth ({truth.method} runs): +{100 * truth.per_unit * knob.value_for(0.10):.2f}% "
+                    f"of CPU per transaction at knob {knob.value_for(0.10)} (± {100 * truth.se * knob.value_for(0.10):.2f})")
     have = {(r.repeat, r.case, r.effect, r.arrangement) for r in done}
     todo = [cell for cell in plan.order() if cell[1] in cases and cell not in have]
     for index, (repeat, name, effect, arrangement) in enumerate(todo, start=1):

@@ -23,15 +23,19 @@ def _share(count: int, total: int) -> str:
     return "na" if not total else f"{count}/{total}"
 
 
-def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCalibration], where: str) -> str:
+def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCalibration], where: str,
+           truths: dict | None = None) -> str:
+    truths = truths or {}
     lines = [BEGIN, "", "## Study arrangements against known truths", "",
              f"Regenerate with `perflab accuracy --studies` (hours; resumable). Measured {where}.", "",
              "Each row is a set of real studies of a system whose added cost is known -- the base configuration "
              "against the same one with a knob raised to add 3%, 5% or 10% of CPU per transaction, or against "
              "itself (0%: an A/A) -- run as a user runs them (calibrated to 90% of the SUT's processor where the "
              "case has think times, randomized blocks, the default gates and criteria) in each arrangement. "
-             "**truth**: the pooled one-at-a-time ratio of ITR (S) new/base over every block of every "
-             "one-at-a-time study of that cell (1 exactly at 0%); **bias**: the arrangement's mean ratio less the "
+             "**truth**: the knob's cost measured alone at the study's load in runs the host's wander cannot "
+             "blur (perflab.accuracy.truth: mixed runs, each transaction beside its knob twin, or alternating "
+             "pairs), as the ratio of ITR (S) it makes (1 exactly at 0%); without one, the pooled "
+             "one-at-a-time ratio over every block of that cell's one-at-a-time studies; **bias**: the arrangement's mean ratio less the "
              "truth, in points; **covered**: printed intervals holding the truth (the ones that decided; in "
              "brackets the arrangement's own before any widening); **claims**: WORSE or BETTER called -- false "
              "at 0%, the power to call the loss WORSE otherwise; **answered**: studies with a verdict (not exit "
@@ -45,6 +49,13 @@ def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCali
         if knob is not None:
             lines.append(f"Knob measured alone ({', '.join(knob.runs)}): {knob.base_ms:.4f} ms per transaction at 0, "
                          f"{1e6 * knob.per_unit_ms:.2f} ns per unit.")
+            lines.append("")
+        measured = truths.get(case)
+        if measured is not None:
+            lines.append(f"Truth: {measured.method} runs at {measured.users} users, knob {measured.knob}: "
+                         f"+{100 * measured.per_unit * measured.knob:.2f}% CPU per transaction "
+                         f"(± {100 * measured.se * measured.knob:.2f}, 1 se; each: "
+                         f"{', '.join(f'{100 * v:+.2f}%' for v in measured.values)}; runs {', '.join(measured.runs)}).")
             lines.append("")
         lines.append("| arrangement | added | studies | truth | mean ratio | bias (pts) | covered | claims | answered "
                      "| ± (pts) | excluded runs | min |")

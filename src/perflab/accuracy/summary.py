@@ -47,6 +47,11 @@ class Truth:
         return math.exp(self.log_ratio)
 
 
+def truth_of(measurement, knob: int) -> Truth:
+    """The truth of a knob value from the case's truth measurement (perflab.accuracy.truth)."""
+    return Truth(measurement.log_ratio(knob), measurement.log_se(knob), len(measurement.values))
+
+
 def truth(results: Iterable[StudyResult], case: str, effect: float, leave_out: str | None = None) -> Truth | None:
     """The pooled one-at-a-time estimate of a cell (module doc); None without such blocks. A cell
     with no one-at-a-time studies of its own takes the truth of the case's largest measured added
@@ -127,7 +132,18 @@ class Cell:
         return (bias is None or abs(bias) <= BIAS_TARGET_POINTS) and (coverage is None or coverage >= COVERAGE_TARGET)
 
 
-def cells(results: list[StudyResult]) -> list[Cell]:
+def cells(results: list[StudyResult], truths: dict | None = None) -> list[Cell]:
+    """The table. `truths`: per case, its truth measurement (perflab.accuracy.truth), which is
+    preferred to the one-at-a-time studies' pooled ratio when there is one."""
+    truths = truths or {}
+
+    def truth_for(r: StudyResult, leave_out: str | None) -> Truth | None:
+        if r.effect == 0.0:
+            return Truth(0.0, 0.0, 0)
+        if r.case in truths:
+            return truth_of(truths[r.case], r.knob)
+        return truth(results, r.case, r.effect, leave_out)
+
     out: dict[tuple[str, str, float], Cell] = {}
     for r in results:
         cell = out.setdefault((r.case, r.arrangement, r.effect), Cell(r.case, r.arrangement, r.effect))
@@ -139,7 +155,7 @@ def cells(results: list[StudyResult]) -> list[Cell]:
         cell.claims += r.verdict in CLAIMS
         cell.worse += r.verdict == "WORSE"
         leave_out = r.study_id if r.arrangement == "one-at-a-time" else None
-        t = truth(results, r.case, r.effect, leave_out)
+        t = truth_for(r, leave_out)
         if t is not None and r.ci_low is not None and r.ci_high is not None:
             cell.judged += 1
             cell.covered += r.ci_low <= t.ratio <= r.ci_high
@@ -150,7 +166,8 @@ def cells(results: list[StudyResult]) -> list[Cell]:
     for (case, arrangement, effect), cell in out.items():
         logs = [math.log(r.ratio) for r in results if (r.case, r.arrangement, r.effect) == (case, arrangement, effect)
                 and r.ratio is not None and r.ratio > 0]
-        cell.truth = truth(results, case, effect)
+        sample = next(r for r in results if (r.case, r.arrangement, r.effect) == (case, arrangement, effect))
+        cell.truth = truth_for(sample, None)
         if logs:
             cell.mean_log = statistics.fmean(logs)
             cell.se_log = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else None

@@ -169,6 +169,7 @@ class StudyRun(Record):
     notes: list[Caveat] = Field(default_factory=list, description='caveats that do not exclude it')
     users: int | None = Field(default=None, description='its users')
     rate: float | None = Field(default=None, description='its rate')
+    sut_cpus: list[int] = Field(default_factory=list, description="the CPUs its SUT ran on (a split duet's side)")
     metrics: dict[str, float | None] = Field(default_factory=dict, description='reduced values by catalog key, plus '
                                                                                '`key:component` rows')
     per_class: dict[str, dict[str, float | None]] = Field(default_factory=dict, description='response rows per '

@@ -101,6 +101,30 @@ def paired_log_interval(d: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -
     return LogInterval(center, center - t * se, center + t * se, se, df, sd)
 
 
+def crossover_log_interval(d: np.ndarray, side: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> LogInterval:
+    """The paired interval with a side effect taken out: d_j = delta + gamma s_j + e_j, s_j = +1
+    or -1 by which side of the machine the new configuration ran on in block j (a split duet's
+    two CPU halves need not be equally fast, and the sides swap from block to block -- the
+    period effect of a two-period crossover trial). delta is the mean of the two sides' means,
+    whatever the balance; its standard error comes from the residuals about both, with n - 2
+    degrees of freedom. Needs both sides and n >= 3."""
+    d = np.asarray(d, dtype=float)
+    s = np.asarray(side, dtype=float)
+    n = len(d)
+    X = np.column_stack([np.ones(n), s])
+    inverse = np.linalg.inv(X.T @ X)
+    beta = inverse @ X.T @ d
+    residual = d - X @ beta
+    df = n - 2
+    sigma2 = float(residual @ residual) / df
+    se = math.sqrt(sigma2 * inverse[0, 0])
+    center = float(beta[0])
+    t = t_quantile(0.5 + confidence / 2.0, df)
+    sd = math.sqrt(sigma2)
+    return LogInterval(np.float64(center), np.float64(center - t * se), np.float64(center + t * se), np.float64(se),
+                       np.float64(df), np.float64(sd))
+
+
 def welch_log_interval(
     log_base: np.ndarray, log_new: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
 ) -> LogInterval:
@@ -192,6 +216,7 @@ def compare(
     looks: int = 1,
     paired: bool = True,
     power: float = DEFAULT_POWER,
+    side: Mapping[int, int] | None = None,
 ) -> Comparison:
     """Compare per-run values of a new configuration against a base one.
 
@@ -206,6 +231,10 @@ def compare(
 
     *looks* > 1 declares interim analyses in advance (§5.4 allows one extension to 2n): each
     look then uses a Bonferroni-widened interval, e.g. 95 % instead of 90 % for two looks.
+
+    *side* maps block -> +1/-1, the side of the machine the new configuration ran on (a split
+    duet): with both sides among at least 4 complete blocks the paired analysis takes the side
+    effect out (`crossover_log_interval`, method "crossover").
     """
     if looks < 1:
         raise ValueError("looks must be >= 1")
@@ -248,7 +277,17 @@ def compare(
         )
 
     secondary = None
-    if method == "paired":
+    sides = np.array([side.get(j, 0) for j in complete], dtype=float) if (side and method == "paired") else None
+    if sides is not None and len(complete) >= 4 and set(sides.tolist()) == {-1.0, 1.0}:
+        method = "crossover"
+        warnings.append("the configurations swapped sides of the machine from block to block: the side's own "
+                        "speed is taken out of the paired analysis (a crossover's period effect)")
+    if method == "crossover":
+        n_units = len(complete)
+        iv = crossover_log_interval(d, sides, level)
+        cv = float(iv.sd) / math.sqrt(2.0)
+        center = float(iv.center)
+    elif method == "paired":
         n_units = len(complete)
         iv = paired_log_interval(d, level) if n_units >= 2 else None
         cv = float(iv.sd) / math.sqrt(2.0) if iv is not None else math.nan

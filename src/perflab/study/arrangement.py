@@ -65,7 +65,7 @@ def traits(arrangement: str, bias: DesignBias | None) -> DesignTraits:
     bound = None
     if bias is not None and bias.widened:
         bound = BiasBound(bias.k_low, bias.k_high, bias.a_max)
-    return DesignTraits(concurrent=arrangement != "one-at-a-time", bias=bound)
+    return DesignTraits(concurrent=arrangement != "one-at-a-time", bias=bound, swapped=arrangement == "split-duet")
 
 
 @dataclass(frozen=True)

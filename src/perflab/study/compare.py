@@ -49,6 +49,7 @@ class DesignTraits:
 
     concurrent: bool = False
     bias: BiasBound | None = None
+    swapped: bool = False   # a split duet: the configurations swap sides of the machine by block
 
 
 SOLO = DesignTraits()
@@ -130,9 +131,22 @@ def _exclusion_summary(runs: Sequence[StudyRun], config: str) -> str:
     return f"{len(mine) - len(excluded)} valid of {len(mine)} run(s) of {config} ({reasons})"
 
 
+def sides_of(runs: Sequence[StudyRun], new: str) -> dict[int, int]:
+    """Block -> +1 or -1: which side of the machine (its SUT's CPUs) the new configuration ran on,
+    the first side seen being +1."""
+    first: tuple[int, ...] | None = None
+    out = {}
+    for run in runs:
+        if run.config == new and run.block is not None and run.sut_cpus:
+            cpus = tuple(run.sut_cpus)
+            first = first or cpus
+            out[run.block] = 1 if cpus == first else -1
+    return out
+
+
 def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, criteria: Criteria, role: str,
                    level: float | None = None, bias: BiasBound | None = None,
-                   paired: bool = True) -> MetricComparison | None:
+                   paired: bool = True, swapped: bool = False) -> MetricComparison | None:
     """One metric of one comparison with its interval at `level` (default 1 - alpha) and the
     call that interval makes, widened first by the design's `bias` when one is given. None when
     neither side measured it. `role` pair: the row's value for the pair, no ratio."""
@@ -167,7 +181,8 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
         return _compare_with_zeros(entry, by_block[base], by_block[new])
     higher = info["direction"] == "higher"
     result = stats_compare(by_block[base], by_block[new], metric=key, higher_is_better=higher,
-                           margin=criteria.margin, confidence=level, paired=paired)
+                           margin=criteria.margin, confidence=level, paired=paired,
+                           side=sides_of(valid, new) if swapped else None)
     entry.level = level
     entry.ratio, entry.p_value = result.ratio, _finite(result.p_value)
     entry.ci_low, entry.ci_high = _finite(result.ci_low), _finite(result.ci_high)
@@ -226,7 +241,7 @@ def compare_configs(runs: Sequence[StudyRun], base: str, new: str, keys: Sequenc
             continue
         level = (levels or {}).get(role, criteria.confidence)
         bias = design.bias if role in ("primary", "secondary") else None
-        entry = compare_metric(runs, base, new, key, criteria, role, level, bias, paired)
+        entry = compare_metric(runs, base, new, key, criteria, role, level, bias, paired, design.swapped)
         if entry is not None:
             out.metrics.append(entry)
     for key in primary if roles is None or "primary" in roles else ():

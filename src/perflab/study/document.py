@@ -89,7 +89,8 @@ class StudyDocumentBuilder:
             validity = judge_run(record, metrics.values, metrics.per_interval, self.gates, is_base, primary=self.primary)
         run = StudyRun(run_id=record.run_id, config=config, block=block, order=order, status=record.status,
                        reason=record.reason, exclusions=validity.exclusions, notes=validity.notes,
-                       users=record.config.users, rate=record.config.rate, metrics=values,
+                       users=record.config.users, rate=record.config.rate, sut_cpus=list(record.config.sut_cpus),
+                       metrics=values,
                        per_class=metrics.per_class, per_interval=metrics.per_interval,
                        caveats=[c for c in metrics.caveats if c not in validity.exclusions])
         self.doc.runs.append(run)
