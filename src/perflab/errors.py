@@ -40,6 +40,16 @@ class InputError(Exception):
         return f"{where}{field}{self.message}"
 
 
+class MissingFile(InputError):
+    """An input file that is not there: a kind of bad input a caller may want to tell apart (a
+    think-time file a workload names) without reading the message."""
+
+
+class NoCurve(InputError):
+    """A capacity model that the data cannot support (too few levels, a metric not measured):
+    its message says why, starting "no curve:"; a summary of several models lists it as a note."""
+
+
 class SutFailure(Exception):
     """The system under test failed (a worker died, a server went away).
 

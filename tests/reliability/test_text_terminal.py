@@ -130,14 +130,16 @@ def test_study_output_prints_hostile_configuration_names_literally():
 
 def test_study_progress_prints_hostile_configuration_names_literally():
     from perflab.report.progress import StudyProgress
+    from perflab.study.events import CalibrationStepDone, Progress, RunEnded, RunStarted
 
     c, buffer = _console()
     progress = StudyProgress(c)
-    progress.event("progress", {"total": 2, "index": 0, "elapsed": 0.0})
-    progress.event("run-start", {"purpose": "calibrate", "config": HOSTILE, "users": 4, "rate": None, "block": 0})
-    progress.event("calibration-step", {"util_proc_s": 50.0, "etr_t": 10.0})
-    progress.event("run-start", {"purpose": "measure", "config": HOSTILE, "users": 4, "rate": None, "block": 0})
-    progress.event("run-end", {"excluded": True, "reasons": [HOSTILE], "etr_t": 1.0})
+    progress.event(Progress(index=0, total=2, elapsed=0.0))
+    progress.event(RunStarted(config=HOSTILE, purpose="calibrate", block=0, users=4))
+    progress.event(CalibrationStepDone(users=4, rate=None, util_proc_s=50.0, etr_t=10.0))
+    progress.event(RunStarted(config=HOSTILE, purpose="measure", block=0, users=4))
+    progress.event(RunEnded(config=HOSTILE, block=0, run_id="r", status="complete", excluded=True, reasons=[HOSTILE],
+                            etr_t=1.0))
     progress.started(HOSTILE, HOSTILE)
     progress.close()
     assert_plain(buffer.getvalue())

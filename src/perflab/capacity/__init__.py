@@ -8,16 +8,25 @@
 statistics-and-capacity.md §3 is the specification; vmesa-methodology.md §1.8 the seeds' rule.
 """
 
-from perflab.capacity.compose import ITRR, compose, transition
-from perflab.capacity.laws import (
-    Bounds,
-    Supported,
-    asymptotic_bounds,
-    response_time,
-    users_supported,
-)
-from perflab.capacity.mva import MVAPoint, MVAResult, mva, schweitzer
-from perflab.capacity.usl import USLFit, fit_usl, usl
+import importlib
+from typing import Any
+
+# Imported on first use (PEP 562): the command line registers `perflab capacity` from
+# capacity/command.py, and a plain `perflab --help` should not load scipy to do it.
+_HOME = {
+    "ITRR": "compose", "compose": "compose", "transition": "compose",
+    "Bounds": "laws", "Supported": "laws", "asymptotic_bounds": "laws", "response_time": "laws",
+    "users_supported": "laws",
+    "MVAPoint": "mva", "MVAResult": "mva", "mva": "mva", "schweitzer": "mva",
+    "USLFit": "usl", "fit_usl": "usl", "usl": "usl",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'perflab.capacity' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"perflab.capacity.{_HOME[name]}"), name)
+
 
 __all__ = [
     "ITRR",

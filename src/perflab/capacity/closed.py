@@ -30,7 +30,8 @@ import numpy as np
 
 from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, finite, require_metric
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR
-from perflab.errors import InputError
+from perflab.errors import InputError, NoCurve
+from perflab.values import finite
 from perflab.records.study import StudyRun
 
 #: population beyond which users-supported searches stop (and say so) instead of looping on
@@ -131,7 +132,7 @@ def fit_closed_model(
     """Estimate D, Z and d from the sweep's levels *fit* (default: all). InputError "no curve"
     when the sweep is not over users, lacks a metric, or is not one monotone curve."""
     if data.factor != "users":
-        raise InputError(f"no curve: the closed-loop model needs a sweep over users (simulated users with "
+        raise NoCurve(f"no curve: the closed-loop model needs a sweep over users (simulated users with "
                          f"think time), this one varies {data.factor}; use `perflab capacity usl`")
     for key, label in (("etr_t", "ETR (T)"), ("avg_last_t", "AVG LAST (T)"), ("avg_think_t", "AVG THINK (T)"),
                        ("pbt_cmd_s", "PBT/CMD (S)")):
@@ -149,7 +150,7 @@ def fit_closed_model(
     levels = [data.level(v) for v in fit] if fit else list(data.levels)
     runs = [f for f in (FitRun.of(level.n, r) for level in levels for r in level.runs) if f is not None]
     if not runs:
-        raise InputError("no curve: no fitting run has PBT/CMD (S), AVG THINK (T) and AVG LAST (T)")
+        raise NoCurve("no curve: no fitting run has PBT/CMD (S), AVG THINK (T) and AVG LAST (T)")
     demand, demand_ci, df = _pooled_demand(runs, data.confidence)
     conf = data.confidence
     if df < 1:
@@ -297,7 +298,6 @@ def _supported(model: ClosedModel, rule: str, limit: float) -> Supported:
                      at.u if found else None, extrapolated, note)
 
 
-def _num(v: float) -> float | None:
-    return v if math.isfinite(v) else None
+_num = finite
 
 

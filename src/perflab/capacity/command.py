@@ -16,7 +16,7 @@ import typer
 from perflab.capacity import render
 from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
 from perflab.cli_options import StoreOpt
-from perflab.errors import InputError
+from perflab.errors import InputError, NoCurve
 from perflab.safe_text import console
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
@@ -324,7 +324,7 @@ def whatif(
         data = _data(sweep, store)
         s = supported_at_utilization(fit_closed_model(data), _target(target_util))
         if s.users is None or s.users == 0:
-            raise InputError(f"no curve: the sweep gives no users supported at {target_util:g}% ({s.note})",
+            raise NoCurve(f"no curve: the sweep gives no users supported at {target_util:g}% ({s.note})",
                              field="--sweep")
         users, base_low, base_high, measured_max = s.users, s.low, s.high, data.max_n
     lo, hi = total.ci(confidence)

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from perflab.capacity.source import StudySource
-from perflab.errors import InputError
+from perflab.errors import InputError, NoCurve
+from perflab.values import finite
 from perflab.records.study import ConfigurationRecord, StudyRun
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
@@ -69,13 +70,6 @@ class Level:
         if all(x > 0 for x in v):
             return float(math.exp(sum(math.log(x) for x in v) / len(v)))
         return float(sum(v) / len(v))
-
-
-def finite(value: Any) -> float | None:
-    """A metric value as a float when it is a finite number, else None (not measured)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -162,7 +156,7 @@ def sweep_data(source: StudySource) -> SweepData:
             raise InputError(f"two sweep points have the same {factor} ({a.n:g}): {a.label!r} and {b.label!r}",
                              file=path, field="sweep.points")
     if not levels:
-        raise InputError("no curve: the sweep has no valid run at any level", file=path, field="sweep.points")
+        raise NoCurve("no curve: the sweep has no valid run at any level", file=path, field="sweep.points")
     machine = Machine.of(doc.configurations[0] if doc.configurations else None)
     return SweepData(
         study_id=doc.study_id,
@@ -238,7 +232,7 @@ def noise_cv(data: SweepData, key: str) -> float | None:
 def require_levels(data: SweepData, needed: int, model: str) -> None:
     """InputError "no curve" when the sweep has fewer levels than *model* needs."""
     if len(data.levels) < needed:
-        raise InputError(f"no curve: {model} needs ≥ {needed} measured levels, the sweep has "
+        raise NoCurve(f"no curve: {model} needs ≥ {needed} measured levels, the sweep has "
                          f"{len(data.levels)} ({data.describe_levels()})")
 
 
@@ -247,7 +241,7 @@ def require_metric(data: SweepData, key: str, label: str, model: str) -> None:
     measured because the SUT's CPU could not be attributed)."""
     missing = [level.label for level in data.levels if level.mean(key) is None]
     if missing:
-        raise InputError(f"no curve: {model} needs {label}, not measured at {', '.join(missing)}")
+        raise NoCurve(f"no curve: {model} needs {label}, not measured at {', '.join(missing)}")
 
 
 def check_monotone(data: SweepData, key: str = "etr_t", label: str = "ETR (T)") -> None:

@@ -29,7 +29,7 @@ from perflab.capacity.scaling import Scaling, sweep_scaling
 from perflab.capacity.source import StudySource
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR, USLFit
 from perflab.capacity.uslsweep import LevelResidual, fit_sweep_usl
-from perflab.errors import InputError
+from perflab.errors import InputError, NoCurve
 
 #: population samples of the model curves (1 .. 2× the largest measured level)
 CURVE_POINTS = 60
@@ -171,7 +171,7 @@ def _try(summary: CapacitySummary, what: str, build):
     try:
         return build()
     except InputError as exc:
-        text = exc.message if exc.message.startswith("no curve") else f"no curve: {exc.message}"
+        text = exc.message if isinstance(exc, NoCurve) else f"no curve: {exc.message}"
         summary.notes.append(f"{what}: {text}")
         return None
 

@@ -86,8 +86,21 @@ class CalibrationStep(Record):
     checkpoint_pct: float | None = Field(default=None, description='CHECKPOINT: time in WAL checkpoints, %')
 
 
+LoadMode = Literal["calibrated", "fixed", "workload", "stored runs"]
+
+
 class LoadRecord(Record):
-    mode: str | None = Field(default=None, description='calibrated, fixed, workload or stored runs')
+    mode: LoadMode | None = Field(default=None, description='calibrated, fixed, workload or stored runs')
+    equal_utilization: bool = Field(default=False, description="each configuration calibrated to the target "
+                                                               "(the seeds' equal-utilization tables)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode(cls, data: Any) -> Any:
+        """study.json before perflab 0.2 wrote "calibrated, equal utilization" as the mode."""
+        if isinstance(data, dict) and data.get("mode") == "calibrated, equal utilization":
+            data = {**data, "mode": "calibrated", "equal_utilization": True}
+        return data
     users: int | None = Field(default=None, description='the load every configuration ran at (closed)')
     rate: float | None = Field(default=None, description='the load (open)')
     target_util: float | None = Field(default=None, description='the calibration target, %')

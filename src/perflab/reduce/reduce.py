@@ -12,6 +12,8 @@ Reduction is a pure function of the stored files: re-reducing a run gives identi
 
 from __future__ import annotations
 
+from perflab.values import finite
+
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,12 +214,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
 
 # -- helpers --------------------------------------------------------------------------------
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+_number = finite
 
 
 def _unique(items: list[Caveat]) -> list[Caveat]:

@@ -111,7 +111,7 @@ def sweep_capacity(study: StudyDocument) -> CapacityView | None:
 def release_capacity(study: StudyDocument) -> CapacityView | None:
     """Users supported at the calibration target by each release: base users x ITRR (S)."""
     load = study.design.load
-    if not study.comparisons or not (load.mode or "").startswith("calibrated") or load.users is None:
+    if not study.comparisons or load.mode != "calibrated" or load.users is None:
         return None
     if study.design.loads:
         return None  # equal utilization: each configuration's own calibrated users are the answer

@@ -14,6 +14,8 @@ registry's `delta` / `percent_change` so no arithmetic lives outside the registr
 
 from __future__ import annotations
 
+from perflab.values import finite
+
 import math
 from typing import Any
 
@@ -40,15 +42,8 @@ RATIO_DECIMALS_RANGE = (2, 5)
 PCT_DECIMALS_RANGE = (0, 2)
 
 
-def number(value: Any) -> float | None:
-    """A finite float, or None: NaN, infinities, bools and non-numbers are all `na`."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+#: A finite float, or None: NaN, infinities, bools and non-numbers are all `na` (perflab.values).
+number = finite
 
 
 def metric_of(key: str | None) -> Metric | None:

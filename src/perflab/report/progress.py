@@ -11,7 +11,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from perflab.catalog.registry import REGISTRY
 from perflab.safe_text import terminal as escape, visible
+from perflab.study.events import CalibrationStepDone, RunEnded, RunStarted, StudyEvent
+from perflab.study.events import Progress as ScheduleProgress
 
 
 class RunProgress:
@@ -80,38 +83,39 @@ class StudyProgress:
         if self.run_progress is not None:
             self.run_progress.tick(engine, elapsed)
 
-    # the study's events
-    def event(self, kind: str, info: dict) -> None:
-        if kind == "progress":
-            self.total, self.index, self.elapsed = info["total"], info["index"], info["elapsed"]
-        elif kind == "run-start":
-            if info["purpose"] == "calibrate":
-                load = f"{info['users']:,} users" if info["users"] is not None else f"{info['rate']:,.1f}/s"
-                header = f"calibrating [bold]{escape(info['config'])}[/bold] at {load}"
+    # the study's events (perflab.study.events)
+    def event(self, event: StudyEvent) -> None:
+        if isinstance(event, ScheduleProgress):
+            self.total, self.index, self.elapsed = event.total, event.index, event.elapsed
+        elif isinstance(event, RunStarted):
+            if event.purpose == "calibrate":
+                load = f"{event.users:,} users" if event.users is not None else f"{event.rate or 0:,.1f}/s"
+                header = f"calibrating [bold]{escape(event.config)}[/bold] at {load}"
             else:
                 left = ""
                 if self.index:
                     remaining = self.elapsed / self.index * (self.total - self.index)
                     left = f", about {remaining / 60:.1f} min left"
-                # the run's own place in the schedule (a duet's pair are two places), and its
+                # the run's own place in the schedule (a pair's runs are two places), and its
                 # block numbered as the report numbers it
-                place = info["order"] if info.get("order") is not None else self.index
-                header = (f"run {place + 1}/{self.total}: [bold]{escape(info['config'])}[/bold] "
-                          f"(block {info['block']}){left}")
+                place = event.order if event.order is not None else self.index
+                header = (f"run {place + 1}/{self.total}: [bold]{escape(event.config)}[/bold] "
+                          f"(block {event.block}){left}")
             self.console.print(header)
             self.run_progress = RunProgress(self.console, announce=False)
-        elif kind in ("run-end", "calibration-step"):
+        elif isinstance(event, (RunEnded, CalibrationStepDone)):
             if self.run_progress is not None:
                 self.run_progress.close()
                 self.run_progress = None
-            if kind == "calibration-step":
-                util = info.get("util_proc_s")
-                self.console.print(f"  UTIL/PROC (S) {_fmt(util, '.1f')}%  ETR (T) {_fmt(info.get('etr_t'), ',.1f')}/s")
+            if isinstance(event, CalibrationStepDone):
+                self.console.print(f"  UTIL/PROC (S) {_fmt(event.util_proc_s, '.1f')}%  "
+                                   f"ETR (T) {_fmt(event.etr_t, ',.1f')}/s")
             else:
-                note = ("  [yellow]excluded: " + escape("; ".join(info["reasons"])) + "[/yellow]"
-                        if info["excluded"] else "")
-                self.console.print(f"  ETR (T) {_fmt(info.get('etr_t'), ',.1f')}/s  UTIL/PROC (S) "
-                                   f"{_fmt(info.get('util_proc_s'), '.1f')}%  ITR (S) {_fmt(info.get('itr_s'), ',.1f')}"
+                note = ("  [yellow]excluded: " + escape("; ".join(event.reasons)) + "[/yellow]"
+                        if event.excluded else "")
+                primary = escape(REGISTRY.label_of(event.primary_key))
+                self.console.print(f"  ETR (T) {_fmt(event.etr_t, ',.1f')}/s  UTIL/PROC (S) "
+                                   f"{_fmt(event.util_proc_s, '.1f')}%  {primary} {_fmt(event.primary, ',.3g')}"
                                    f"{note}")
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from rich.table import Table
 from perflab.catalog.metric import Metric, Origin
 from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.records.study import MetricComparison, StudyDocument
+from perflab.stats.criteria import DEFAULT_MARGIN
 from perflab.report import numbers as fmt
 from perflab.safe_text import terminal as escape
 
@@ -214,7 +215,7 @@ def render_verdicts(doc: StudyDocument, console: Console) -> None:
         cv = "na" if aa.cv is None else f"{100 * aa.cv:.2f}%"
         console.print(f"A/A: {escape(REGISTRY.label_of(aa.metric))} CV {cv} over {aa.n_blocks} blocks; "
                       f"{aa.false_claims} false claim(s) of a change; blocks needed for ±"
-                      f"{100 * (aa.margin or 0.03):g}%: {aa.blocks_needed if aa.blocks_needed is not None else 'na'}"
+                      f"{100 * (aa.margin or DEFAULT_MARGIN):g}%: {aa.blocks_needed if aa.blocks_needed is not None else 'na'}"
                       + ("" if aa.power is None else f" (P(EQUIVALENT) at {aa.n_blocks} blocks: {aa.power:.2f})"))
     if doc.verdict is not None:
         colour = {0: "green", 1: "red", 3: "yellow", 4: "red"}.get(doc.verdict.exit_code, "yellow")

@@ -228,7 +228,7 @@ def load_text(study: StudyDocument) -> str:
     else:
         shown = fmt.NA
     if load.mode:
-        shown += f"; {load.mode}"
+        shown += f"; {load.mode}" + (", equal utilization" if load.equal_utilization else "")
     if load.target_util is not None:
         shown += f" to {text(load.target_util)}% UTIL/PROC of the base"
     if load.bottleneck:

@@ -13,29 +13,29 @@ The assumptions (run = replication unit, multiplicative noise, t-interval on log
 where they are used; statistics-and-capacity.md §5 is the specification.
 """
 
-from perflab.stats.estimate import (
-    Comparison,
-    LogInterval,
-    compare,
-    paired_log_interval,
-    welch_log_interval,
-)
-from perflab.stats.multiplicity import Overall, equivalent_overall, gate_opens
-from perflab.stats.noise import NoiseEstimate, Power, dimension, power
-from perflab.stats.schedule import interleaved_schedule, sequential_schedule
-from perflab.stats.verdict import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_MARGIN,
-    LEGACY_LABEL,
-    MIN_BLOCKS,
-    Judgement,
-    Verdict,
-    blocks_needed,
-    classify,
-    judge,
-    legacy_label,
-    margin_bounds,
-)
+import importlib
+from typing import Any
+
+# Where each name lives. Imported on first use (PEP 562): `perflab.stats.criteria`, which the
+# command line, the study file model and the reports need, then does not pull in scipy (1.5 s of
+# start-up on this machine for every `perflab` command).
+_HOME = {
+    "Comparison": "estimate", "LogInterval": "estimate", "compare": "estimate", "paired_log_interval": "estimate",
+    "welch_log_interval": "estimate",
+    "Overall": "multiplicity", "equivalent_overall": "multiplicity", "gate_opens": "multiplicity",
+    "NoiseEstimate": "noise", "Power": "noise", "dimension": "noise", "power": "noise",
+    "interleaved_schedule": "schedule", "sequential_schedule": "schedule",
+    "DEFAULT_CONFIDENCE": "verdict", "DEFAULT_MARGIN": "verdict", "LEGACY_LABEL": "verdict", "MIN_BLOCKS": "verdict",
+    "Judgement": "verdict", "Verdict": "verdict", "blocks_needed": "verdict", "classify": "verdict", "judge": "verdict",
+    "legacy_label": "verdict", "margin_bounds": "verdict",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'perflab.stats' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"perflab.stats.{_HOME[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_CONFIDENCE",

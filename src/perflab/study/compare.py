@@ -39,6 +39,7 @@ from perflab.stats.bias import BiasBound
 from perflab.stats.criteria import Criteria
 from perflab.stats.multiplicity import CLAIMS, gate_opens
 from perflab.stats.verdict import Verdict, judge
+from perflab.values import finite
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,7 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     return entry
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+_finite = finite
 
 
 def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> MetricComparison:

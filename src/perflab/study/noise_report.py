@@ -26,6 +26,7 @@ from perflab import caveats as cav
 from perflab.caveats import Caveat
 from perflab.records.study import NoiseRow, StudyDocument, StudyRun
 from perflab.catalog.registry import REGISTRY
+from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.verdict import blocks_needed
 
 
@@ -45,8 +46,8 @@ def noise_rows(doc: StudyDocument) -> list[NoiseRow]:
     interval pays for, drift common to a block cancelled), not from cv_between, which counts
     that drift and over-states what the comparison needs."""
     rows = []
-    margin = doc.design.margin or 0.03
-    confidence = doc.design.confidence or 0.95
+    margin = doc.design.margin or DEFAULT_MARGIN
+    confidence = doc.design.confidence or DEFAULT_CONFIDENCE
     for key in doc.design.primary_metrics:
         paired = {}
         for comparison in doc.comparisons:

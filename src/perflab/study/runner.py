@@ -25,7 +25,7 @@ from perflab.records.run import read_run_record
 from perflab.reduce.reduce import reduce_run
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.noise import power
-from perflab.stats.criteria import DEFAULT_CONFIDENCE
+from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.schedule import block_seed, interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
@@ -35,6 +35,7 @@ from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
 from perflab.study.arrangement import Sides, choose, measured_bias, pair_load, traits
 from perflab.study.duet import run_pair
+from perflab.study.events import CalibrationStepDone, Listener, Progress, RunEnded, RunStarted, ignore
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
@@ -160,7 +161,7 @@ def sweep_point(config: Configuration, factor: str, value: Any, name: str) -> Co
 
 class StudyRunner:
     def __init__(self, study_path: Path, store: Store, options: StudyOptions | None = None,
-                 on_event: Callable[[str, dict], None] | None = None, observer: RunObserver | None = None):
+                 on_event: Listener | None = None, observer: RunObserver | None = None):
         self.study_path = Path(study_path)
         self.options = options or StudyOptions()
         self.study, self.workload, self.workload_path = load_study(
@@ -174,7 +175,7 @@ class StudyRunner:
         if self.options.aa and self.study.sweep is not None:
             raise InputError("an A/A study compares the base with itself; a sweep has no base to repeat",
                              field="--aa")
-        self.on_event = on_event or (lambda kind, info: None)
+        self.on_event: Listener = on_event or ignore
         self.observer = observer
         self.study_id = new_run_id(self.study.name + ("-aa" if self.options.aa else ""))
         self.dir = store.home / "studies" / self.study_id
@@ -255,8 +256,7 @@ class StudyRunner:
             monitor=self.options.monitor,
             memory_limit=config.memory_limit, block=block, order=order, purpose=purpose,
             configuration=config.name)
-        self.on_event("run-start", {"config": config.name, "block": block, "order": order, "purpose": purpose,
-                                    "users": users, "rate": rate})
+        self.on_event(RunStarted(config.name, purpose, block, order, users, rate))
         return request
 
     # --- the study ----------------------------------------------------------------------------
@@ -308,7 +308,7 @@ class StudyRunner:
         for order, (block, name) in enumerate(schedule):
             if self.interrupted:
                 break
-            self.on_event("progress", {"index": order, "total": len(schedule), "elapsed": time.monotonic() - started})
+            self.on_event(Progress(order, len(schedule), time.monotonic() - started))
             config = by_name[name]
             users, rate = loads[name]
             result, metrics = self._run(config, users, rate, timing["measurement"], block, order, "measure")
@@ -359,7 +359,7 @@ class StudyRunner:
         for done, (block, entries) in enumerate(blocks.items()):
             if self.interrupted:
                 break
-            self.on_event("progress", {"index": 2 * done, "total": len(schedule), "elapsed": time.monotonic() - started})
+            self.on_event(Progress(2 * done, len(schedule), time.monotonic() - started))
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure",
                                       cpus=sides.placement(slot, block) if sides is not None else None)
                         for slot, (order, name) in enumerate(entries)]
@@ -406,10 +406,9 @@ class StudyRunner:
 
     def _run_ended(self, run, status: str) -> None:
         """The run-end event of a judged run (the progress display's line)."""
-        self.on_event("run-end", {"config": run.config, "block": run.block, "run_id": run.run_id, "status": status,
-                                  "excluded": run.excluded, "reasons": [c.text for c in run.exclusions],
-                                  "etr_t": run.metric("etr_t"), "util_proc_s": run.metric("util_proc_s"),
-                                  "itr_s": run.metric(self.builder.primary[0])})
+        key = self.builder.primary[0]
+        self.on_event(RunEnded(run.config, run.block, run.run_id, status, run.excluded, [c.text for c in run.exclusions],
+                               run.metric("etr_t"), run.metric("util_proc_s"), key, run.metric(key)))
 
     def _save(self) -> None:
         write_json_atomic(self.dir / "study.json", self.doc.dump())
@@ -431,11 +430,11 @@ class StudyRunner:
                 self._probe_for_auto(configs[0], users, rate)
             return {c.name: (users, rate) for c in configs}
         if not rule.calibrate.equal_utilization:
-            doc.design.load = self._for_duet(self._calibrate(configs[0], "calibrated"))
+            doc.design.load = self._for_duet(self._calibrate(configs[0], equal=False))
             return {c.name: (doc.design.load.users, doc.design.load.rate) for c in configs}
         loads = {}
         for i, config in enumerate(configs):
-            record = self._for_duet(self._calibrate(config, "calibrated, equal utilization"))
+            record = self._for_duet(self._calibrate(config, equal=True))
             if i == 0:
                 doc.design.load = record
             doc.design.loads[config.name] = record
@@ -477,7 +476,7 @@ class StudyRunner:
         if why is not None:
             self.builder.warn(cav.note(why))
 
-    def _calibrate(self, config: Configuration, mode: str) -> LoadRecord:
+    def _calibrate(self, config: Configuration, equal: bool) -> LoadRecord:
         cal = self.study.load.calibrate
         w = self.workload
         closed = w.closed
@@ -493,11 +492,14 @@ class StudyRunner:
                     **{key: values.get(key) for key in EVIDENCE}}
 
         outcome = calibrate(cal, measure, closed, getattr(w.load, "users", None), getattr(w.load, "rate", None),
-                            on_step=lambda step: self.on_event("calibration-step", step))
+                            on_step=lambda step: self.on_event(CalibrationStepDone(
+                                step.get("users"), step.get("rate"), step.get("util_proc_s"), step.get("etr_t"),
+                                bool(step.get("valid", True)))))
         for text in outcome.warnings:
-            self.builder.warn(cav.note(f"{config.name}: {text}" if "equal" in mode else text))
+            self.builder.warn(cav.note(f"{config.name}: {text}" if equal else text))
         self._save()
-        return LoadRecord(mode=mode, users=outcome.users, rate=outcome.rate, target_util=cal.target_util,
+        return LoadRecord(mode="calibrated", equal_utilization=equal, users=outcome.users, rate=outcome.rate,
+                          target_util=cal.target_util,
                           tolerance=cal.tolerance,
                           calibration=[CalibrationStep.model_validate(s) for s in outcome.steps],
                           bottleneck=outcome.bottleneck, calibration_run=outcome.chosen_run)
@@ -550,7 +552,7 @@ def aa_result(doc: StudyDocument) -> AAResult | None:
     if entry is None or entry.cv is None:
         return result
     result.cv, result.n_blocks = entry.cv, entry.n_blocks
-    margin = doc.design.margin or 0.03
+    margin = doc.design.margin or DEFAULT_MARGIN
     result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
                                          power=AA_POWER)
     if entry.cv > 0 and entry.n_blocks >= MIN_BLOCKS:

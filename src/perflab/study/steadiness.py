@@ -51,6 +51,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from perflab.values import as_float
+
 #: A study judges a run against the other runs' changes when it has at least this many others.
 MIN_POOL = 5
 #: The autocorrelation a lone run's null allows for: the largest the gate is built to tolerate.
@@ -222,10 +224,4 @@ def drifted(trend: Trend, limit: float, scale: Scale) -> bool:
     return abs(trend.change) > limit and abs(trend.change) > scale.critical() * scale.se
 
 
-def _num(value: Any) -> float:
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float

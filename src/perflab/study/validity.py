@@ -34,6 +34,7 @@ from perflab import caveats as cav
 from perflab.caveats import Caveat
 from perflab.catalog.registry import REGISTRY
 from perflab.records.run import RunRecord
+from perflab.values import as_float
 from perflab.study.steadiness import Scale, Series, Trend, drifted, fit
 
 Outcome = Literal["pass", "fail", "note", "not judged"]
@@ -274,11 +275,4 @@ def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[
     return out
 
 
-def _num(value: Any, default: float = float("nan")) -> float:
-    if value is None or isinstance(value, bool):
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return number
+_num = as_float

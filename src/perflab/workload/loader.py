@@ -26,7 +26,7 @@ from ruamel.yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, 
                                 SequenceStartEvent)
 from ruamel.yaml.reader import Reader
 
-from perflab.errors import InputError
+from perflab.errors import InputError, MissingFile
 from perflab.extras import check
 from perflab.tools import find_tool
 from perflab.workload import limits
@@ -120,7 +120,7 @@ def read_regular_bytes(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
+        raise MissingFile("file not found", file=path) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the file: {getattr(exc, 'strerror', None) or exc}", file=path) from None
     try:

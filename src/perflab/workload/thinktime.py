@@ -202,14 +202,14 @@ class EmpiricalThink(_Dist):
         path = Path(self.file)
         if not path.is_absolute():
             path = base_dir / path
-        from perflab.errors import InputError
+        from perflab.errors import InputError, MissingFile
         from perflab.workload.loader import read_text_file
 
         try:
             text = read_text_file(path)   # a regular file within the size limit only (no FIFO, no /dev/zero)
+        except MissingFile:
+            raise FileNotFoundError(str(path)) from None
         except InputError as exc:
-            if exc.message == "file not found":
-                raise FileNotFoundError(str(path)) from None
             raise ValueError(f"{path}: {exc.message}") from None
         data = []
         for lineno, line in enumerate(text.splitlines(), start=1):
