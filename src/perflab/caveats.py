@@ -40,6 +40,9 @@ MIN_STEADY_INTERVALS = 4
 #: Response times scatter far more than rates from one interval to the next (a queue near
 #: saturation), so their limit is wide; a growing queue passes it within seconds.
 MAX_RESPONSE_DRIFT = 1.0
+#: A utilization that is a difference of two counters (OTHER UTIL (H): the machine's busy time on
+#: the SUT's processors less the SUT's own) may read below 0 by this much before it is explained.
+NEGATIVE_UTIL_PCT = 1.0
 #: A split duet's CPU (its SUT and the other configuration's driver) this busy gave the driver no
 #: sure turn: the pair is excluded.
 CPU_FULL_PCT = 98.0
@@ -70,6 +73,7 @@ class Code(StrEnum):
     SCATTER = "scatter"
     SUT_UNMONITORED = "sut_unmonitored"    # a SUT perflab did not start, with no monitor on its host
     MONITOR_LOST = "monitor_lost"          # the SUT host's monitor stopped answering during the window
+    MONITOR_GAP = "monitor_gap"            # ... and answered again: a gap inside the window
     DRIVER_LOST = "driver_lost"            # one of several drivers stopped answering: the run failed
     DUET = "duet"              # the study ran each block's two runs at the same time on the same CPUs
     NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
@@ -255,6 +259,40 @@ def monitor_lost(monitor: str, url: str, lost_at: float | None, reason: str | No
                        + (f" ({reason})" if reason else "")
                        + f": {', '.join(rows)} na for the window it left uncovered",
                   values={"monitor": monitor, "url": url, "lost_at": lost_at, "reason": reason, "rows": rows})
+
+
+def monitor_gap(monitor: str, url: str, gaps: list[tuple[float, float, str | None]]) -> Caveat:
+    """The SUT host's monitor did not answer for a while inside the window, then answered again
+    (an agent restarted, a network blip): the window's totals come from cumulative counters at its
+    edges and are exact; what the rows per interval show across the gap is a straight line."""
+    spans = ", ".join(f"{a:.1f}-{b:.1f} s" + (f" ({why})" if why else "") for a, b, why in gaps)
+    missing = sum(b - a for a, b, _ in gaps)
+    return Caveat(code=Code.MONITOR_GAP,
+                  text=f"the SUT host's monitor ({monitor} {url}) did not answer for {missing:.1f} s of the window "
+                       f"({spans}): the window's totals are exact (cumulative counters at its edges), the per-interval "
+                       f"rows across the gap are drawn straight, not measured",
+                  values={"monitor": monitor, "url": url, "gaps": [list(g) for g in gaps], "seconds": missing})
+
+
+def remote_source(monitor: str, url: str, host: str | None, offset_s: float | None, error_s: float | None,
+                  drift_s: float | None, samples: int | None, failures: int | None) -> Caveat:
+    """Where a remote run's (H), (S) and (V) rows came from: the monitor, the SUT host, the clocks."""
+    clock = ("" if offset_s is None else f"; its clock {1000 * offset_s:+.1f} ms from the driver's (± "
+             f"{1000 * (error_s or 0):.1f} ms" + ("" if drift_s is None else f", drifting {1000 * drift_s:+.2f} ms "
+                                                  f"over the run") + ")")
+    losses = "" if not failures else f"; {failures} of {(samples or 0) + failures} samples unanswered"
+    return note(f"the (H), (S) and (V) rows come from the SUT host {host or '(unnamed)'} through its {monitor} at "
+                f"{url}{clock}{losses}", monitor=monitor, url=url, host=host, clock_offset_s=offset_s,
+                clock_error_s=error_s, clock_drift_s=drift_s, samples=samples, failures=failures)
+
+
+def negative_utilization(label: str, value: float, remote: bool) -> Caveat:
+    """A difference of two busy-time counters that came out below 0: it means none, and why."""
+    where = ("the SUT host's /proc/stat and the SUT's own counters are read by its monitor a little apart in time, "
+             "and each sample's network round trip shifts one against the other" if remote else
+             "/proc/stat counts the processors' time in ticks (1/HZ), the SUT's cgroup in nanoseconds")
+    return note(f"{label} reads {value:.1f}%: below 0, it means the SUT used all the time the machine counted on its "
+                f"processors -- read it as 0 ({where})", label=label, value=value)
 
 
 def driver_lost(index: int, node: str | None, reason: str) -> Caveat:

@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -44,7 +45,10 @@ def agent_command(
                                "any address but the loopback needs --token"),
     token: Optional[str] = typer.Option(None, "--token", envvar="PERFLAB_AGENT_TOKEN",
                                         help=f"require this token (at least {MIN_TOKEN_CHARS} characters) on every "
-                                             "request"),
+                                             "request; better from the environment (PERFLAB_AGENT_TOKEN) or "
+                                             "--token-file, which `ps` does not show"),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+                                              help="read the token from this file's first line"),
     cgroup: Optional[str] = typer.Option(None, "--cgroup", help="the SUT's cgroup (a directory under "
                                          "/sys/fs/cgroup, or a cgroup path such as /system.slice/nginx.service)"),
     pid_match: Optional[str] = typer.Option(None, "--pid-match", help="the SUT's processes: a regular expression "
@@ -59,7 +63,8 @@ def agent_command(
 
     Prints the agent's URL, then answers until Ctrl-C or SIGTERM. Read-only.
 
-    Example (on the SUT host): `perflab agent --pid-match postgres --listen 0.0.0.0:8766 --token "$TOKEN"`
+    Example (on the SUT host): `perflab agent --pid-match postgres --listen 0.0.0.0:8766 --token-file
+    /etc/perflab/token`
     """
     from perflab.extras import require
     from perflab.monitor.agent import Agent, AgentConfig, pg_counter_spec, resolve_cgroup, serve
@@ -67,6 +72,13 @@ def agent_command(
 
     require("aiohttp.web", extra="net", feature="perflab agent")   # before anything is bound or printed
 
+    if token_file is not None:
+        if token is not None:
+            raise InputError("give the token once: --token (or PERFLAB_AGENT_TOKEN) or --token-file",
+                             field="--token-file")
+        from perflab.workload.loader import read_text_file
+
+        token = (read_text_file(token_file).splitlines() or [""])[0].strip()
     host, port = _split_listen(listen)
     if (cgroup is None) == (pid_match is None):
         raise InputError("give the SUT as --cgroup PATH or --pid-match REGEX (one of them)",

@@ -180,6 +180,14 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
                                              samples.uncovered))
         else:
             warnings += [cav.note(n) for n in samples.notes]
+        if host is not None:
+            inside = [(max(float(g["from"]), window.start), min(float(g["to"]), window.end), g.get("reason"))
+                      for g in host.gaps if g.get("to") is not None and g.get("from") is not None
+                      and float(g["to"]) > window.start and float(g["from"]) < window.end]
+            if inside:
+                warnings.append(cav.monitor_gap(host.monitor, host.url, inside))
+            warnings.append(cav.remote_source(host.monitor, host.url, host.hostname, host.clock_offset_s,
+                                              host.clock_error_s, host.clock_drift_s, host.samples, host.failures))
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
     if run.driver is not None and run.driver.spilled_bytes:
@@ -461,6 +469,9 @@ def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Cave
     known = any(c.code is cav.Code.DRIVER_SATURATED for c in already)
     if not known and (saturated or (driver_cpu is not None and driver_cpu >= cav.DRIVER_SATURATION_PCT)):
         notes.append(cav.driver_saturated(driver_cpu))
+    other = values.get("other_util_h")
+    if other is not None and other < -cav.NEGATIVE_UTIL_PCT:
+        notes.append(cav.negative_utilization("OTHER UTIL (H)", other, run.sut is not None and run.sut.host is not None))
     deviation = values.get("little_dev")
     tolerance = little_tolerance_pct(values, thinks)
     if deviation is not None and tolerance is not None and abs(deviation) > tolerance:

@@ -57,12 +57,20 @@ def _samples(text: str):
     """(metric name without the _total suffix, labels, value) for every finite sample."""
     parser = require("prometheus_client.parser", extra="net",
                      feature="reading a Prometheus exporter (monitor.node_exporter)")
-    for family in parser.text_string_to_metric_families(text):
+    try:
+        families = list(parser.text_string_to_metric_families(text))
+    except (ValueError, TypeError, IndexError) as exc:
+        raise NotPrometheus(f"the answer is not Prometheus text ({exc}): not an exporter's metrics page") from None
+    for family in families:
         for sample in family.samples:
             if not math.isfinite(sample.value):
                 continue
             name = sample.name[:-6] if sample.name.endswith("_total") else sample.name
             yield name, sample.labels, float(sample.value)
+
+
+class NotPrometheus(ValueError):
+    """A page that is not the Prometheus text format (a web server's page, an agent's JSON)."""
 
 
 def node_exporter_columns(text: str) -> dict[str, float]:

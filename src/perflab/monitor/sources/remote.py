@@ -33,7 +33,7 @@ from typing import Any
 from perflab.extras import MissingExtra, require
 
 from . import SourceUnavailable
-from .prometheus import cpus_in, node_exporter_columns, process_exporter_columns
+from .prometheus import NotPrometheus, cpus_in, node_exporter_columns, process_exporter_columns
 
 #: node_exporter collectors perflab reads (its `collect[]` filter): scraping only these costs
 #: the exporter and the driver's monitor a small fraction of a full scrape.
@@ -125,6 +125,31 @@ def _join(base: str, path: str) -> str:
     return base.rstrip("/") + path
 
 
+def _agent_json(http: Http, url: str, path: str, expect: tuple[str, ...]) -> dict[str, Any]:
+    """A perflab agent's JSON answer at `path`, with the keys it always has; RemoteUnavailable
+    in one line when the server there is something else (a web server, a node_exporter)."""
+    address = _join(url, path)
+    text = http.get(address)
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or any(key not in answer for key in expect):
+        shown = " ".join(text.split())[:60]
+        raise RemoteUnavailable(f"{address}: not a perflab agent (its answer {shown!r} is not the agent's JSON; "
+                                f"is it another server's port? `perflab agent` prints its own address)")
+    return answer
+
+
+def _exporter_columns(http: Http, url: str, params, read) -> dict[str, float]:
+    """An exporter's columns; RemoteUnavailable in one line when the page is not Prometheus text."""
+    text = http.get(url, params)
+    try:
+        return read(text)
+    except NotPrometheus as exc:
+        raise RemoteUnavailable(f"{url}: {exc}") from None
+
+
 def _node_params(url: str):
     # The user's own query (a proxy's, or collect[] of their choice) is kept as given.
     return None if urllib.parse.urlsplit(url).query else [("collect[]", c) for c in NODE_COLLECTORS]
@@ -136,7 +161,7 @@ def measure_clock(http: Http, url: str, tries: int = CLOCK_TRIES) -> tuple[float
     best = None
     for _ in range(tries):
         t1, w1 = time.monotonic(), time.time()
-        answer = json.loads(http.get(_join(url, "/clock")))
+        answer = _agent_json(http, url, "/clock", ("monotonic", "realtime"))
         t2, w2 = time.monotonic(), time.time()
         half = (t2 - t1) / 2
         candidate = (half, answer["monotonic"] - (t1 + t2) / 2, answer["realtime"] - (w1 + w2) / 2)
@@ -151,7 +176,7 @@ def probe(spec: RemoteSpec) -> HostInfo:
     http = Http(spec.timeout_s, spec.token)
     try:
         if spec.kind == "agent":
-            facts = json.loads(http.get(_join(spec.url, "/info")))
+            facts = _agent_json(http, spec.url, "/info", ("perflab", "provides"))
             offset, error, wall = measure_clock(http, spec.url)
             return HostInfo(kind="agent", url=spec.url, hostname=facts.get("hostname"), boot_id=facts.get("boot_id"),
                             cpus=list(facts.get("cpus") or []), memory_bytes=facts.get("memory_bytes"),
@@ -159,7 +184,7 @@ def probe(spec: RemoteSpec) -> HostInfo:
                             wall_offset_s=wall, agent_version=facts.get("perflab"),
                             sources=dict(facts.get("sources") or {}))
         w1 = time.time()
-        columns = node_exporter_columns(http.get(spec.url, _node_params(spec.url)))
+        columns = _exporter_columns(http, spec.url, _node_params(spec.url), node_exporter_columns)
         w2 = time.time()
         cpus = cpus_in(columns)
         if not cpus:
@@ -167,7 +192,9 @@ def probe(spec: RemoteSpec) -> HostInfo:
                                     "(or its cpu collector is off)")
         provides = ["h"]
         if spec.process_url:
-            groups = process_exporter_columns(http.get(spec.process_url), list(spec.groups) if spec.groups else None)
+            groups = _exporter_columns(http, spec.process_url, None,
+                                       lambda text: process_exporter_columns(text, list(spec.groups) if spec.groups
+                                                                             else None))
             if spec.groups and not any(k.startswith("s.") for k in groups):
                 raise RemoteUnavailable(f"{spec.process_url}: the process-exporter has no group "
                                         f"{sorted(spec.groups)} (yet)")
