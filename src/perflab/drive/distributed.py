@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +41,12 @@ from perflab.records.run import DriverHostRecord
 
 CLOCK_TRIES = 7
 CONNECT_TRIES = 3
+#: How long the head's Ray Client port may take to accept a connection before the cluster is
+#: called unreachable (ray.init itself retries for about 30 s).
+REACH_TIMEOUT_S = 3.0
+#: How long a placement group may wait for its CPUs: a cluster with room places at once; one
+#: without would wait forever, and the run should say so in seconds.
+PLACE_TIMEOUT_S = 5.0
 START_LEAD_S = 1.0  # t0 this far ahead of the start command: every driver has it before t0
 DRAIN_INTERVAL_S = 1.0
 CALL_TIMEOUT_S = 30.0
@@ -49,6 +56,83 @@ END_SLACK_S = 30.0  # beyond the engine's own grace for the last transactions
 def import_ray():
     return require("ray", extra="ray", feature="drivers on several hosts (Ray, on this host and every node)",
                    field="drivers")
+
+
+def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """A ray://HOST:PORT whose port does not accept a TCP connection within `timeout_s` is
+    unreachable: one line now, not ray.init's half-minute of retries."""
+    import socket
+
+    if not address.startswith("ray://"):
+        return
+    host, _, port = address[len("ray://"):].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as exc:
+        why = "no answer" if isinstance(exc, socket.timeout) else (getattr(exc, "strerror", None) or str(exc))
+        raise InputError(f"cannot reach the Ray cluster at {address}: {why} within {timeout_s:g} s (is the head "
+                         f"started with its client server on that port?)", field="drivers.ray") from None
+
+
+@dataclass(frozen=True)
+class RecentRows:
+    """Rows [first, first + len(ok)) of the drained transactions (drive/live.py reads these)."""
+
+    first: int
+    ok: np.ndarray
+    intended: np.ndarray
+    end: np.ndarray
+
+
+class DrainedRows:
+    """The transactions the drivers reported so far, seen as the live display sees a local run's
+    recorder: counts, the rows since a mark, an error's text."""
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self.errors = 0
+        self._ok: list[np.ndarray] = []
+        self._intended: list[np.ndarray] = []
+        self._end: list[np.ndarray] = []
+        self._errors: dict[int, str] = {}
+        self._n = 0
+
+    def add(self, table: pa.Table) -> None:
+        ok = table.column("ok").to_numpy(zero_copy_only=False).astype(bool)
+        self._ok.append(ok)
+        self._intended.append(table.column("intended_start").to_numpy(zero_copy_only=False).astype(float))
+        self._end.append(table.column("end").to_numpy(zero_copy_only=False).astype(float))
+        if "error" in table.column_names:
+            for i in np.flatnonzero(~ok):
+                self._errors[self._n + int(i)] = str(table.column("error")[int(i)].as_py())
+        self.completed += int(ok.sum())
+        self.errors += int((~ok).sum())
+        self._n += len(ok)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def recent(self, a: int, b: int) -> RecentRows:
+        ok = np.concatenate(self._ok) if self._ok else np.zeros(0, bool)
+        intended = np.concatenate(self._intended) if self._intended else np.zeros(0)
+        end = np.concatenate(self._end) if self._end else np.zeros(0)
+        return RecentRows(a, ok[a:b], intended[a:b], end[a:b])
+
+    def error_at(self, index: int) -> str | None:
+        return self._errors.get(index)
+
+
+@dataclass
+class ClusterView:
+    """What a run's observers read of an engine (phases, recorder, users, rate), for a run whose
+    engines run on the cluster's nodes: the terminal's progress line and live.json of `perflab
+    serve` show a Ray run as they show a local one."""
+
+    phases: Any
+    users: int | None
+    rate: float | None
+    recorder: DrainedRows = field(default_factory=DrainedRows)
 
 
 @dataclass
@@ -66,6 +150,7 @@ class Driver:
     tables: list[pa.Table] = field(default_factory=list)
     outcome: dict[str, Any] | None = None
     lost: str | None = None
+    reported_until: float | None = None  # the end of its last transaction reported, seconds since t0
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -88,6 +173,7 @@ class DriverCluster:
         ray = import_ray()
         spec = plan.drivers
         address = "auto" if spec.ray == "auto" else spec.ray
+        check_reachable(address)
         last: Exception | None = None
         for _ in range(CONNECT_TRIES):
             try:
@@ -124,8 +210,13 @@ class DriverCluster:
         if plan.users is not None:
             count = min(count, plan.users)  # every driver has at least one user
         strategy = "STRICT_SPREAD" if spec.spread and count <= len(nodes) else "SPREAD"
+        free = float(ray.available_resources().get("CPU", 0.0))
+        if count > free:
+            raise InputError(f"the Ray cluster has {free:g} free CPU(s) over {len(nodes)} alive node(s): {count} "
+                             f"driver(s) need one each (ask for fewer with drivers.count, or add nodes)",
+                             field="drivers.count")
         group = placement_group([{"CPU": 1}] * count, strategy=strategy)
-        ready, _ = ray.wait([group.ready()], timeout=60)
+        ready, _ = ray.wait([group.ready()], timeout=PLACE_TIMEOUT_S)
         if not ready:
             from ray.util.placement_group import remove_placement_group
 
@@ -180,8 +271,25 @@ class DriverCluster:
 
     # -- the run ---------------------------------------------------------------------------
 
-    def drive(self, plan: RunPlan, t0: float, dsn: str | None, failure: Callable[[], str | None] | None):
-        """Run every driver's share; -> (status, reason). Transactions: `table()` afterwards."""
+    def describe(self, sut: str) -> str:
+        """Where the load came from, for the report's placement line."""
+        nodes = sorted({d.node or "?" for d in self.drivers})
+        pinned = " (each pinned to one CPU)" if any(d.cpus for d in self.drivers) else ""
+        return f"{len(self.drivers)} driver(s) on Ray, node(s) {', '.join(nodes)}{pinned}; {sut}"
+
+    def window_end(self, planned: float) -> float:
+        """The end of a run cut short: when every driver's reports still covered it -- a driver
+        lost mid-run reported up to its last drain, the others went on a second or so longer,
+        and a window past the lost one's last report would count its users as idle."""
+        covered = [d.reported_until for d in self.drivers if d.reported_until is not None]
+        return min([planned, *covered]) if covered else planned
+
+    def drive(self, plan: RunPlan, t0: float, dsn: str | None, failure: Callable[[], str | None] | None,
+              on_tick: Callable[[Any, float], None] | None = None):
+        """Run every driver's share; -> (status, reason). Transactions: `table()` afterwards.
+        `on_tick(view, elapsed)`: after every round of drains, what the drivers reported so far
+        (a `ClusterView`), for the run's observers."""
+        view = ClusterView(plan.phases, plan.users, plan.rate)
         phases = {"stagger": plan.phases.stagger, "stabilization": plan.phases.stabilization,
                   "measurement": plan.phases.measurement}
         count = len(self.drivers)
@@ -206,7 +314,14 @@ class DriverCluster:
             while not all(d.outcome is not None or d.lost for d in self.drivers):
                 time.sleep(DRAIN_INTERVAL_S)
                 for d in self.drivers:
-                    self._drain(d)
+                    added = self._drain(d)
+                    if added is not None:
+                        view.recorder.add(added)
+                if on_tick is not None:
+                    try:
+                        on_tick(view, time.monotonic() - t0)
+                    except Exception:  # a display that fails must not stop the run
+                        on_tick = None
                     if d.outcome is None and not d.lost and time.monotonic() > deadline:
                         d.lost = f"no end reported {wait:g} s after the window's end"
                 lost = [d for d in self.drivers if d.lost]
@@ -233,18 +348,25 @@ class DriverCluster:
                 status, reason = outcome["status"], f"driver {d.index}: {outcome.get('reason')}"
         return status, reason
 
-    def _drain(self, d: Driver) -> None:
+    def _drain(self, d: Driver) -> pa.Table | None:
+        """The driver's new rows (also kept in `d.tables`), None when there are none."""
         if d.lost:
-            return
+            return None
         try:
             table, outcome = self.ray.get(d.actor.drain.remote(), timeout=CALL_TIMEOUT_S)
         except Exception as exc:
             d.lost = _why_lost(exc)
-            return
+            return None
         if outcome is not None and d.outcome is None:
             d.outcome = outcome
         if table is not None and table.num_rows:
-            d.tables.append(table.append_column("driver", pa.array([d.index] * table.num_rows, pa.int16())))
+            table = table.append_column("driver", pa.array([d.index] * table.num_rows, pa.int16()))
+            d.tables.append(table)
+            ends = pc.max(table.column("end")).as_py()
+            if ends is not None:
+                d.reported_until = max(d.reported_until or 0.0, float(ends))
+            return table
+        return None
 
     # -- the ending ------------------------------------------------------------------------
 

@@ -218,6 +218,9 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
         if cluster is not None:
             table = cluster.table()
             record.drivers = cluster.records()
+            if life.ending.status != "complete":
+                window = (life.plan.phases.window_start,
+                          max(life.plan.phases.window_start, cluster.window_end(life.plan.phases.window_end)))
             cluster.close()
         try:
             result = life.finish(table, engine, window)
@@ -234,4 +237,14 @@ def _drive_distributed(life: RunLifecycle, cluster: Any, pids, counter_spec, com
     life.start_clock(t0, time.time() + (t0 - time.monotonic()))
     life.start_monitor(pids, counter_spec, components, driver_pid=None)
     life.record.config = life.record.config.model_copy(update={"driver_cpus": []})
-    life.ending.status, life.ending.reason = cluster.drive(life.plan, t0, dsn, failure)
+    sut = f"SUT on CPU {','.join(map(str, life.plan.placement.sut_cpus))}" if life.record.sut is None or \
+        life.record.sut.host is None else f"SUT on its host ({life.record.sut.host.url})"
+    life.record.fingerprint["placement"] = cluster.describe(sut)
+    live = life.live_writer()
+    ticks = [t for t in (life.observer.tick if life.observer is not None else None, live.tick) if t is not None]
+
+    def tick(view: Any, elapsed: float) -> None:
+        for each in ticks:
+            each(view, elapsed)
+
+    life.ending.status, life.ending.reason = cluster.drive(life.plan, t0, dsn, failure, on_tick=tick)

@@ -89,6 +89,7 @@ def render_metrics(metrics: Any, console: Console) -> None:
     console.print(table)
     _render_classes(metrics, console)
     _render_components(metrics, console)
+    _render_drivers(metrics, console)
     _render_little(metrics, console)
     _render_warnings(metrics, console)
 
@@ -115,6 +116,20 @@ def _render_components(metrics: Any, console: Console) -> None:
         table.add_column(f"{REGISTRY.label_of(key)} {REGISTRY[key].unit}".strip(), justify="right")
     for name, row in metrics.per_component.items():
         table.add_row(escape(name), *[_fmt(key, row.get(key)) for key in keys])
+    console.print(table)
+
+
+def _render_drivers(metrics: Any, console: Console) -> None:
+    from perflab.report.run_view import drivers_table
+
+    view = drivers_table(metrics.record) if getattr(metrics, "record", None) is not None else None
+    if view is None:
+        return
+    table = Table(title=view.title, title_justify="left", header_style="bold")
+    for column in view.columns:
+        table.add_column(column)
+    for row in view.rows:
+        table.add_row(*[escape(cell) for cell in row])
     console.print(table)
 
 

@@ -94,6 +94,7 @@ class RunReport:
     data: v.DataTable | None
     classes: v.Table | None
     components: v.Table | None
+    drivers: v.Table | None
     little: str
     errors: v.Table | None
     charts: list[ch.Chart]
@@ -142,7 +143,8 @@ def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool
         gates=judged.gates, gate_verdict=judged.verdict, gate_source=judged.source, counted=judged.counted,
         exclusions=judged.exclusions, invalid=list(record.invalid), thresholds=threshold_rows(record, values),
         data=data_table(metrics) if metrics else None, classes=class_table(metrics) if metrics else None,
-        components=component_table(metrics) if metrics else None, little=little_text(values) if metrics else "",
+        components=component_table(metrics) if metrics else None, drivers=_drivers(record),
+        little=little_text(values) if metrics else "",
         errors=error_table(run_dir, metrics.window if metrics else None),
         charts=build_charts(metrics, percentiles) if metrics and charts else [],
         workload=workload_rows(record), config=config_rows(record), hardware=hardware_rows(record),
@@ -150,6 +152,14 @@ def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool
         study=record.study, metrics=metrics.to_json() if metrics else {}, interval_percentiles=percentiles,
         record=record,
     )
+
+
+def _drivers(record: RunRecord) -> v.Table | None:
+    """The per-driver table of a Ray run (perflab.report.run_view, as `perflab show` prints it)."""
+    from perflab.report.run_view import drivers_table
+
+    table = drivers_table(record)
+    return None if table is None else v.Table(table.columns, table.rows)
 
 
 def header(record: RunRecord, metrics: RunMetrics | None) -> list[tuple[str, str]]:
@@ -575,6 +585,8 @@ def render_markdown(report: RunReport) -> str:
         out += ["## Transaction classes", ""] + _md_table(report.classes.columns, report.classes.rows)
     if report.components is not None:
         out += ["## Servers (V)", ""] + _md_table(report.components.columns, report.components.rows)
+    if report.drivers is not None:
+        out += ["## Drivers (Ray)", ""] + _md_table(report.drivers.columns, report.drivers.rows)
     if report.little:
         out += [_md_cell(report.little), ""]
     if report.errors is not None:
