@@ -601,7 +601,7 @@ def render_markdown(report: RunReport) -> str:
 
 
 RUN_FIELDS = {"status", "reason", "valid", "invalid", "label", "study", "workload_path", "config", "fingerprint",
-              "window", "driver", "created", "finished"}
+              "window", "driver", "drivers", "sut", "created", "finished"}
 
 
 def render_json(report: RunReport) -> str:
