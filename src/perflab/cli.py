@@ -12,16 +12,23 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from perflab.capacity.command import capacity_app
 from perflab.cli_options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
-from perflab.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, EXIT_USAGE, InputError,
-                            SutFailure)
+from perflab.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO_COMPARISON,
+    EXIT_OK,
+    EXIT_USAGE,
+    InputError,
+    SutFailure,
+)
 from perflab.monitor.agent_command import agent_command
-from perflab.safe_text import console, terminal as escape
+from perflab.safe_text import console
+from perflab.safe_text import terminal as escape
 from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
@@ -54,8 +61,8 @@ def _version(value: bool) -> None:
 def _root(
     show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="print perflab's version and exit"),
-    show_completion: Optional[str] = completion_option("show"),
-    install_completion: Optional[str] = completion_option("install"),
+    show_completion: str | None = completion_option("show"),
+    install_completion: str | None = completion_option("install"),
 ) -> None:
     """perflab: a performance evaluation lab. Drive a system under test, measure what every
     transaction costs, compare releases.
@@ -116,24 +123,24 @@ def schema(kind: str = typer.Argument("workload", help="workload or study")) -> 
 @app.command()
 def run(
     workload: Path = typer.Argument(..., help="workload YAML file"),
-    users: Optional[int] = typer.Option(None, "--users", "-u", min=1, help="simulated users (closed loop)"),
-    rate: Optional[float] = typer.Option(None, "--rate", "-r", min=0.001, help="arrivals per second (open loop)"),
-    duration: Optional[str] = typer.Option(None, "--duration", "-d", help="measurement period, e.g. 30s, 5m"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="random seed (script choices, think times, parameters)"),
-    label: Optional[str] = typer.Option(None, "--label", help="a name for this configuration"),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="SUT worker processes"),
-    sut_cpus: Optional[str] = typer.Option(None, "--sut-cpus", help="CPUs for the SUT, e.g. 1 or 1-3"),
-    driver_cpus: Optional[str] = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
+    users: int | None = typer.Option(None, "--users", "-u", min=1, help="simulated users (closed loop)"),
+    rate: float | None = typer.Option(None, "--rate", "-r", min=0.001, help="arrivals per second (open loop)"),
+    duration: str | None = typer.Option(None, "--duration", "-d", help="measurement period, e.g. 30s, 5m"),
+    seed: int | None = typer.Option(None, "--seed", help="random seed (script choices, think times, parameters)"),
+    label: str | None = typer.Option(None, "--label", help="a name for this configuration"),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="SUT worker processes"),
+    sut_cpus: str | None = typer.Option(None, "--sut-cpus", help="CPUs for the SUT, e.g. 1 or 1-3"),
+    driver_cpus: str | None = typer.Option(None, "--driver-cpus", help="CPUs for the driver"),
     no_monitor: bool = NoMonitorOpt,
-    drivers: Optional[str] = typer.Option(None, "--drivers", help="drive from several hosts: a Ray cluster, "
+    drivers: str | None = typer.Option(None, "--drivers", help="drive from several hosts: a Ray cluster, "
                                           "ray://HEAD:10001 or auto (pip install 'perflab[ray]')"),
-    driver_count: Optional[int] = typer.Option(None, "--driver-count", min=1, help="driver processes on the "
+    driver_count: int | None = typer.Option(None, "--driver-count", min=1, help="driver processes on the "
                                                "cluster (default: one per node)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
-    threshold: Optional[list[str]] = typer.Option(
+    threshold: list[str] | None = typer.Option(
         None, "--threshold", metavar="EXPR", help="a limit the run must meet, e.g. 'resp_p95_t < 0.5' (repeatable; "
         "added to the workload's thresholds); exit 1 when one is violated"),
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id.
 
@@ -143,11 +150,11 @@ def run(
 
     Example: `perflab run examples/debit-credit.yaml --users 8 --duration 30s`
     """
+    from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.drive.plan import RunRequest
     from perflab.drive.run import execute_run
     from perflab.outcome import judge_outcome, run_exit_code
     from perflab.reduce.reduce import reduce_run
-    from perflab.catalog.thresholds import evaluate, parse_threshold, violated
     from perflab.report.progress import RunProgress
     from perflab.report.terminal import outcome_markup, render_summary, render_thresholds
     from perflab.store.catalog import CatalogError, Store
@@ -197,7 +204,7 @@ def runs(
     limit: int = typer.Option(30, "--limit", "-n", min=1, max=10**9, help="how many runs (newest first)"),
     rescan: bool = typer.Option(False, "--rescan", help="rebuild the catalog from the run directories"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """List stored runs.
 
@@ -239,7 +246,7 @@ def show(
     run_ref: str = typer.Argument("last", metavar="RUN", help="run id, unique prefix, path, or 'last'"),
     as_json: bool = typer.Option(False, "--json", help="metrics as JSON, keyed as in the metric catalog"),
     html: bool = typer.Option(False, "--html", help="write the run's self-contained report.html into its directory"),
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Show a run's metrics, grouped as the seed reports group them.
 
@@ -262,18 +269,18 @@ def show(
 @app.command()
 def study(
     study_file: Path = typer.Argument(..., metavar="STUDY", help="study YAML file"),
-    measurement: Optional[str] = typer.Option(None, "--measurement", help="override every run's measurement period"),
-    stabilization: Optional[str] = typer.Option(None, "--stabilization", help="override the stabilization period"),
-    blocks: Optional[int] = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
+    measurement: str | None = typer.Option(None, "--measurement", help="override every run's measurement period"),
+    stabilization: str | None = typer.Option(None, "--stabilization", help="override the stabilization period"),
+    blocks: int | None = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
     aa: bool = typer.Option(False, "--aa", help="A/A: run the base against itself; report the noise and the "
                             "blocks the margin needs"),
     duet: bool = typer.Option(False, "--duet", help="run each block's two configurations at the same time on the "
                               "same CPUs (as `duet: true` in the file): the host's slow spells cancel from their ratio"),
-    arrangement: Optional[str] = typer.Option(None, "--arrangement", help="how a block's two runs run, whatever the "
+    arrangement: str | None = typer.Option(None, "--arrangement", help="how a block's two runs run, whatever the "
                                               "file says: one-at-a-time, duet or split-duet (docs/studies.md)"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
     no_monitor: bool = NoMonitorOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Run a study: calibrate, interleaved blocks, gates, verdicts; write the reports.
 
@@ -317,15 +324,15 @@ def compare(
     a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or "
                             "study:STUDY_ID:CONFIG"),
     b: str = typer.Argument(..., metavar="B", help="new: the same forms"),
-    metric: Optional[list[str]] = typer.Option(None, "--metric", "-m", help="primary metrics: their verdicts decide "
+    metric: list[str] | None = typer.Option(None, "--metric", "-m", help="primary metrics: their verdicts decide "
                                                "the exit code (default: the study's, else itr_s)"),
-    margin: Optional[float] = typer.Option(None, "--margin", help="equivalence margin (0.03 = ±3%)"),
-    confidence: Optional[float] = typer.Option(None, "--confidence", help="the level of the intervals, 1 - alpha "
+    margin: float | None = typer.Option(None, "--margin", help="equivalence margin (0.03 = ±3%)"),
+    confidence: float | None = typer.Option(None, "--confidence", help="the level of the intervals, 1 - alpha "
                                                "(0.95); the older spelling of --family-alpha"),
-    family_alpha: Optional[float] = typer.Option(None, "--family-alpha",
+    family_alpha: float | None = typer.Option(None, "--family-alpha",
                                                  help="error rate of all claims of a change together (0.05)"),
-    report_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also write report.md/html/json here"),
-    store: Optional[Path] = StoreOpt,
+    report_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="also write report.md/html/json here"),
+    store: Path | None = StoreOpt,
 ) -> None:
     """Compare stored runs or run groups (a regression gate for CI pipelines).
 
@@ -380,7 +387,7 @@ def accuracy(
                                   help="with --studies: the checkout's examples directory"),
     summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; rewrite the "
                                       "section and the bias file from the results file"),
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Measure perflab against systems of known cost; write docs/accuracy.md.
 

@@ -15,7 +15,6 @@ markup would take `[ray]` for a style).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
@@ -24,7 +23,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 MARKUP_MODE = "markdown"
 
 
-def _store_location(value: Optional[Path]) -> Optional[Path]:
+def _store_location(value: Path | None) -> Path | None:
     from perflab.store.catalog import store_home
     from perflab.store.location import check_store_location
 
@@ -49,7 +48,7 @@ def completion_option(action: str):
 
     completion_init()   # typer's completion classes answer the _PERFLAB_COMPLETE protocol
 
-    def callback(ctx, param, value: Optional[str]):
+    def callback(ctx, param, value: str | None):
         if value is None or ctx.resilient_parsing:
             return None
         if value not in SHELLS:

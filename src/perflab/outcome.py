@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["judge_outcome", "run_exit_code"]
 
 
-def judge_outcome(record: "RunRecord", metrics: Any = None) -> RunOutcome:
+def judge_outcome(record: RunRecord, metrics: Any = None) -> RunOutcome:
     """The run's outcome. `metrics`: its reduction (a RunMetrics: `values`, `per_interval`,
     `caveats`); None when it could not be reduced -- then what its record says alone."""
     if metrics is None:

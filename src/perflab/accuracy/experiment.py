@@ -16,13 +16,14 @@ import math
 import random
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel, Field
 
 from perflab.accuracy.cases import CASES, Case, knob_changes
+from perflab.accuracy.truth import TruthMeasurement
 from perflab.errors import InputError
 from perflab.store.catalog import Store
 
@@ -107,10 +108,8 @@ def read_results(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResu
     return knobs, studies
 
 
-def read_all(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult], dict[str, "TruthMeasurement"]]:
+def read_all(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult], dict[str, TruthMeasurement]]:
     """Everything an accuracy results file holds: knob calibrations, study results, truths."""
-    from perflab.accuracy.truth import TruthMeasurement
-
     knobs: dict[str, KnobCalibration] = {}
     studies: list[StudyResult] = []
     truths: dict[str, TruthMeasurement] = {}
@@ -193,7 +192,7 @@ def calibrated_users(case: Case, examples: Path, store: Store) -> int | None:
 
 
 def measure_truth(case: Case, examples: Path, store: Store, knob: KnobCalibration,
-                  on_progress: Callable[[str], None]) -> "TruthMeasurement":
+                  on_progress: Callable[[str], None]) -> TruthMeasurement:
     from perflab.accuracy.truth import measure_alternating, measure_mixed
 
     users = calibrated_users(case, examples, store)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from perflab.accuracy.experiment import StudyResult
 

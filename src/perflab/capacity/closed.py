@@ -24,15 +24,16 @@ Who calls: `summary.capacity_summary` and the `perflab capacity mva|bounds|suppo
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, finite, require_metric
+from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, require_metric
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR
 from perflab.errors import InputError, NoCurve
-from perflab.values import finite
 from perflab.records.study import StudyRun
+from perflab.values import finite
 
 #: population beyond which users-supported searches stop (and say so) instead of looping on
 MAX_USERS = 1_000_000
@@ -83,10 +84,9 @@ class ClosedModel:
 
     def predict(self, n: int, *, think: float | None = None, demand: float | None = None) -> Prediction:
         """The model at population *n* (optionally with another think time or demand)."""
-        last = None
-        for last in mva_steps(self.demand if demand is None else demand, self.processors, self.delay,
-                              self.think if think is None else think, int(n)):
-            pass
+        steps = deque(mva_steps(self.demand if demand is None else demand, self.processors, self.delay,
+                                self.think if think is None else think, int(n)), maxlen=1)
+        last = steps[0] if steps else None
         if last is None:
             raise InputError(f"population must be ≥ 1, got {n!r}")
         return last
@@ -231,10 +231,8 @@ def _fit_delay(runs: list[FitRun], processors: float) -> float:
 
 
 def _predict_one(n: int, demand: float, processors: float, delay: float, think: float) -> Prediction:
-    last = None
-    for last in mva_steps(demand, processors, delay, think, n):
-        pass
-    return last
+    steps = deque(mva_steps(demand, processors, delay, think, n), maxlen=1)
+    return steps[0] if steps else None
 
 
 def supported_at_utilization(model: ClosedModel, target: float) -> Supported:

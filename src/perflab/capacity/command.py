@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -73,10 +72,10 @@ def summary(
     study: str = StudyArg,
     target_util: float = TargetOpt,
     response_limit: float = LimitOpt,
-    fit: Optional[str] = FitOpt,
+    fit: str | None = FitOpt,
     demand: str = DemandOpt,
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Everything at once for a sweep: measured levels, USL, MVA, bounds, users supported (or,
     for a sut_cpus sweep, scaling per processor); a note for each model that could not be built.
@@ -108,9 +107,9 @@ def summary(
 @capacity_app.command()
 def usl(
     study: str = StudyArg,
-    confidence: Optional[float] = typer.Option(None, "--confidence", help="interval level (default: the study's)"),
+    confidence: float | None = typer.Option(None, "--confidence", help="interval level (default: the study's)"),
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Fit the Universal Scalability Law to ETR (T) over a users, workers or sut_cpus sweep:
     α, β, γ, peak N and peak ETR with intervals, and the residuals. Needs ≥ 6 levels.
@@ -132,10 +131,10 @@ def usl(
 @capacity_app.command()
 def mva(
     study: str = StudyArg,
-    fit: Optional[str] = FitOpt,
+    fit: str | None = FitOpt,
     demand: str = DemandOpt,
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """MVA from the measured demand (PBT/CMD (S)) and think time, beside every measured level of
     a users sweep; levels outside --fit are held out (their ETR and response are predictions).
@@ -167,9 +166,9 @@ def mva(
 @capacity_app.command()
 def bounds(
     study: str = StudyArg,
-    fit: Optional[str] = FitOpt,
+    fit: str | None = FitOpt,
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Operational-law (asymptotic) bounds on ETR (T) and AVG LAST (T) from the measured demand
     and think time, beside each measured level, and the knee N*.
@@ -197,9 +196,9 @@ def supported(
     study: str = StudyArg,
     target_util: float = TargetOpt,
     response_limit: float = LimitOpt,
-    fit: Optional[str] = FitOpt,
+    fit: str | None = FitOpt,
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Users supported at a target utilization and at a response-time limit (MVA from the
     measured demand), each with the interval the demand's run-to-run spread implies.
@@ -225,7 +224,7 @@ def cpus(
     source: str = typer.Argument(..., metavar="SOURCE",
                                  help="a sut_cpus sweep study, or a seed-table CSV with PROCESSORS and ITR (H) rows"),
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """ITRR per added processor (the LSPR shape) from a CPUs-online sweep or a seed table.
 
@@ -246,11 +245,12 @@ def cpus(
 
 @capacity_app.command()
 def compose(
-    steps: List[str] = typer.Argument(..., metavar="STEP...",
+    steps: list[str] = typer.Argument(..., metavar="STEP...",
                                       help="study[#CONFIG] | runs:A..B | [NAME=]RATIO[:LOW:HIGH]"),
-    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="interval level of the product (and of given LOW:HIGH)"),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence",
+                                     help="interval level of the product (and of given LOW:HIGH)"),
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Compose ITRRs (A→B then B→C gives A→C): ratios multiply, log variances add.
 
@@ -296,13 +296,13 @@ def matrix(
 
 @capacity_app.command()
 def whatif(
-    steps: List[str] = typer.Argument(..., metavar="STEP...", help="ITRR steps, as for `compose`"),
-    users: Optional[int] = typer.Option(None, "--users", min=1, help="users supported now (measured)"),
-    sweep: Optional[str] = typer.Option(None, "--sweep", help="a users sweep: users supported now at --target-util"),
+    steps: list[str] = typer.Argument(..., metavar="STEP...", help="ITRR steps, as for `compose`"),
+    users: int | None = typer.Option(None, "--users", min=1, help="users supported now (measured)"),
+    sweep: str | None = typer.Option(None, "--sweep", help="a users sweep: users supported now at --target-util"),
     target_util: float = TargetOpt,
     confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="interval level"),
     as_json: bool = JsonOpt,
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
 ) -> None:
     """Users supported after a change of ITRR: N_new = N × ITRR at the same utilization.
 

@@ -17,7 +17,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-
 from perflab.errors import InputError
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
 

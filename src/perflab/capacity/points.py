@@ -21,9 +21,9 @@ import numpy as np
 
 from perflab.capacity.source import StudySource
 from perflab.errors import InputError, NoCurve
-from perflab.values import finite
 from perflab.records.study import ConfigurationRecord, StudyRun
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
+from perflab.values import finite
 
 #: factors whose value is a concurrency a capacity model can use
 NUMERIC_FACTORS = ("users", "workers", "sut_cpus")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from perflab.errors import InputError
 from perflab.records.study import StudyDocument, read_study_document
+from perflab.store.catalog import is_plain_name, store_home
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,6 @@ class StudySource:
 
     document: StudyDocument
     path: Path | None = None
-from perflab.store.catalog import is_plain_name, store_home
 
 
 def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:

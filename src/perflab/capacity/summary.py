@@ -23,8 +23,8 @@ from perflab.capacity.closed import (
     supported_at_response,
     supported_at_utilization,
 )
-from perflab.capacity.points import SweepData, sweep_data
 from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
+from perflab.capacity.points import SweepData, sweep_data
 from perflab.capacity.scaling import Scaling, sweep_scaling
 from perflab.capacity.source import StudySource
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR, USLFit

@@ -30,8 +30,8 @@ Choices, and why:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 import warnings as _warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -26,11 +26,45 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.catalog.metric import (ANY, BATCH, INSTVER, SERVER, SFS, SUMMARY, ZOS, Alias, Direction, F,
-                                   Formula, Metric, Origin, Registry, Value, normalize_label)
+from perflab.catalog.metric import (
+    ANY,
+    BATCH,
+    INSTVER,
+    SERVER,
+    SFS,
+    SUMMARY,
+    ZOS,
+    Alias,
+    Direction,
+    F,
+    Formula,
+    Metric,
+    Origin,
+    Registry,
+    Value,
+    normalize_label,
+)
 
-__all__ = ["REGISTRY", "ROLES", "PHRASES", "COMPONENT_COMPARED", "Metric", "Formula", "Alias", "Direction", "Origin", "Registry", "Value", "GROUPS",
-           "SEED_GROUPS", "normalize_label", "mean_of", "compose", "delta", "percent_change"]
+__all__ = [
+    "REGISTRY",
+    "ROLES",
+    "PHRASES",
+    "COMPONENT_COMPARED",
+    "Metric",
+    "Formula",
+    "Alias",
+    "Direction",
+    "Origin",
+    "Registry",
+    "Value",
+    "GROUPS",
+    "SEED_GROUPS",
+    "normalize_label",
+    "mean_of",
+    "compose",
+    "delta",
+    "percent_change",
+]
 
 HIGHER, LOWER, NONE = Direction.HIGHER, Direction.LOWER, Direction.NONE
 SEED = Origin.SEED

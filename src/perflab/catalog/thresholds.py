@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 #: The comparison operators of the grammar (two-character ones first in the pattern).
 OPERATORS: dict[str, Callable[[float, float], bool]] = {

@@ -32,10 +32,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from perflab.catalog.registry import delta, percent_change
 from perflab.derive.checks import Gap, Outcome, Underivable, Unknown, first_problem
 from perflab.derive.headers import Change, ChangeHeading, change_heading
 from perflab.derive.table import Cell, Kind, Row, Table
-from perflab.catalog.registry import delta, percent_change
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from perflab.catalog.registry import REGISTRY
 from perflab.derive.average import check_averages, has_average, n_way
 from perflab.derive.checks import Check, Status
 from perflab.derive.metric_table import PARAMETER, check_metric_table
@@ -22,7 +23,6 @@ from perflab.derive.render import Tally, render_check_list, render_metric_table,
 from perflab.derive.siblings import Siblings
 from perflab.derive.summary_tables import check_matrix, check_pairs, check_runs
 from perflab.derive.table import AVERAGE, Table, is_average, read_table
-from perflab.catalog.registry import REGISTRY
 
 
 @dataclass

@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from perflab.catalog.metric import Formula, Metric, Registry
 from perflab.derive.changes import Elsewhere, change_outcome, plan_changes
 from perflab.derive.checks import Check, Gap, Outcome, Unknown, first_problem, judge
 from perflab.derive.interval import Interval
 from perflab.derive.resolve import RowMeaning, resolve_rows
 from perflab.derive.table import Cell, Kind, Row, Table
-from perflab.catalog.metric import Formula, Metric, Registry
 
 PARAMETER = "parameter"
 

@@ -80,7 +80,7 @@ def render_metric_table(console: Console, title: str, header: list[str], rows: l
         by_cell.setdefault((check.line, check.col), []).append(check)
     columns = header[1:]
     shown: list[list[tuple[str, int]]] = []          # per row, per column: (markup, plain width)
-    for label, line, cells, known in rows:
+    for _label, line, cells, known in rows:
         row_cells = []
         for index, cell in enumerate(cells):
             found = by_cell.get((line, index))
@@ -104,7 +104,7 @@ def render_metric_table(console: Console, title: str, header: list[str], rows: l
             used = label_width + 4
         slices[-1].append(i)
         used += width + 3
-    for n, part in enumerate(slices):
+    for part in slices:
         suffix = f" — columns {part[0] + 1}–{part[-1] + 1} of {len(columns)}" if len(slices) > 1 else ""
         table = RichTable(title=escape(title + suffix), title_justify="left", header_style="bold")
         table.add_column(escape(header[0]), no_wrap=True)

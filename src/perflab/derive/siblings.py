@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perflab.catalog.metric import Registry
 from perflab.derive.checks import Gap, Outcome, Unknown
 from perflab.derive.metric_table import MetricTable
 from perflab.derive.table import Table, read_table
 from perflab.errors import InputError
-from perflab.catalog.metric import Registry
 
 
 @dataclass

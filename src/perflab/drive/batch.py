@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from perflab.drive.engine import Engine, Outcome
 from perflab.drive.plan import RunPlan
@@ -40,7 +40,7 @@ class BatchEngine(Engine):
         self.on_mark: Callable[[], float | None] | None = None
         self.marks: list[float | None] = []
 
-    async def run(self, on_tick: Callable[["Engine", float], None] | None = None, tick_s: float = 0.5) -> Outcome:
+    async def run(self, on_tick: Callable[[Engine, float], None] | None = None, tick_s: float = 0.5) -> Outcome:
         self.outcome.started_at = time.monotonic()
         if self.on_mark is not None:
             self.marks.append(self.on_mark())  # a sample right before the first job (nothing runs yet)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -169,7 +170,7 @@ class DriverCluster:
     # -- before the run --------------------------------------------------------------------
 
     @classmethod
-    def connect(cls, plan: RunPlan) -> "DriverCluster":
+    def connect(cls, plan: RunPlan) -> DriverCluster:
         ray = import_ray()
         spec = plan.drivers
         address = "auto" if spec.ray == "auto" else spec.ray
@@ -197,7 +198,7 @@ class DriverCluster:
             raise
 
     @classmethod
-    def _place(cls, ray, plan: RunPlan) -> "DriverCluster":
+    def _place(cls, ray, plan: RunPlan) -> DriverCluster:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 

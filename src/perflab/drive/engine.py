@@ -21,8 +21,9 @@ import asyncio
 import itertools
 import math
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Iterator, Protocol
+from typing import Protocol
 
 from perflab.drive.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
 from perflab.drive.params import ParamMaker
@@ -209,7 +210,7 @@ class Engine:
 
     # --- the run ------------------------------------------------------------------------
 
-    async def run(self, on_tick: Callable[["Engine", float], None] | None = None, tick_s: float = 0.5) -> Outcome:
+    async def run(self, on_tick: Callable[[Engine, float], None] | None = None, tick_s: float = 0.5) -> Outcome:
         loop = asyncio.get_running_loop()
         self.outcome.started_at = time.monotonic()
         window = asyncio.ensure_future(self._measure_driver(loop))

@@ -18,17 +18,17 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from perflab import __version__
-from perflab import caveats
+from perflab import __version__, caveats
 from perflab.drive.deadline import deadlines_of
 from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
@@ -36,8 +36,7 @@ from perflab.drive.plan import RunPlan
 from perflab.drive.remote_sut import account, redacted
 from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
-from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
-                                 WindowRecord)
+from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
 from perflab.store.active import ActiveRuns
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import CatalogError, Store, new_run_id
@@ -95,7 +94,7 @@ def recording_ending(ending: Ending):
         raise
 
 
-def recorded_table(life: "RunLifecycle", recorder: Any) -> pa.Table | None:
+def recorded_table(life: RunLifecycle, recorder: Any) -> pa.Table | None:
     """The recorder's table, or None with the run marked failed when its spilled rows cannot be
     read back (the spill files are then kept beside the record: the caller removes them only
     once transactions.parquet exists)."""
@@ -119,7 +118,7 @@ DUET_START_TIMEOUT_S = 600.0
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 class RunLifecycle:

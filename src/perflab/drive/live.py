@@ -14,9 +14,10 @@ import datetime as dt
 import os
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ class LiveWriter:
             recent_s=None if previous is None else elapsed - previous.elapsed,
             etr_t=recent.etr_t, avg_last_t=recent.avg_last_t, resp_p90_t=recent.resp_p90_t,
             util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, last_error=self.last_error,
-            updated=now, updated_iso=dt.datetime.fromtimestamp(now, dt.timezone.utc).isoformat(timespec="seconds"),
+            updated=now, updated_iso=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="seconds"),
             history=list(self.history),
         )
 

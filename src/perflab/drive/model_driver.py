@@ -54,16 +54,16 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflab import __version__
-from perflab import caveats
+from perflab import __version__, caveats
 from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.lifecycle import RunObserver, RunResult, now_iso
 from perflab.drive.params import ParamMaker
@@ -71,8 +71,7 @@ from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
 from perflab.drive.recorder import SCHEMA, THINKS_SCHEMA
 from perflab.drive.remote_sut import redacted
 from perflab.errors import InputError
-from perflab.records.run import (Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord,
-                                 WindowRecord)
+from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.workload.model import OpenLoad

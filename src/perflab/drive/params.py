@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from perflab.workload.model import Choice, Constant, ParamSpec, RandomInt, Sequence
 from perflab.workload.rng import UserRandom

@@ -29,8 +29,8 @@ from perflab.drive.engine import Phases
 from perflab.drive.remote_sut import remote_spec
 from perflab.errors import InputError
 from perflab.monitor.sources.remote import RemoteSpec
-from perflab.workload import limits
 from perflab.sut.placement import Placement, resolve_placement
+from perflab.workload import limits
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 from perflab.workload.service_port import TOKEN as SERVICE_PORT
 from perflab.workload.service_port import free_port, replace_in_text

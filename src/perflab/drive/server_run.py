@@ -23,9 +23,9 @@ from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, rec
 from perflab.drive.plan import RunPlan
 from perflab.drive.recorder import SPILL_FILE, Recorder
 from perflab.drive.remote_sut import host_record
-from perflab.monitor.sources.remote import HostInfo
 from perflab.errors import SutFailure
 from perflab.extras import require
+from perflab.monitor.sources.remote import HostInfo
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
 from perflab.sut.service import Service

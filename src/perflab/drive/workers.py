@@ -25,9 +25,10 @@ import struct
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perflab.errors import SutFailure
 

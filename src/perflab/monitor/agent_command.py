@@ -12,7 +12,6 @@ import re
 import socket
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -43,20 +42,20 @@ def _is_loopback(host: str) -> bool:
 def agent_command(
     listen: str = typer.Option(DEFAULT_LISTEN, "--listen", help="HOST:PORT to listen on (port 0: any free port); "
                                "any address but the loopback needs --token"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="PERFLAB_AGENT_TOKEN",
+    token: str | None = typer.Option(None, "--token", envvar="PERFLAB_AGENT_TOKEN",
                                         help=f"require this token (at least {MIN_TOKEN_CHARS} characters) on every "
                                              "request; better from the environment (PERFLAB_AGENT_TOKEN) or "
                                              "--token-file, which `ps` does not show"),
-    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+    token_file: Path | None = typer.Option(None, "--token-file", metavar="FILE",
                                               help="read the token from this file's first line"),
-    cgroup: Optional[str] = typer.Option(None, "--cgroup", help="the SUT's cgroup (a directory under "
+    cgroup: str | None = typer.Option(None, "--cgroup", help="the SUT's cgroup (a directory under "
                                          "/sys/fs/cgroup, or a cgroup path such as /system.slice/nginx.service)"),
-    pid_match: Optional[str] = typer.Option(None, "--pid-match", help="the SUT's processes: a regular expression "
+    pid_match: str | None = typer.Option(None, "--pid-match", help="the SUT's processes: a regular expression "
                                             "searched in process names and command lines"),
-    component: Optional[list[str]] = typer.Option(None, "--component", help="NAME=REGEX: a SUT component, "
+    component: list[str] | None = typer.Option(None, "--component", help="NAME=REGEX: a SUT component, "
                                                   "(V) rows (repeatable)"),
-    pg: Optional[str] = typer.Option(None, "--pg", help="PostgreSQL's counters: postgresql://user@host:port/db"),
-    cpus: Optional[str] = typer.Option(None, "--cpus", help="the SUT's processors on this host, e.g. 1-3 "
+    pg: str | None = typer.Option(None, "--pg", help="PostgreSQL's counters: postgresql://user@host:port/db"),
+    cpus: str | None = typer.Option(None, "--cpus", help="the SUT's processors on this host, e.g. 1-3 "
                                        "(default: its cgroup's cpuset, else every online CPU)"),
 ) -> None:
     """Serve this host's counters to a perflab driver elsewhere (docs/distributed.md).

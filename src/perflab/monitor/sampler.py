@@ -29,9 +29,10 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 MACHINE_SOURCES = ("proc_stat", "vmstat", "diskstats", "netdev")
 

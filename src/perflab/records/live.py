@@ -18,7 +18,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-
 LIVE_FILE = "live.json"
 LIVE_VERSION = 1
 

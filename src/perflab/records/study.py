@@ -368,7 +368,7 @@ class StudyDocument(Record):
     _warnings = field_validator("warnings", mode="before")(classmethod(lambda cls, v: _caveat_list(v)))
 
     @model_validator(mode="after")
-    def _title(self) -> "StudyDocument":
+    def _title(self) -> StudyDocument:
         if not self.title:
             self.title = self.name or " -> ".join(c.name for c in self.configurations) or "perflab study"
         return self

@@ -12,8 +12,6 @@ Reduction is a pure function of the stored files: re-reducing a run gives identi
 
 from __future__ import annotations
 
-from perflab.values import finite
-
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,13 +20,20 @@ from typing import Any
 import numpy as np
 
 from perflab import caveats as cav
+from perflab.catalog.registry import REGISTRY
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord, read_run_record
-from perflab.catalog.registry import REGISTRY
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
-from perflab.reduce.transactions import (WindowTransactions, harness_total, instructions_total, per_bucket,
-                                         read_window_transactions, response_rows)
+from perflab.reduce.transactions import (
+    WindowTransactions,
+    harness_total,
+    instructions_total,
+    per_bucket,
+    read_window_transactions,
+    response_rows,
+)
 from perflab.reduce.window import Window, bucket_width, coverage
+from perflab.values import finite
 
 # Rows reported per transaction class and per time bucket.
 CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from perflab.capacity.points import NUMERIC_FACTORS
 from perflab.capacity.source import StudySource
 from perflab.capacity.summary import CapacitySummary, capacity_summary
+from perflab.catalog.registry import REGISTRY
 from perflab.errors import InputError
 from perflab.records.study import StudyDocument
-from perflab.catalog.registry import REGISTRY
 from perflab.report import numbers as fmt
 
 

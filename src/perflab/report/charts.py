@@ -17,15 +17,16 @@ import html
 import io
 import re
 import textwrap
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from perflab.records.study import StudyDocument
 from perflab.catalog.registry import REGISTRY
+from perflab.records.study import StudyDocument
 from perflab.report import numbers as fmt
 from perflab.report.view import verdict_cell
 from perflab.safe_text import visible
@@ -219,7 +220,7 @@ def _ratio_panel(ax, study: StudyDocument, key: str, bounds: tuple[float, float]
                 ha="center", va="center", fontsize=7)
         ax.set_yticks([])
         return
-    for y, (name, entry) in enumerate(rows):
+    for y, (_name, entry) in enumerate(rows):
         colour = VERDICT_COLOURS.get(str(entry.verdict), "#333333")
         r, lo, hi = (fmt.number(v) for v in (entry.ratio, entry.ci_low, entry.ci_high))
         if lo is not None and hi is not None:

@@ -16,11 +16,12 @@ registry's roles and phrases.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
 from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
 from perflab.report import numbers as fmt
 
 #: A utilization drop smaller than this (relative) is not worth a caveat: the seeds called

@@ -8,7 +8,8 @@ wrote and escapes itself; it is marked safe here, in one place.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jinja2
 from markupsafe import Markup

@@ -13,7 +13,6 @@ from typing import Any
 from perflab.report import view as v
 from perflab.safe_text import visible
 
-
 _INLINE = re.compile(
     r"[\\`*<~]"                          # code, emphasis, HTML and autolinks, strikethrough
     r"|\](?=[(\[:])"                      # "](", "][" and "]:" would make a link, an image or a definition

@@ -14,13 +14,12 @@ registry's `delta` / `percent_change` so no arithmetic lives outside the registr
 
 from __future__ import annotations
 
-from perflab.values import finite
-
 import math
 from typing import Any
 
-from perflab.records.study import MetricComparison
 from perflab.catalog.registry import REGISTRY, Metric, delta, percent_change
+from perflab.records.study import MetricComparison
+from perflab.values import finite
 
 NA = "na"
 # Hyphen-minus, not the typographic minus: numbers copied out of a report must parse.

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from perflab.catalog.registry import REGISTRY
-from perflab.safe_text import terminal as escape, visible
+from perflab.safe_text import terminal as escape
+from perflab.safe_text import visible
 from perflab.study.events import CalibrationStepDone, RunEnded, RunStarted, StudyEvent
 from perflab.study.events import Progress as ScheduleProgress
 

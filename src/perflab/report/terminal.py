@@ -15,9 +15,9 @@ from rich.table import Table
 from perflab.catalog.metric import Metric, Origin
 from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.records.study import MetricComparison, StudyDocument
-from perflab.stats.criteria import DEFAULT_MARGIN
 from perflab.report import numbers as fmt
 from perflab.safe_text import terminal as escape
+from perflab.stats.criteria import DEFAULT_MARGIN
 
 # The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
 SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)

@@ -9,16 +9,16 @@ out, never guessed.
 from __future__ import annotations
 
 import math
-
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
 from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
 from perflab.report import discussion
-from perflab.sut.fingerprint import MACHINE_IDENTITY
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
+from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 #: The legacy continuity column of statistics-and-capacity.md §5.5 (same text as
 #: perflab.stats.verdict.LEGACY_LABEL; repeated so rendering does not import scipy).

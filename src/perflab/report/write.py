@@ -8,9 +8,10 @@ file. A new format is one more entry in EXPORTERS.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from perflab.records.study import as_study_document
 from perflab.report.html import render_html

@@ -20,22 +20,23 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
 
 from perflab.errors import InputError
 from perflab.extras import require
-from perflab.report import numbers as fmt
-from perflab.serve import compare as cmp
-from perflab.serve import run_report
 from perflab.records.live import LiveStatus
 from perflab.records.study import StudyDocument
+from perflab.report import numbers as fmt
 from perflab.report import view as report_view
 from perflab.report.html import plain_text
+from perflab.serve import compare as cmp
+from perflab.serve import run_report
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -23,10 +22,10 @@ MIN_TOKEN_CHARS = 16
 
 
 def serve_command(
-    store: Optional[Path] = StoreOpt,
+    store: Path | None = StoreOpt,
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on; any but the loopback needs a token"),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="port (0: any free port)"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="PERFLAB_SERVE_TOKEN",
+    token: str | None = typer.Option(None, "--token", envvar="PERFLAB_SERVE_TOKEN",
                                         help="require this token on every request (generated when the address "
                                              "is not the loopback and none is given)"),
 ) -> None:

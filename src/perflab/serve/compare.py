@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK, InputError
 from perflab.records.study import MetricComparison, StudyDocument
@@ -36,7 +37,7 @@ class CompareQuery:
     criteria: tuple[float, float] | None = None                     # None: the study's, else the defaults
 
     @classmethod
-    def from_query(cls, query: Mapping[str, str]) -> "CompareQuery | None":
+    def from_query(cls, query: Mapping[str, str]) -> CompareQuery | None:
         """None when the form has not been filled in; InputError when it is wrong."""
         from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 

@@ -13,15 +13,16 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from perflab.catalog.registry import REGISTRY
 from perflab.errors import InputError
 from perflab.records.live import LiveStatus, read_live
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import StudyDocument, read_study_document
-from perflab.catalog.registry import REGISTRY
 from perflab.store.catalog import RunRow, Store, pid_alive
 from perflab.store.outcome import OutcomeKind, RunOutcome, record_outcome
 
@@ -57,7 +58,7 @@ class RunFilter:
     limit: int = 500
 
     @classmethod
-    def from_query(cls, query: dict[str, str]) -> "RunFilter":
+    def from_query(cls, query: dict[str, str]) -> RunFilter:
         f = cls(**{k: (query.get(k) or "").strip() for k in ("workload", "label", "status", "study", "since", "until")})
         if f.status and f.status not in STATUSES + OUTCOMES:
             raise InputError(f"expected one of {', '.join(STATUSES + OUTCOMES)}, got {f.status!r}", field="status")

@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jinja2
 import matplotlib
@@ -29,21 +30,21 @@ import numpy as np
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from perflab.caveats import DRIVER_SATURATION_PCT, Caveat
+from perflab.catalog.metric import Origin
+from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.catalog.thresholds import ThresholdResult, evaluate
+from perflab.caveats import Caveat
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import Design, LoadRecord, StudyDocument, StudyRun, read_study_document
-from perflab.catalog.metric import Origin
 from perflab.reduce.reduce import RunMetrics, reduce_run
-from perflab.catalog.registry import GROUPS, REGISTRY
-from perflab.catalog.thresholds import ThresholdResult, evaluate
 from perflab.reduce.transactions import read_window_transactions
 from perflab.reduce.window import Window
-from perflab.stats.quantiles import nearest_rank
 from perflab.report import charts as ch
 from perflab.report import numbers as fmt
 from perflab.report import view as v
 from perflab.report.html import is_number
+from perflab.stats.quantiles import nearest_rank
 from perflab.sut.fingerprint import split_fingerprint
 
 #: The seeds' groups, then perflab's raw window totals (as `perflab show` orders them).

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from perflab.extras import require
 

@@ -45,7 +45,7 @@ class Criteria:
 
     @classmethod
     def from_fields(cls, margin: float | None = None, confidence: float | None = None,
-                    family_alpha: float | None = None, alpha: float | None = None) -> "Criteria":
+                    family_alpha: float | None = None, alpha: float | None = None) -> Criteria:
         """Criteria from a file's or a command line's fields, any of them missing (the default).
         `confidence` and `family_alpha` are the older spellings of `alpha` (confidence c is alpha
         1 − c); ValueError when two given ones disagree."""

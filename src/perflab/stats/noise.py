@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from perflab.errors import InputError
-from perflab.stats.estimate import NOISY_CV, Comparison, jsonable, compare
+from perflab.stats.estimate import NOISY_CV, Comparison, compare, jsonable
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,

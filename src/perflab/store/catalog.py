@@ -16,13 +16,13 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from perflab.errors import InputError
-from perflab.store.outcome import OutcomeKind, RunOutcome, outcome_of, record_outcome
 from perflab.records.run import RunRecord, parse_run_record
+from perflab.store.outcome import OutcomeKind, RunOutcome, outcome_of, record_outcome
 
 DEFAULT_HOME = "perflab-runs"
 

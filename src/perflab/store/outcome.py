@@ -25,9 +25,10 @@ judged again once reduced (`Store.set_etr`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat
@@ -118,7 +119,7 @@ class RunOutcome:
         return [c.text for c in self.reasons]
 
 
-def classify(record: "RunRecord", exclusions: Sequence[Caveat] | None = None,
+def classify(record: RunRecord, exclusions: Sequence[Caveat] | None = None,
              caveats: Sequence[Caveat] | None = None) -> RunOutcome:
     """The run's outcome (see the module doc), from what the exclusion rule says of it.
 
@@ -143,14 +144,14 @@ def classify(record: "RunRecord", exclusions: Sequence[Caveat] | None = None,
     return RunOutcome(OutcomeKind.MONITOR_LOST if lost else OutcomeKind.COMPLETE, lost)
 
 
-def record_outcome(record: "RunRecord") -> RunOutcome:
+def record_outcome(record: RunRecord) -> RunOutcome:
     """What the run's record alone says of its outcome (judged=False): its status, its own
     caveats, a monitor lost in the window. The error rate and the window's gates need its
     reduction (`perflab.outcome.judge_outcome`)."""
     return classify(record)
 
 
-def _lost_monitor_of_record(record: "RunRecord") -> tuple[Caveat, ...]:
+def _lost_monitor_of_record(record: RunRecord) -> tuple[Caveat, ...]:
     """The SUT host's monitor lost before the window's end, as the record tells it (the
     reduction says the same with the rows it left na: `reduce_run`'s monitor_lost caveat)."""
     host = record.sut.host if record.sut is not None else None

@@ -24,9 +24,9 @@ import os
 import platform
 import tempfile
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow.parquet as pq
 
@@ -255,8 +255,9 @@ def render_accuracy(result: dict, fingerprint: dict) -> str:
         '- (H) rows and VIO/CMD are whole-machine: anything else running on the machine lands in them. Regenerate on',
         '  an otherwise idle machine (`perflab accuracy`); the load average at the start is printed below.',
         "",
-        f"Load average (1 min) when the experiment started: {result.get('loadavg', 'na')}.",        "",
-        "Runs: " + ", ".join(l.run_id for l in result["levels"]) + f", {result['io']['run_id']}.",
+        f"Load average (1 min) when the experiment started: {result.get('loadavg', 'na')}.",
+        "",
+        "Runs: " + ", ".join(level.run_id for level in result["levels"]) + f", {result['io']['run_id']}.",
         "",
     ]
     return "\n".join(lines)

@@ -76,7 +76,7 @@ class Sides:
     second: list[int]
 
     @classmethod
-    def of(cls, cpus: list[int]) -> "Sides":
+    def of(cls, cpus: list[int]) -> Sides:
         if len(cpus) < 2:
             raise ValueError("a split duet needs at least two CPUs")
         half = len(cpus) // 2

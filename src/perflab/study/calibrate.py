@@ -12,8 +12,8 @@ The run closest to the target is kept when the target cannot be reached within t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from perflab.study.model import Calibration
 
@@ -87,11 +87,12 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
     result.users, result.rate = chosen["users"], chosen["rate"]
     result.chosen_run = chosen.get("run_id")
     if chosen["util_proc_s"] is not None and abs(chosen["util_proc_s"] - rule.target_util) > rule.tolerance:
+        load = f"{chosen['users']:d} users" if closed else f"{chosen['rate']:.1f}/s"
         result.bottleneck = bottleneck(result.steps, rule.target_util)
         result.warnings.append(
             f"calibration reached UTIL/PROC (S) {chosen['util_proc_s']:.1f}%, not the target "
             f"{rule.target_util:.0f}% ± {rule.tolerance:.0f} (after {len(result.steps)} steps): the comparison runs "
-            f"at {'%d users' % chosen['users'] if closed else '%.1f/s' % chosen['rate']}"
+            f"at {load}"
             + (f"; {result.bottleneck}" if result.bottleneck else ""))
     return result
 

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 from perflab.caveats import Caveat
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
-from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 from perflab.stats import compare as stats_compare
 from perflab.stats.bias import BiasBound
 from perflab.stats.criteria import Criteria

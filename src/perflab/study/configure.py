@@ -126,7 +126,8 @@ def sqlite_release(workload: Workload) -> tuple[str, str | None] | None:
 
         version = parse_requirement(target.release).version
     else:
-        from importlib.metadata import PackageNotFoundError, version as installed_version
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed_version
 
         try:
             version = installed_version("apsw")

@@ -10,23 +10,31 @@ and the study's exit code (perflab.study.compare).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord
-from perflab.records.study import (ConfigurationRecord, Design, GatesRecord, StudyDocument, StudyRun,
-                                   WorkloadSummary)
+from perflab.records.study import ConfigurationRecord, Design, GatesRecord, StudyDocument, StudyRun, WorkloadSummary
 from perflab.reduce.reduce import RunMetrics
 from perflab.stats.criteria import Criteria
 from perflab.study.compare import SOLO, DesignTraits, flatten_components, judge_all
-from perflab.study.validity import (STEADY_CODES, GateSettings, RunValidity, judge_run, pooled_scales, run_trends,
-                                   steady_gates, steady_series)
+from perflab.study.validity import (
+    STEADY_CODES,
+    GateSettings,
+    RunValidity,
+    judge_run,
+    pooled_scales,
+    run_trends,
+    steady_gates,
+    steady_series,
+)
 from perflab.sut.fingerprint import split_fingerprint
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def workload_summary(workload: dict[str, Any], path: str | Path | None, timing: dict[str, float | None]) -> \

@@ -23,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import queue as queue_module
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perflab.drive.plan import DuetSlot, RunRequest
 

@@ -4,8 +4,8 @@ as itself (a job stream's run ends with its elapsed time, not with something cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Union
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class RunEnded:
     primary: float | None = None
 
 
-StudyEvent = Union[Progress, RunStarted, CalibrationStepDone, RunEnded]
+StudyEvent = Progress | RunStarted | CalibrationStepDone | RunEnded
 Listener = Callable[[StudyEvent], None]
 
 

@@ -34,9 +34,15 @@ from perflab.stats.criteria import Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.store.catalog import Store, is_plain_name
 from perflab.study.compare import default_primary, judge_all
-from perflab.study.document import StudyDocumentBuilder, gate_settings, stored_criteria, new_configurations, now_iso, \
-    workload_summary
-from perflab.study.validity import GateSettings, GateResult, RunValidity
+from perflab.study.document import (
+    StudyDocumentBuilder,
+    gate_settings,
+    new_configurations,
+    now_iso,
+    stored_criteria,
+    workload_summary,
+)
+from perflab.study.validity import GateResult, GateSettings, RunValidity
 from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 

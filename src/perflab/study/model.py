@@ -87,7 +87,7 @@ class LoadRule(Strict):
     rate: Rate | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
-    def _one(self) -> "LoadRule":
+    def _one(self) -> LoadRule:
         if sum(x is not None for x in (self.calibrate, self.users, self.rate)) > 1:
             raise ValueError("give one of calibrate, users or rate")
         return self
@@ -131,7 +131,7 @@ class Sweep(Strict):
         return v
 
     @model_validator(mode="after")
-    def _values(self) -> "Sweep":
+    def _values(self) -> Sweep:
         """A special factor's values must be what that factor takes (checked here, so a bad value
         is a file:line error before the study directory exists)."""
         for i, value in enumerate(self.values):
@@ -167,7 +167,8 @@ class Study(Strict):
     workload: str = Field(description="workload file, relative to the study file")
     configurations: list[Configuration] = Field(default_factory=list)
     load: LoadRule = Field(default_factory=LoadRule)
-    blocks: int = Field(default=6, ge=1, le=int(limits.MAX_BLOCKS.default), description="randomized interleaved blocks (repetitions); a "
+    blocks: int = Field(default=6, ge=1, le=int(limits.MAX_BLOCKS.default),
+                        description="randomized interleaved blocks (repetitions); a "
                         f"comparison needs at least {MIN_BLOCKS} (fewer give no interval), a sweep at least 1")
     seed: int = 1
     margin: float = Field(default=DEFAULT_MARGIN, gt=0, lt=0.5, description="equivalence margin: 0.03 = ±3%")
@@ -234,7 +235,7 @@ def check_study(study: Study, aa: bool = False) -> None:
         raise LocatedError(field, f"a {what} runs exactly two configurations side by side; got "
                                   f"{len(study.configurations)}")
     try:
-        study.criteria
+        _ = study.criteria  # its one validity rule (perflab.stats.criteria)
     except ValueError as exc:
         given = "alpha" if study.alpha is not None else "confidence"
         raise LocatedError((given,), str(exc)) from None
@@ -242,9 +243,11 @@ def check_study(study: Study, aa: bool = False) -> None:
                        or REGISTRY.machine_wide(k.split(":", 1)[0])]
     if study.runs_together and concurrent_only:
         key = concurrent_only[0]
+        why = ("its response times depend on how they shared it" if key in REGISTRY.role("response_rows")
+               else "this machine-wide row counts both")
         raise LocatedError(("gate_metrics", study.gate_metrics.index(key)),
                            f"{key} cannot be a primary metric of a {what}: both runs of a block share the machine, "
-                           f"so {'its response times depend on how they shared it' if key in REGISTRY.role('response_rows') else 'this machine-wide row counts both'}; "
+                           f"so {why}; "
                            f"judge it one configuration at a time (arrangement: one-at-a-time)")
     if study.sweep is not None and study.load.calibrate is not None and study.sweep.factor in ("users", "rate"):
         raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 from perflab import caveats as cav
+from perflab.catalog.registry import REGISTRY
 from perflab.caveats import Caveat
 from perflab.records.study import NoiseRow, StudyDocument, StudyRun
-from perflab.catalog.registry import REGISTRY
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.verdict import blocks_needed
 

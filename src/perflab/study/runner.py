@@ -9,43 +9,43 @@ keeps what it measured and reports on it, marked interrupted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perflab import caveats as cav
+from perflab.catalog.registry import REGISTRY
 from perflab.drive.lifecycle import RunObserver
 from perflab.drive.plan import RunRequest
 from perflab.drive.run import execute_run
 from perflab.errors import InputError
-from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, \
-    SweepRecord
 from perflab.outcome import judge_outcome
 from perflab.records.run import read_run_record
+from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, SweepRecord
 from perflab.reduce.reduce import reduce_run
-from perflab.catalog.registry import REGISTRY
-from perflab.stats.noise import power
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
+from perflab.stats.noise import power
 from perflab.stats.schedule import block_seed, interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
+from perflab.study.arrangement import Sides, choose, measured_bias, pair_load, traits
 from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
-from perflab.study.arrangement import Sides, choose, measured_bias, pair_load, traits
+from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.duet import run_pair
 from perflab.study.events import CalibrationStepDone, Listener, Progress, RunEnded, RunStarted, ignore
-from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
 from perflab.sut.placement import available_cpus, resolve_placement
-from perflab.workload.limits import MAX_BLOCKS
-from perflab.workload.service_port import names_service_port
-from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.checks import LocatedError
+from perflab.workload.limits import MAX_BLOCKS
+from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import Workload
+from perflab.workload.service_port import names_service_port
 
 #: The power an A/A study plans blocks for (the chance of EQUIVALENT when nothing changed).
 AA_POWER = 0.80

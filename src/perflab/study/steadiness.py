@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -76,7 +77,7 @@ class Series:
     value: np.ndarray
 
     @classmethod
-    def of(cls, rows: Sequence[Mapping[str, Any]] | None, key: str) -> "Series":
+    def of(cls, rows: Sequence[Mapping[str, Any]] | None, key: str) -> Series:
         start, end, value = [], [], []
         for row in rows or []:
             s, e, v = _num(row.get("t_start")), _num(row.get("t_end")), _num(row.get(key))
@@ -87,7 +88,7 @@ class Series:
     def __len__(self) -> int:
         return len(self.value)
 
-    def whole(self) -> "Series":
+    def whole(self) -> Series:
         """Without slivers: an interval shorter than half the usual length (the window's last,
         when it is not a whole number of intervals; an external driver's window ends at its last
         response, so its final 0.05 s holds only in-flight requests finishing -- a "rate" a line
@@ -98,7 +99,7 @@ class Series:
         keep = length >= 0.5 * np.median(length)
         return Series(self.start[keep], self.end[keep], self.value[keep])
 
-    def relative_to(self, other: "Series") -> "Series":
+    def relative_to(self, other: Series) -> Series:
         """This series divided by `other` interpolated onto its intervals (each of its intervals
         takes `other`'s values weighted by their overlap; an interval `other` covers less than
         half of is left out), times `other`'s mean: what is left once what both share is taken
@@ -200,11 +201,11 @@ class Scale:
     alpha: float = ALPHA_BETWEEN
 
     @classmethod
-    def alone(cls, trend: Trend) -> "Scale":
+    def alone(cls, trend: Trend) -> Scale:
         return cls(trend.se_alone, max(trend.intervals - 2, 1), "alone", ALPHA_ALONE)
 
     @classmethod
-    def between_runs(cls, others: Sequence[float]) -> "Scale | None":
+    def between_runs(cls, others: Sequence[float]) -> Scale | None:
         """From the changes of the study's other runs; None with fewer than MIN_POOL of them.
         A stationary run's change has mean 0 and the spread the others show, so change / SD of
         the others is Student's t with k - 1 degrees of freedom under the null. The SD is taken

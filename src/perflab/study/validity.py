@@ -25,17 +25,18 @@ The gates, in order:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from scipy import stats
 
 from perflab import caveats as cav
-from perflab.caveats import Caveat
 from perflab.catalog.registry import REGISTRY
+from perflab.caveats import Caveat
 from perflab.records.run import RunRecord
-from perflab.values import as_float
 from perflab.study.steadiness import Scale, Series, Trend, drifted, fit
+from perflab.values import as_float
 
 Outcome = Literal["pass", "fail", "note", "not judged"]
 #: The per-interval series whose steadiness is judged besides the primary metrics: (key, on a log

@@ -27,9 +27,9 @@ from __future__ import annotations
 import errno
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 V1_CONTROLLERS = frozenset(
     {"cpu", "cpuacct", "cpuset", "memory", "blkio", "io", "pids", "devices", "freezer",

@@ -18,9 +18,10 @@ seed's tables:
 
 A job reads and compresses exactly DATASET_BYTES (rounded down to whole blocks), so CPU per job
 and MB/s are per known bytes. The records are not parsed: the record length only decides the
-block size (whole records per block), so 4096:6160 and 0:4096 are the same job; the records are text-like (words of a fixed vocabulary, seeded),
-which zstd compresses about 3:1. `expect` names the zstandard release the job must run under: a
-job under another release fails, so a study cannot compare a release with itself by accident.
+block size (whole records per block), so 4096:6160 and 0:4096 are the same job; the records are
+text-like (words of a fixed vocabulary, seeded), which zstd compresses about 3:1. `expect` names
+the zstandard release the job must run under: a job under another release fails, so a study
+cannot compare a release with itself by accident.
 
     target: {kind: python, setup: "perflab.sut.copy_job:prepare", release: ["zstandard==0.25.0"]}
     transactions:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: kind -> operations per transaction (about 1 ms of CPU on the 2-core development VM).
 OPS: dict[str, int] = {

@@ -30,8 +30,8 @@ from typing import Any
 from perflab.errors import SutFailure
 from perflab.extras import missing_extra, require
 from perflab.sut.service import Account, ServiceProcess, describe_exit, tcp_probe
-from perflab.workload.service_port import free_port
 from perflab.workload.model import PostgresServer as PostgresServerSpec
+from perflab.workload.service_port import free_port
 
 # Title rules for PostgreSQL's processes (first match wins; see monitor/sources/process_tree.py).
 # Backends are titled "postgres: <user> <db> <host>(<port>) <state>"; the postmaster keeps its
@@ -203,9 +203,10 @@ class PostgresServer:
                     conn = await asyncpg.connect(host=self.host, port=self.port, user=self.SUPERUSER,
                                                  database="postgres", timeout=5)
                     break
-                except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
                     if time.monotonic() > deadline or self.process.proc.poll() is not None:
-                        raise SutFailure(f"PostgreSQL did not accept connections: {exc}" + self.process.log_tail())
+                        raise SutFailure(f"PostgreSQL did not accept connections: {exc}"
+                                         + self.process.log_tail()) from None
                     await asyncio.sleep(0.1)
             try:
                 exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", self.database)

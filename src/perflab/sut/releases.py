@@ -24,10 +24,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from perflab.errors import InputError
 from perflab.workload.requirement import Requirement, canonical_name, parse_requirement  # noqa: F401 (re-exported)

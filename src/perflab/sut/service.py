@@ -25,9 +25,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perflab.errors import SutFailure
 from perflab.workload.model import ReadyProbe
@@ -45,7 +46,7 @@ class Account:
     gid: int | None = None
 
     @classmethod
-    def resolve(cls, name: str | None) -> "Account":
+    def resolve(cls, name: str | None) -> Account:
         if os.geteuid() != 0 or name is None:
             return cls(None)
         try:
@@ -62,7 +63,7 @@ class Account:
         """The directory and everything in it (a copied data directory)."""
         if self.uid is None:
             return
-        for root, dirs, files in os.walk(path):
+        for root, _dirs, files in os.walk(path):
             os.chown(root, self.uid, self.gid)
             for name in files:
                 os.chown(os.path.join(root, name), self.uid, self.gid, follow_symlinks=False)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-
 from urllib.parse import urlsplit
 
 from perflab.workload.model import (

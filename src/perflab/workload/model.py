@@ -8,10 +8,9 @@ line of the YAML file.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -89,7 +88,7 @@ class Choice(Strict):
     weights: list[float] | None = None
 
     @model_validator(mode="after")
-    def _weights_match(self) -> "Choice":
+    def _weights_match(self) -> Choice:
         if self.weights is not None and len(self.weights) != len(self.choice):
             raise ValueError("weights must have one entry per choice")
         if self.weights is not None and (any(w < 0 for w in self.weights) or not 0 < sum(self.weights) < math.inf):
@@ -118,8 +117,8 @@ def _param_kind(value: Any) -> str | None:
 
 
 ParamSpec = Annotated[
-    Union[Annotated[RandomInt, Tag("random_int")], Annotated[Choice, Tag("choice")],
-          Annotated[Sequence, Tag("sequence")], Annotated[Constant, Tag("value")]],
+    Annotated[RandomInt, Tag("random_int")] | Annotated[Choice, Tag("choice")]
+    | Annotated[Sequence, Tag("sequence")] | Annotated[Constant, Tag("value")],
     Discriminator(_param_kind, custom_error_type="param_kind",
                   custom_error_message="expected a generator: {random_int: [low, high]}, {choice: [...]}, "
                                        "{sequence: FIRST} or {value: X}"),
@@ -139,7 +138,7 @@ class Extract(Strict):
     header: str | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "Extract":
+    def _one(self) -> Extract:
         if sum(x is not None for x in (self.json_path, self.regex, self.header)) != 1:
             raise ValueError("give one of json, regex or header")
         if self.regex is not None:
@@ -218,7 +217,7 @@ class Transaction(Strict):
         return v
 
     @model_validator(mode="after")
-    def _one_body(self) -> "Transaction":
+    def _one_body(self) -> Transaction:
         bodies = [k for k in _BODIES if getattr(self, k) is not None]
         if len(bodies) != 1:
             raise ValueError("a transaction needs exactly one body: sql, call, command, http or tcp")
@@ -289,7 +288,7 @@ def _load_kind(value: Any) -> str | None:
 
 
 Load = Annotated[
-    Union[Annotated[ClosedLoad, Tag("closed")], Annotated[OpenLoad, Tag("open")], Annotated[BatchLoad, Tag("batch")]],
+    Annotated[ClosedLoad, Tag("closed")] | Annotated[OpenLoad, Tag("open")] | Annotated[BatchLoad, Tag("batch")],
     Discriminator(_load_kind),
 ]
 
@@ -343,7 +342,7 @@ class SqliteTarget(Strict):
                                 "perflab's release cache (perflab.sut.releases)")
 
     @model_validator(mode="after")
-    def _release_of_binding(self) -> "SqliteTarget":
+    def _release_of_binding(self) -> SqliteTarget:
         if self.release is not None:
             from perflab.workload.requirement import parse_requirement
 
@@ -419,12 +418,13 @@ class PostgresTarget(Strict):
     setup: list[str] = Field(default_factory=list, description="SQL run once before the run (schema, data)")
     connections: Literal["per_user", "pool"] = Field(default="per_user",
                                                      description="a connection per simulated user, or a shared pool")
-    pool_size: int | None = Field(default=None, ge=1, le=100_000, description="pool connections (default: placement.workers or 8)")
+    pool_size: int | None = Field(default=None, ge=1, le=100_000,
+                                  description="pool connections (default: placement.workers or 8)")
     prepared: bool = Field(default=True, description="prepare each statement once per connection")
     counters: bool = Field(default=True, description="sample pg_stat_database (sut.xact_commit, blks_read, blks_hit)")
 
     @model_validator(mode="after")
-    def _server_or_dsn(self) -> "PostgresTarget":
+    def _server_or_dsn(self) -> PostgresTarget:
         if (self.server is None) == (self.dsn is None):
             raise ValueError("give target.server (perflab starts PostgreSQL) or target.dsn (an existing server)")
         return self
@@ -446,7 +446,7 @@ class TlsOptions(Strict):
                                      "new connection (client: httptools)")
 
     @model_validator(mode="after")
-    def _ciphers(self) -> "TlsOptions":
+    def _ciphers(self) -> TlsOptions:
         if self.ciphers is None:
             return self
         # Python's ssl module sets the TLS 1.2 cipher list only (OpenSSL's SSL_CTX_set_cipher_list);
@@ -508,13 +508,13 @@ class TcpTarget(Strict):
                                       "message_size, an echo)")
 
     @model_validator(mode="after")
-    def _port_or_unix(self) -> "TcpTarget":
+    def _port_or_unix(self) -> TcpTarget:
         if self.port is None and self.unix is None:
             raise ValueError("give port (TCP) or unix (a Unix-domain socket path)")
         return self
 
 
-Target = Annotated[Union[SqliteTarget, PythonTarget, CommandTarget, PostgresTarget, HttpTarget, TcpTarget],
+Target = Annotated[SqliteTarget | PythonTarget | CommandTarget | PostgresTarget | HttpTarget | TcpTarget,
                    Field(discriminator="kind")]
 
 NETWORK_KINDS = frozenset({"postgres", "http", "tcp"})
@@ -536,7 +536,7 @@ class ReadyProbe(Strict):
         return parse_duration(v)
 
     @model_validator(mode="after")
-    def _one(self) -> "ReadyProbe":
+    def _one(self) -> ReadyProbe:
         if sum(x is not None for x in (self.tcp, self.http, self.unix, self.command)) != 1:
             raise ValueError("give one of tcp, http, unix or command")
         return self
@@ -553,7 +553,7 @@ class ServiceNetwork(Strict):
     mtu: int | None = Field(default=None, ge=68, le=65535, description="both ends' MTU (default: the kernel's, 1500)")
 
     @model_validator(mode="after")
-    def _addresses(self) -> "ServiceNetwork":
+    def _addresses(self) -> ServiceNetwork:
         import ipaddress
 
         try:
@@ -667,7 +667,7 @@ class RemoteMonitor(Strict):
         return _http_url(v)
 
     @model_validator(mode="after")
-    def _one_monitor(self) -> "RemoteMonitor":
+    def _one_monitor(self) -> RemoteMonitor:
         if (self.node_exporter is None) == (self.agent is None):
             raise ValueError("give node_exporter: URL or agent: URL (one of them)")
         if self.agent is None and (self.token is not None or self.token_env is not None):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -44,7 +44,7 @@ class _Dist(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     @model_validator(mode="after")
-    def _bounded(self) -> "_Dist":
+    def _bounded(self) -> _Dist:
         # Finite numbers only (allow_inf_nan); a think time as long as the longest run at most.
         from perflab.workload import limits
 
@@ -82,7 +82,7 @@ class UniformThink(_Dist):
     high: float = Field(ge=0)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "UniformThink":
+    def _ordered(self) -> UniformThink:
         if self.low > self.high:
             raise ValueError("low must be <= high")
         return self
@@ -142,7 +142,7 @@ class BactrianThink(_Dist):
     active_mean: float | None = Field(default=None, gt=0, description="default: mean x 8/30")
 
     @model_validator(mode="after")
-    def _solvable(self) -> "BactrianThink":
+    def _solvable(self) -> BactrianThink:
         if self._active_mean() * (1 - self.idle_fraction) >= self.mean_s:
             raise ValueError("active_mean x (1 - idle_fraction) must be below mean, or the idle hump has no room")
         return self
@@ -186,7 +186,7 @@ class EmpiricalThink(_Dist):
     _cumulative: list[float] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "EmpiricalThink":
+    def _one_source(self) -> EmpiricalThink:
         if (self.file is None) == (self.values is None):
             raise ValueError("give either `file` or `values`")
         if self.values is not None:
@@ -258,7 +258,7 @@ def _number_is_constant(value: Any) -> Any:
 
 
 ThinkTime = Annotated[
-    Union[ConstantThink, UniformThink, ExponentialThink, LognormalThink, BactrianThink, EmpiricalThink],
+    ConstantThink | UniformThink | ExponentialThink | LognormalThink | BactrianThink | EmpiricalThink,
     Field(discriminator="dist"),
     BeforeValidator(_number_is_constant),
 ]

@@ -56,7 +56,7 @@ class SutAdapter(ABC):
     def counters(self) -> tuple[int, ...]:
         return ()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- optional: most adapters hold nothing to close
         pass
 
 

@@ -12,20 +12,27 @@ Clients (http_client.py): aiohttp by default; `client: httptools` is a lean HTTP
 for when the driver's CPU per request matters. Both speak TLS to an https:// base_url
 (`target.tls`); only the lean one resumes sessions. `connections: per_transaction` gives every
 transaction a new connection (a new client, closed when the transaction ends): what a study of
-connection or TLS handshake cost needs. Connections and handshakes are counted (counts.py). With it, a transaction of one request that has
-no `{placeholder}` and no extraction, on a user's own connection, takes a fast path: `execute`
-writes the request's pre-encoded bytes and returns the connection's future, which the
+connection or TLS handshake cost needs. Connections and handshakes are counted (counts.py). With
+it, a transaction of one request that has no `{placeholder}` and no extraction, on a user's own
+connection, takes a fast path: `execute` writes the request's pre-encoded bytes and returns the connection's future, which the
 connection resolves to the Reply itself (checks included) -- no coroutine, no semaphore.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_client import (
-    AiohttpClient, Deadlines, HeaderReadingConnection, KeepAliveClosed, LeanClient, LeanConnection, TlsSetup,
+    AiohttpClient,
+    Deadlines,
+    HeaderReadingConnection,
+    KeepAliveClosed,
+    LeanClient,
+    LeanConnection,
+    TlsSetup,
     tls_context,
 )
 from perflab.drive.adapters.http_request import CheckFailed, PreparedRequest, encode_request, extract
@@ -142,7 +149,7 @@ class HttpExecutor:
             return Reply(True, None, first)
         except CheckFailed as exc:
             return Reply(False, str(exc)[:500], first)
-        except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, OSError, ConnectionError) as exc:
             return await self._error_reply(exc, first)
         except Exception as exc:  # aiohttp.ClientError and friends
             if type(exc).__module__.startswith("aiohttp"):
@@ -156,14 +163,14 @@ class HttpExecutor:
         await raise_if_down(self.failure)  # the server's exit fails the run instead
         return Reply(False, error_text(exc), first)
 
-    async def _recover(self, client: "LeanClient", request: PreparedRequest, exc: Exception) -> Reply:
+    async def _recover(self, client: LeanClient, request: PreparedRequest, exc: Exception) -> Reply:
         """A fast-path request failed on its connection: the Reply the general path would give,
         sending it again when the server had closed the kept-alive connection."""
         if isinstance(exc, KeepAliveClosed) and request.idempotent:
             try:
                 status, _, content, headers_at = await client.send(request.wire, retry=True)
                 return request.reply(status, content, headers_at)
-            except (OSError, asyncio.TimeoutError, ConnectionError) as error:
+            except (TimeoutError, OSError, ConnectionError) as error:
                 exc = error
         if not isinstance(exc, (OSError, asyncio.TimeoutError, ConnectionError)):
             raise exc  # not the network's doing (a bug): as on the general path, not an error row

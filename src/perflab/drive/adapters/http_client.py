@@ -23,9 +23,10 @@ import asyncio
 import functools
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from perflab.drive.adapters.counts import NO_COUNTS
@@ -127,12 +128,12 @@ class Deadlines:
         self.conns: set[LeanConnection] = set()
         self.timer: asyncio.TimerHandle | None = None
 
-    def add(self, conn: "LeanConnection") -> None:
+    def add(self, conn: LeanConnection) -> None:
         self.conns.add(conn)
         if self.timer is None:
             self.timer = self.loop.call_later(self.tick, self._sweep)
 
-    def discard(self, conn: "LeanConnection") -> None:
+    def discard(self, conn: LeanConnection) -> None:
         self.conns.discard(conn)
 
     def _sweep(self) -> None:
@@ -160,7 +161,7 @@ class LeanConnection(asyncio.Protocol):
     __slots__ = ("client", "parser", "loop", "transport", "waiter", "request", "deadline", "chunks",
                  "raw_headers", "headers_at", "keep_alive", "served", "received", "lost")
 
-    def __init__(self, client: "LeanClient"):
+    def __init__(self, client: LeanClient):
         self.client = client
         self.parser = httptools.HttpResponseParser(self)
         self.loop = client.loop
@@ -417,7 +418,7 @@ class LeanClient:
     """Keep-alive connections to one http:// or https:// server, at most `limit` requests at a time."""
 
     def __init__(self, base: str, limit: int, timeout: float, deadlines: Deadlines,
-                 recover: Callable[["LeanClient", PreparedRequest, Exception], Any],
+                 recover: Callable[[LeanClient, PreparedRequest, Exception], Any],
                  connection_type: type[LeanConnection] = LeanConnection, tls: TlsSetup | None = None,
                  user: int = -1, counts: Any = NO_COUNTS):
         global httptools
@@ -494,12 +495,12 @@ class LeanClient:
         if self.tls is not None:
             try:
                 return await asyncio.wait_for(self._connect_tls(), self.timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise TimeoutError(f"no TLS connection within {self.timeout:g} s") from None
         connecting = self.loop.create_connection(lambda: self.connection_type(self), self.host, self.port)
         try:
             _, conn = await asyncio.wait_for(connecting, self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"no connection within {self.timeout:g} s") from None
         self.counts.connected()
         return conn

@@ -114,7 +114,7 @@ class PreparedRequest:
     expected: bytes | None = None  # expect_body, encoded
 
     @classmethod
-    def of(cls, request: HttpRequest, default_headers: dict[str, str], base: str) -> "PreparedRequest":
+    def of(cls, request: HttpRequest, default_headers: dict[str, str], base: str) -> PreparedRequest:
         statuses = request.expect_status
         if isinstance(statuses, int):
             statuses = [statuses]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
@@ -110,7 +111,8 @@ class PostgresExecutor:
                 self.pool = await asyncpg.create_pool(self.dsn, min_size=self.pool_size, max_size=self.pool_size,
                                                       **self._connect_kwargs())
         except _CONNECTION_ERRORS + (asyncpg.PostgresError,) as exc:
-            raise SutFailure((self.failure and self.failure()) or f"cannot connect to PostgreSQL: {type(exc).__name__}: {exc}") from None
+            reason = (self.failure and self.failure()) or f"cannot connect to PostgreSQL: {type(exc).__name__}: {exc}"
+            raise SutFailure(reason) from None
 
     async def _run(self, conn: asyncpg.Connection, tx_index: int, params: dict | None) -> float | None:
         statements = self.plans[tx_index]

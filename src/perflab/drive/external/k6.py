@@ -40,12 +40,18 @@ import time
 from pathlib import Path
 
 from perflab.drive.external import (
-    MEASURED, WARM_UP, ExternalResult, TableBuilder, gzip_evidence, measured_window, tool_seed,
+    MEASURED,
+    WARM_UP,
+    ExternalResult,
+    TableBuilder,
+    gzip_evidence,
+    k6_script,
+    measured_window,
+    tool_seed,
 )
-from perflab.drive.external import k6_script
 from perflab.drive.external.process import run_tool, tool_outcome
-from perflab.errors import SutFailure
 from perflab.drive.plan import RunPlan
+from perflab.errors import SutFailure
 from perflab.tools import find_k6
 from perflab.workload.model import Workload
 

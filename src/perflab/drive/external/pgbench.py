@@ -43,11 +43,18 @@ import time
 from pathlib import Path
 
 from perflab.drive.external import (
-    MEASURED, WARM_UP, ExternalResult, TableBuilder, gzip_evidence, measured_window, script_mix, tool_seed,
+    MEASURED,
+    WARM_UP,
+    ExternalResult,
+    TableBuilder,
+    gzip_evidence,
+    measured_window,
+    script_mix,
+    tool_seed,
 )
 from perflab.drive.external.process import run_tool, tool_outcome
-from perflab.errors import SutFailure
 from perflab.drive.plan import RunPlan
+from perflab.errors import SutFailure
 from perflab.workload.model import Constant, RandomInt, Workload
 
 _SUMMARY = {

@@ -12,9 +12,9 @@ import resource
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 POLL_S = 0.1
 

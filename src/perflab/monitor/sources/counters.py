@@ -36,9 +36,10 @@ import mmap
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing import shared_memory
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 _NAME_RX = re.compile(r"^[A-Za-z0-9_]+$")
 _ITEM = 8  # int64
@@ -223,7 +224,7 @@ class CombinedCounterSpec:
 
     specs: tuple
 
-    def open(self) -> "CombinedCounterSource":
+    def open(self) -> CombinedCounterSource:
         # One that cannot open (a server refusing the monitor's connection) must not take the
         # others' columns with it; only when none opens is the source unavailable.
         from . import SourceUnavailable

@@ -38,7 +38,7 @@ class PgCounterSpec:
     user: str
     database: str
 
-    def open(self) -> "PgCounterSource":
+    def open(self) -> PgCounterSource:
         return PgCounterSource(self)
 
 

@@ -7,8 +7,8 @@ run actually uses, which is the seeds' "busy time of the processors in the confi
 
 from __future__ import annotations
 
-from .procfs import CLK_TCK, read_bytes
 from . import SourceUnavailable
+from .procfs import CLK_TCK, read_bytes
 
 # Field order of a `cpuN` line (proc(5)): user nice system idle iowait irq softirq steal ...
 # `user` already includes guest time and `nice` guest_nice, so guest fields are not added again.

@@ -53,7 +53,7 @@ import os
 import re
 import time
 from collections import defaultdict, deque
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .procfs import (
     CLK_TCK,
@@ -269,7 +269,7 @@ class ProcessTreeSource:
             queue.extend(known_children.get(pid, ()))
             queue.extend(self._read_children(rec, st.num_threads))
 
-        for pid, rec in vanished.items():
+        for rec in vanished.values():
             self._retire(rec, vanished, alive)
         return self._columns(alive)
 

@@ -104,7 +104,7 @@ class Http:
         """The body of a 200 answer; RemoteUnavailable with the reason otherwise."""
         try:
             status, text = self._loop.run_until_complete(self._get(url, params))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RemoteUnavailable(f"{url}: no answer within {self._timeout.total:g} s") from None
         except Exception as exc:
             raise RemoteUnavailable(f"{url}: {type(exc).__name__}: {exc}") from None
