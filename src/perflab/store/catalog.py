@@ -16,7 +16,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -372,13 +372,6 @@ class Store:
         if len(matches) > 1:
             raise InputError(f"{ref!r} matches {len(matches)} runs; give more of the id", field="RUN")
         raise InputError(f"no run {ref!r} in {self.runs_dir}", field="RUN")
-
-    def iter_runs(self) -> Iterator[RunRecord]:
-        for run_json in sorted(self.runs_dir.glob("*/run.json")):
-            try:
-                yield parse_run_record(json.loads(run_json.read_text()), run_json)
-            except (OSError, ValueError, InputError):
-                continue
 
 
 def is_plain_name(ref: str) -> bool:

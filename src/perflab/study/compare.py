@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
-from perflab.caveats import Caveat
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
 from perflab.stats import compare as stats_compare
@@ -340,7 +339,3 @@ def judge_all(runs: Sequence[StudyRun], pairs: Sequence[tuple[str, str]], keys: 
     control_errors(comparisons, criteria, k1, k2, tested)
     return comparisons, study_verdict(comparisons, primary)
 
-
-def exclusion_notes(runs: Sequence[StudyRun]) -> list[Caveat]:
-    """Every excluded run's reasons, for a report's caveats (never silently dropped)."""
-    return [c for r in runs for c in r.exclusions]

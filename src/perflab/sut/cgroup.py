@@ -6,8 +6,8 @@ processes that were born and reaped between two monitor samples, so the SUT's CP
 monitor/sources/process_tree.py). It is also how the seeds' "storage-constrained" runs are
 reproduced: a memory limit makes the SUT page.
 
-    cg = SutCgroup.create("run-20261122-a1b2", cpus=[1], memory_limit_bytes=512 << 20)
-    if cg is None: ...                      # SutCgroup.try_create(...) also gives the reason
+    cg, why = SutCgroup.try_create("run-20261122-a1b2", cpus=[1], memory_limit_bytes=512 << 20)
+    if cg is None: ...                      # `why` says why this machine allows none
     subprocess.Popen(cmd, preexec_fn=cg.add_self)   # or cg.add_pid(pid) before it forks
     spec.sut_cgroup = cg.path_for_monitor
     ...
@@ -139,18 +139,6 @@ class SutCgroup:
         self._removed = False
 
     # -- creation -----------------------------------------------------------------------------
-
-    @classmethod
-    def create(
-        cls,
-        name: str,
-        cpus: list[int] | None = None,
-        memory_limit_bytes: int | None = None,
-        *,
-        version: int | None = None,
-    ) -> SutCgroup | None:
-        """The cgroup, or None when this machine does not allow one (try_create says why)."""
-        return cls.try_create(name, cpus, memory_limit_bytes, version=version)[0]
 
     @classmethod
     def try_create(

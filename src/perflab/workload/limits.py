@@ -92,12 +92,6 @@ def check_workers(value: int) -> int:
     return value
 
 
-def check_blocks(value: int) -> int:
-    if value > MAX_BLOCKS.value():
-        raise ValueError(_over(MAX_BLOCKS))
-    return value
-
-
 def check_duration(seconds: float) -> float:
     finite(seconds)
     if seconds > MAX_DURATION.value():
