@@ -176,7 +176,7 @@ def test_a_bad_configuration_change_names_the_field_in_one_line(tmp_path):
 
 
 def test_every_limit_is_documented_with_its_bound_and_variable():
-    from perflab.workload import limits
+    from perflab import limits
 
     text = (EXAMPLES.parent / "docs" / "workloads.md").read_text()
     section = text.split("## Input limits", 1)[1].split("\n## ", 1)[0]

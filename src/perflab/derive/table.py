@@ -182,7 +182,7 @@ def _repeats_header(raw: list[str], header: list[str]) -> bool:
 
 def read_table(path: Path) -> Table:
     """Parse one table; any malformation is an InputError naming file, line and field."""
-    from perflab.workload.loader import read_regular_bytes
+    from perflab.files import read_regular_bytes
 
     data = read_regular_bytes(Path(path))   # a regular file within the size limit (no FIFO, no /dev/zero)
     if b"\x00" in data:

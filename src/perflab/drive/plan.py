@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perflab import limits
 from perflab.drive.engine import Phases
 from perflab.drive.remote_sut import remote_spec
 from perflab.errors import InputError
 from perflab.monitor.sources.remote import RemoteSpec
 from perflab.sut.placement import Placement, resolve_placement
-from perflab.workload import limits
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 from perflab.workload.service_port import TOKEN as SERVICE_PORT
 from perflab.workload.service_port import free_port, replace_in_text
@@ -164,7 +164,7 @@ def resolve_plan(request: RunRequest) -> RunPlan:
 
 def _check_overrides(request: RunRequest) -> None:
     """What the command line (or a study) overrides meets the workload file's limits
-    (perflab.workload.limits): finite, and not beyond the bounds -- checked before the run exists."""
+    (perflab.limits): finite, and not beyond the bounds -- checked before the run exists."""
     for check, value, option in ((limits.check_users, request.users, "--users"),
                                  (limits.check_rate, request.rate, "--rate"),
                                  (limits.check_workers, request.workers, "--workers"),

@@ -75,7 +75,7 @@ def agent_command(
         if token is not None:
             raise InputError("give the token once: --token (or PERFLAB_AGENT_TOKEN) or --token-file",
                              field="--token-file")
-        from perflab.workload.loader import read_text_file
+        from perflab.files import read_text_file
 
         token = (read_text_file(token_file).splitlines() or [""])[0].strip()
     host, port = _split_listen(listen)

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from perflab import caveats as cav
+from perflab import limits
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
-from perflab.workload import limits
 from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_duration
 
 

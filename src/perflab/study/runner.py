@@ -20,6 +20,7 @@ from perflab.drive.lifecycle import RunObserver
 from perflab.drive.plan import RunRequest
 from perflab.drive.run import execute_run
 from perflab.errors import InputError
+from perflab.limits import MAX_BLOCKS
 from perflab.outcome import judge_outcome
 from perflab.records.run import read_run_record
 from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, SweepRecord
@@ -42,7 +43,6 @@ from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
 from perflab.sut.placement import available_cpus, resolve_placement
 from perflab.workload.checks import LocatedError
-from perflab.workload.limits import MAX_BLOCKS
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import Workload
 from perflab.workload.service_port import names_service_port

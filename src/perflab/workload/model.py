@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from perflab.workload import limits
+from perflab import limits
 from perflab.workload.thinktime import ThinkTime
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
@@ -60,7 +60,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
-# Bounded numbers (perflab.workload.limits: the bound is read when a value is checked, so an
+# Bounded numbers (perflab.limits: the bound is read when a value is checked, so an
 # environment variable can raise it).
 Users = Annotated[int, AfterValidator(limits.check_users)]
 Rate = Annotated[float, AfterValidator(limits.check_rate)]

@@ -46,7 +46,7 @@ class _Dist(BaseModel):
     @model_validator(mode="after")
     def _bounded(self) -> _Dist:
         # Finite numbers only (allow_inf_nan); a think time as long as the longest run at most.
-        from perflab.workload import limits
+        from perflab import limits
 
         longest = max([v for v in self.__dict__.values() if isinstance(v, float)]
                       + list(getattr(self, "values", None) or []), default=0.0)
@@ -203,7 +203,7 @@ class EmpiricalThink(_Dist):
         if not path.is_absolute():
             path = base_dir / path
         from perflab.errors import InputError, MissingFile
-        from perflab.workload.loader import read_text_file
+        from perflab.files import read_text_file
 
         try:
             text = read_text_file(path)   # a regular file within the size limit only (no FIFO, no /dev/zero)
