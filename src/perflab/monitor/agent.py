@@ -21,7 +21,6 @@ looked for again before every sample, so a server restarted or started later is 
 
 from __future__ import annotations
 
-import hmac
 import os
 import re
 import socket
@@ -33,6 +32,7 @@ from typing import Any
 
 from perflab import __version__
 from perflab.extras import require
+from perflab.http_server import bearer_matches, serve_until_stopped
 
 from .sampler import MonitorSpec
 from .sources.procfs import read_bytes, read_pid_stat
@@ -217,8 +217,7 @@ def create_app(agent: Agent, token: str | None):
     @web.middleware
     async def guard(request, handler):
         if token is not None:
-            given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            if not bearer_matches(request.headers.get("Authorization", ""), token):
                 return web.Response(status=401, text="perflab agent: a valid token is required\n")
         return await handler(request)
 
@@ -245,24 +244,6 @@ def create_app(agent: Agent, token: str | None):
 
 
 def serve(agent: Agent, sock: socket.socket, token: str | None) -> None:
-    """Serve until SIGINT or SIGTERM."""
-    import asyncio
-    import signal
-
+    """Serve until SIGINT or SIGTERM (perflab.http_server)."""
     web = require("aiohttp.web", extra="net", feature="perflab agent")
-
-    async def main() -> None:
-        runner = web.AppRunner(create_app(agent, token), access_log=None)
-        await runner.setup()
-        await web.SockSite(runner, sock, shutdown_timeout=0.5).start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
-            agent.close()
-
-    asyncio.run(main())
+    serve_until_stopped(web, lambda: create_app(agent, token), sock, on_stop=agent.close)

@@ -6,19 +6,17 @@ invocation, and the web framework loads only when the agent starts.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
-import socket
 import sys
 from pathlib import Path
 
 import typer
 
 from perflab.errors import InputError
+from perflab.http_server import MIN_TOKEN_CHARS, check_token, is_loopback, url_of
+from perflab.http_server import listen as listen_on
 
-#: A token must be at least this long: it is the only lock on the SUT host's counters.
-MIN_TOKEN_CHARS = 16
 DEFAULT_LISTEN = "127.0.0.1:8766"
 
 
@@ -28,15 +26,6 @@ def _split_listen(listen: str) -> tuple[str, int]:
         raise InputError(f"expected HOST:PORT (e.g. {DEFAULT_LISTEN} or 10.0.0.5:8766), got {listen!r}",
                          field="--listen")
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost.", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def agent_command(
@@ -82,9 +71,8 @@ def agent_command(
     if (cgroup is None) == (pid_match is None):
         raise InputError("give the SUT as --cgroup PATH or --pid-match REGEX (one of them)",
                          field="--cgroup/--pid-match")
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise InputError(f"a token needs at least {MIN_TOKEN_CHARS} characters", field="--token")
-    if token is None and not _is_loopback(host):
+    check_token(token)
+    if token is None and not is_loopback(host):
         raise InputError(f"{host} is not the loopback: give --token (at least {MIN_TOKEN_CHARS} characters), "
                          "the only lock on this host's counters", field="--token")
     components: dict[str, str] = {}
@@ -106,17 +94,8 @@ def agent_command(
             group = value
     agent = Agent(AgentConfig(cgroup=group, pid_match=pid_match, components=components, pg_dsn=pg,
                               cpus=parse_cpus(cpus, "--cpus") if cpus else None))
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(64)
-    except OSError as exc:
-        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--listen") from None
-    sock.setblocking(False)
-    shown = f"[{host}]" if ":" in host else host
-    print(f"perflab agent: http://{shown}:{sock.getsockname()[1]}", flush=True)
+    sock = listen_on(host, port, "--listen", backlog=64)
+    print(f"perflab agent: {url_of(host, sock)}", flush=True)
     print(f"SUT: {group if group is not None else 'processes matching ' + repr(pid_match)}; "
           f"{'token required' if token else 'no token (loopback only)'}; pid {os.getpid()}; Ctrl-C stops",
           file=sys.stderr, flush=True)

@@ -15,11 +15,11 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable
 
 from perflab.extras import require
+from perflab.http_server import is_loopback
 
 web = require("aiohttp.web", extra="serve", feature="perflab serve")
 
@@ -30,18 +30,6 @@ PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 #: server's pages frame them (same origin, so a page's script can size the frame).
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox allow-same-origin"
 DOWNLOAD_CSP = "default-src 'none'; sandbox"
-LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
-
-
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(24)
 
