@@ -408,7 +408,8 @@ def accuracy(
         _accuracy_studies(Store(store), output, cases, arrangements, effects, repeats, blocks, results, examples,
                           summary_only)
         return
-    from perflab.study.accuracy import render_accuracy, run_accuracy, with_kept_sections
+    from perflab.accuracy.metrics import run_accuracy
+    from perflab.accuracy.metrics_doc import render_accuracy, with_kept_sections
 
     result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(escape(text)))
     fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perflab.study.accuracy import KEPT_SECTIONS, with_kept_sections
+from perflab.accuracy.metrics_doc import KEPT_SECTIONS, with_kept_sections
 
 REPO = Path(__file__).resolve().parents[2]
 
