@@ -67,7 +67,7 @@ class Level:
     window_s: float
 
 
-def _sampling_error(fraction: float, ticks: float) -> float:
+def sampling_error(fraction: float, ticks: float) -> float:
     """Relative 1-sd error of a share estimated from `ticks` samples."""
     if ticks <= 0 or fraction <= 0:
         return math.nan

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from perflab.accuracy.metrics import IO_WRITES, SYS_MS, TICK_HZ, USER_MS, _sampling_error
+import platform
+
+from perflab.accuracy.metrics import IO_WRITES, SYS_MS, TICK_HZ, USER_MS, sampling_error
 
 
 def _known_vio(result: dict):
@@ -74,9 +76,9 @@ def render_accuracy(result: dict, fingerprint: dict) -> str:
             f"{level.target_util}%", _num(v.get("util_proc_s"), 1), _num(v.get("etr_t"), 1),
             _num(v.get("pbt_cmd_s")), _err(v.get("pbt_cmd_s"), known_pbt), _num(level.tx_cpu_ms),
             _num(v.get("emul_cmd_s")), _err(v.get("emul_cmd_s"), USER_MS),
-            f"{100 * _sampling_error(USER_MS / known_pbt, ticks):.1f}%",
+            f"{100 * sampling_error(USER_MS / known_pbt, ticks):.1f}%",
             _num(v.get("cp_cmd_s")), _err(v.get("cp_cmd_s"), SYS_MS),
-            f"{100 * _sampling_error(SYS_MS / known_pbt, ticks):.1f}%",
+            f"{100 * sampling_error(SYS_MS / known_pbt, ticks):.1f}%",
             _num(v.get("itr_s"), 1), _err(v.get("itr_s"), itr_known),
             _num(pbt_h_net), _err(pbt_h_net, known_pbt),
         ]
