@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "perflab"
 RANKS = {
     "errors": 0, "caveats": 0, "tools": 0, "safe_text": 0, "redact": 0, "extras": 0, "values": 0, "files": 0, "limits": 0, "http_server": 0,
     "stats": 1, "records": 1, "catalog": 1,
-    "workload": 2, "store": 2, "cli_options": 2,   # cli_options: the options commands share (--store's check)
+    "workload": 2, "store": 2,
     "sut": 3, "monitor": 3,
     "drive": 4,
     "reduce": 5, "derive": 6,

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 # Imported on first use (PEP 562): the command line registers `perflab capacity` from
-# capacity/command.py, and a plain `perflab --help` should not load scipy to do it.
+# perflab/cli/capacity.py, and a plain `perflab --help` should not load scipy to do it.
 _HOME = {
     "ITRR": "compose", "compose": "compose", "transition": "compose",
     "Bounds": "laws", "Supported": "laws", "asymptotic_bounds": "laws", "response_time": "laws",

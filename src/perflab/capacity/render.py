@@ -1,6 +1,6 @@
 """Terminal tables for `perflab capacity`: one function per section, each taking the model's
 objects and a rich Console. Numbers are printed as measured or computed; "na" where a value
-does not exist (never a made-up one). Called by `perflab.capacity.command`.
+does not exist (never a made-up one). Called by `perflab capacity` (perflab.cli.capacity).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The command-line entries of this package: `perflab serve` and `perflab show RUN --html`.
 
-Only typer is imported at module level: cli.py imports this module on every `perflab`
+Only typer is imported at module level: cli/main.py imports this module on every `perflab`
 invocation, and the web framework (aiohttp, the `serve` extra) loads only when serving.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from perflab.cli_options import StoreOpt
+from perflab.cli.options import StoreOpt
 from perflab.errors import InputError
 from perflab.extras import require
 from perflab.http_server import check_token, is_loopback, listen, serve_until_stopped, url_of

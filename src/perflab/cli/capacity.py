@@ -14,7 +14,7 @@ import typer
 
 from perflab.capacity import render
 from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
-from perflab.cli_options import StoreOpt
+from perflab.cli.options import StoreOpt
 from perflab.errors import InputError, NoCurve
 from perflab.safe_text import console
 from perflab.stats.criteria import DEFAULT_CONFIDENCE

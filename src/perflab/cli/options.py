@@ -1,6 +1,6 @@
 """What perflab's commands share: one definition of each common option, and the layout of `--help`.
 
-cli.py, capacity/command.py, serve/command.py and monitor/agent_command.py define commands;
+cli/main.py, cli/capacity.py, cli/serve.py and cli/agent.py define commands;
 an option more than one of them takes is defined here once (its check included), so
 `--store` means and checks the same thing everywhere.
 

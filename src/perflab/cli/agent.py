@@ -1,6 +1,6 @@
 """`perflab agent`: the command line of the SUT host's agent (the agent itself: agent.py).
 
-Only typer is imported at module level: cli.py imports this module on every `perflab`
+Only typer is imported at module level: cli/main.py imports this module on every `perflab`
 invocation, and the web framework loads only when the agent starts.
 """
 

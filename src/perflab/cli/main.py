@@ -15,8 +15,10 @@ from pathlib import Path
 
 import typer
 
-from perflab.capacity.command import capacity_app
-from perflab.cli_options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
+from perflab.cli.agent import agent_command
+from perflab.cli.capacity import capacity_app
+from perflab.cli.options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
+from perflab.cli.serve import serve_command, write_show_html
 from perflab.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -26,14 +28,12 @@ from perflab.errors import (
     InputError,
     SutFailure,
 )
-from perflab.monitor.agent_command import agent_command
 from perflab.safe_text import console
 from perflab.safe_text import terminal as escape
-from perflab.serve.command import serve_command, write_show_html
 
 app = typer.Typer(
     name="perflab",
-    cls=PerflabGroup,                # --help without type tags (perflab.cli_options)
+    cls=PerflabGroup,                # --help without type tags (perflab.cli.options)
     rich_markup_mode=MARKUP_MODE,
     no_args_is_help=True,
     add_completion=False,            # perflab's own --show-completion SHELL, --install-completion SHELL (below)
@@ -536,5 +536,3 @@ def _usage_line(exc) -> str:
     return f"{ctx.command_path}: {message} ({ctx.command_path} --help)"
 
 
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,5 @@
+"""`python -m perflab.cli`: the `perflab` command."""
+
+from perflab.cli.main import main
+
+main()
