@@ -13,7 +13,7 @@ import uvloop
 
 from cli_helpers import load_run, perflab, run_dir_of, write_workload
 from perflab.drive import engine as engine_module
-from perflab.drive import workers as workers_module
+from perflab.drive.workers import pool as workers_module
 from perflab.drive.engine import USER_START_BATCH, sleep_until
 from perflab.drive.workers import FrameReader, WorkerPool, WorkerSpec, frame
 from perflab.errors import SutFailure

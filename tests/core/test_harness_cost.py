@@ -27,7 +27,7 @@ def test_sut_cpu_per_command_leaves_the_worker_out(tmp_path, store):
     _, tx = load_run(run_dir)
     values = reduce_run(run_dir).values
     # Each row's harness is all the worker thread spent since the previous call ended
-    # (drive/workers.py), so one row can carry a collection or a batch of decoded requests, and
+    # (drive/workers/process.py), so one row can carry a collection or a batch of decoded requests, and
     # such rows come in bursts (a host stall delays several at once): CI once saw one of 2,256
     # rows above its 3 ms call. The law is about the typical row: the median harness is a few
     # tens of microseconds, and a harness that swallowed the call would put it at 3 ms. To fail
