@@ -52,7 +52,7 @@ def synthetic_run(rows: int, seed: int = 7) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from perflab.drive.recorder import SCHEMA
+    from perflab.drive.load.recorder import SCHEMA
 
     directory = workdir("reduce") / f"synthetic-{rows}"
     if (directory / "run.json").exists() and (directory / "transactions.parquet").exists():

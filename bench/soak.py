@@ -6,7 +6,7 @@ issue 14's last question with two numbers and a verdict against stated limits:
 * driver RSS growth: the driver's resident set (VmRSS of the `perflab run` process, sampled every
   few seconds) over the last tenth of the window against the first tenth, in per cent of the
   first. A leak in the engine, the recorder or the live file grows it. The recorder's rows are
-  not kept in memory (it spills every 4096 to the run directory: drive/recorder.py), so no
+  not kept in memory (it spills every 4096 to the run directory: drive/load/recorder.py), so no
   growth is expected at all. Limit: <= 5 %.
 * lateness drift: actual start - intended start of every transaction, per tenth of the window;
   the drift is the last tenth's median (and p99) minus the first tenth's. An event loop that

@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import tiers
-
 
 #: A fast-tier test that runs longer than this is named in the session's summary.
 FAST_TEST_S = 30.0

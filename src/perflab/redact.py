@@ -7,7 +7,7 @@ the workload model, untouched; only what is recorded is redacted:
 
 * `perflab.records` (run.json, study.json, and the catalog row, which is made from the run
   record) redact every field of every record as it is built or assigned;
-* `perflab.drive.recorder` redacts each transaction's error text (transactions.parquet);
+* `perflab.drive.load.recorder` redacts each transaction's error text (transactions.parquet);
 * `perflab.safe_text` redacts every user or server string shown on a terminal or written into
   report.md and report.html.
 

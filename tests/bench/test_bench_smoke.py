@@ -85,10 +85,9 @@ def test_monitor_overhead_is_reported(bench):
 
 
 def test_reduction_of_a_synthetic_run(bench):
+    import monitor_reduce
     import numpy as np
     import pyarrow.parquet as pq
-
-    import monitor_reduce
 
     run_dir = monitor_reduce.synthetic_run(5000)
     table = pq.read_table(run_dir / "transactions.parquet")

@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-
 from capacity_studies import ab_study, closed_sweep, concurrency_sweep, store_study
 from cli_helpers import perflab
+
 from perflab.derive.command import derive_table
 
 DATA = Path(__file__).parent / "data"

@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 import pytest
-
 from capacity_studies import closed_sweep, concurrency_sweep, source
+
 from perflab.capacity.beside import bounds, knee, predictions
 from perflab.capacity.closed import fit_closed_model, supported_at_response, supported_at_utilization
 from perflab.capacity.mva import mva

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from cli_helpers import perflab, write_workload
 from scipy import stats
 
-from cli_helpers import perflab, write_workload
 from perflab.capacity.closed import mva_steps
 from perflab.capacity.points import DISTURBED_CPU
 

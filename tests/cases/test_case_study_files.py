@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-
 import pytest
+from net.net_helpers import EXAMPLES
 
 from perflab.study.runner import load_study
-
-from net.net_helpers import EXAMPLES
 
 STUDIES = ["postgres/storage-constrained-study.yaml", "tls/tls-resumption-study.yaml", "tls/tls-cipher-study.yaml",
            "tcp/echo-paths-study.yaml", "batch/copy-release-study.yaml"]

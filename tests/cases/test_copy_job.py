@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from perflab.sut import copy_job
+from net.net_helpers import EXAMPLES, run_workload
 
 from cases.release_packages import installed_releases
-from net.net_helpers import EXAMPLES, run_workload
+from perflab.sut import copy_job
 
 COPY = EXAMPLES / "batch" / "copy-job.yaml"
 RELEASES = ("0.19.0", "0.25.0")  # zstd 1.5.2 and 1.5.7 inside their wheels

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from perflab.sut import crypto_ops
+from net.net_helpers import EXAMPLES, run_workload
 
 from cases.release_packages import installed_releases
-from net.net_helpers import EXAMPLES, run_workload
+from perflab.sut import crypto_ops
 
 CRYPTO = EXAMPLES / "crypto" / "crypto-ops.yaml"
 RELEASES = ("41.0.7", "50.0.2")  # OpenSSL 3.1.4 and 4.0.x inside their wheels

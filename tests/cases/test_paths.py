@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from net.net_helpers import EXAMPLES, run_workload
 
 from perflab.errors import InputError
 from perflab.sut.netns import namespaces_permitted
 from perflab.workload.loader import load_workload
-
-from net.net_helpers import EXAMPLES, run_workload
 
 ECHO = EXAMPLES / "tcp" / "echo.yaml"
 SHORT = {"timing.stabilization": "1s", "timing.measurement": "2s"}

@@ -133,10 +133,10 @@ def test_kernels_before_5_9_have_one_refault_counter(tmp_path):
 def test_a_sweep_table_shows_the_rows_the_study_asked_for():
     # The sweep table's standard columns, then the study file's own metrics: a storage sweep's
     # REFAULTS/CMD (S) is the curve its case study reads.
+    from report.study_data import make_sweep_study
+
     from perflab.records.study import parse_study_document
     from perflab.report.view import sweep_table
-
-    from report.study_data import make_sweep_study
 
     study = make_sweep_study()
     study["study"] = {"metrics": ["etr_t", "refault_cmd_s", "blks_read_cmd"]}

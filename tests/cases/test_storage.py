@@ -5,8 +5,6 @@ re-read what the page cache lost, and the refault, major-fault and block-read ro
 from __future__ import annotations
 
 import pyarrow.parquet as pq
-import pytest
-
 from net.net_helpers import EXAMPLES, needs_pg15, run_workload
 
 STORAGE = EXAMPLES / "postgres" / "storage-constrained.yaml"

@@ -8,11 +8,10 @@ import shutil
 
 import pyarrow.parquet as pq
 import pytest
+from net.net_helpers import EXAMPLES, needs_nginx, run_workload
 
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
-
-from net.net_helpers import EXAMPLES, needs_nginx, run_workload
 
 TLS_PAGES = EXAMPLES / "tls" / "tls-pages.yaml"
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl command not installed "

@@ -12,12 +12,11 @@ import asyncio
 import time
 
 import uvloop
-
 from cli_helpers import write_workload
-from perflab.drive.engine import DRAIN_SLACK_S, STOP_GRACE_S, Engine, Phases
-from perflab.drive.recorder import Recorder
-from perflab.workload.loader import load_workload
 
+from perflab.drive.load.engine import DRAIN_SLACK_S, STOP_GRACE_S, Engine, Phases
+from perflab.drive.load.recorder import Recorder
+from perflab.workload.loader import load_workload
 
 ENGINE_WORKLOAD = """
 name: engine-drain

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-
 from cli_helpers import PERFLAB, REPO, in_window, load_run, perflab, run_dir_of, write_workload
 
 PY_NOOP = """

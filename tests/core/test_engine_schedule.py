@@ -10,12 +10,12 @@ import signal
 
 import pytest
 import uvloop
-
 from cli_helpers import load_run, perflab, run_dir_of, write_workload
-from perflab.drive import engine as engine_module
-from perflab.drive.workers import pool as workers_module
-from perflab.drive.engine import USER_START_BATCH, sleep_until
+
+from perflab.drive.load import engine as engine_module
+from perflab.drive.load.engine import USER_START_BATCH, sleep_until
 from perflab.drive.workers import FrameReader, WorkerPool, WorkerSpec, frame
+from perflab.drive.workers import pool as workers_module
 from perflab.errors import SutFailure
 from perflab.workload.loader import load_workload
 

@@ -4,8 +4,8 @@ component "perflab worker", and left out of SUT/CMD (S), which then reads the kn
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import load_run, perflab, run_dir_of, write_workload
+
 from perflab.reduce.reduce import HARNESS_COMPONENT, reduce_run
 
 KNOWN = """

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import perflab, write_workload
 
 JOBS = 24

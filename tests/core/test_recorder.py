@@ -10,8 +10,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from perflab.drive import recorder as rec
-from perflab.drive.recorder import SCHEMA, SPILL_ROWS, Recorder
+from perflab.drive.load import recorder as rec
+from perflab.drive.load.recorder import SCHEMA, SPILL_ROWS, Recorder
 
 T0 = 1000.0
 
@@ -104,7 +104,7 @@ FULL_DISK = """
 import os, resource, signal, sys
 sys.path[:0] = {paths!r}
 from tests.core.test_recorder import fill, new, same
-from perflab.drive.recorder import SPILL_ROWS
+from perflab.drive.load.recorder import SPILL_ROWS
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
 resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
 spilled, kept = new({path!r}), new()
@@ -163,7 +163,6 @@ def test_a_run_longer_than_the_spill_keeps_every_transaction(tmp_path, monkeypat
     import json
 
     import pyarrow.parquet as pq
-
     from net.net_helpers import run_workload
 
     monkeypatch.setattr(rec, "SPILL_ROWS", 64)

@@ -12,8 +12,8 @@ import textwrap
 
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import REPO, load_run, perflab, run_dir_of, write_workload
+
 from perflab.errors import InputError
 from perflab.sut import releases
 

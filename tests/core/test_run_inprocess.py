@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from cli_helpers import write_workload
+
 from perflab.drive.run import RunRequest, execute_run
 from perflab.store.catalog import Store
 from perflab.workload.loader import load_workload

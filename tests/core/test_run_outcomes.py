@@ -21,10 +21,10 @@ import json
 import sqlite3
 
 import pytest
-
 from cli_helpers import load_run, perflab, run_dir_of, write_workload
+
 from perflab import caveats as cav
-from perflab.drive.engine import DRAIN_SLACK_S
+from perflab.drive.load.engine import DRAIN_SLACK_S
 from perflab.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK
 from perflab.records.run import RunRecord, SutHostRecord, SutRecord, WindowRecord
 from perflab.store.catalog import Store

@@ -9,14 +9,22 @@ import math
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import load_run, perflab, run_dir_of, write_workload
+
 from perflab.reduce.reduce import little_tolerance_pct, reduce_run
 from perflab.reduce.transactions import read_window_transactions
 from perflab.reduce.window import Window
 from perflab.workload.rng import UserRandom
-from perflab.workload.thinktime import (BACTRIAN_ACTIVE_SIGMA, BACTRIAN_IDLE_SIGMA, BactrianThink, ConstantThink,
-                                        EmpiricalThink, ExponentialThink, LognormalThink, UniformThink)
+from perflab.workload.thinktime import (
+    BACTRIAN_ACTIVE_SIGMA,
+    BACTRIAN_IDLE_SIGMA,
+    BactrianThink,
+    ConstantThink,
+    EmpiricalThink,
+    ExponentialThink,
+    LognormalThink,
+    UniformThink,
+)
 
 
 def bactrian_moments(think: BactrianThink, k: int) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from cli_helpers import perflab, write_workload
+
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
 from perflab.workload.thinktime import BactrianThink, EmpiricalThink

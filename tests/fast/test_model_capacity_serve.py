@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-
 from model_helpers import perflab_model, study_of, write
+
 from perflab.drive.model_driver import Model
 from perflab.serve.app import create_app
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from model_helpers import KNOWN_COST, metric, perflab_model, study_of, write
+
 from perflab.drive.model_driver import Model
 
 QUIET = Model(noise=0.005, block_noise=0.02, seed=1)

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from model_helpers import KNOWN_COST, KNOWN_COST_USERS, write
+
 from perflab import caveats as cav
+from perflab.drive.load.recorder import SCHEMA
 from perflab.drive.model_driver import Model, execute_model_run
 from perflab.drive.plan import RunRequest, resolve_plan
-from perflab.drive.recorder import SCHEMA
 from perflab.records.run import read_run_record
 from perflab.reduce.reduce import reduce_run
 from perflab.store.catalog import Store

@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 import pytest
-
 from model_helpers import KNOWN_COST, KNOWN_COST_USERS, metric, perflab_model, study_of, write
+
 from perflab.drive.model_driver import Model, execute_model_run
 from perflab.records.run import read_run_record
 from perflab.store.catalog import Store

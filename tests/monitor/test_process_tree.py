@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-from .helpers import BURN_USER_CHILD, TICK
-
 from perflab.monitor.sources.diskstats import DiskstatsSource, physical_disks
-from perflab.monitor.sources.procfs import parse_pid_stat
 from perflab.monitor.sources.process_tree import COUNTERS, ProcessTreeSource
+from perflab.monitor.sources.procfs import parse_pid_stat
+
+from .helpers import BURN_USER_CHILD, TICK
 
 
 def cpu(v: dict, prefix: str = "s") -> float:

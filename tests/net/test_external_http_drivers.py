@@ -19,8 +19,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from perflab.tools import find_k6
 from perflab.errors import InputError
+from perflab.tools import find_k6
 from perflab.workload.loader import load_workload
 
 from .net_helpers import EXAMPLES, REPO, needs_nginx, run_workload

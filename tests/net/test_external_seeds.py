@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from perflab.drive.external import MEASURED, WARM_UP, tool_seed
-from perflab.tools import find_k6
 from perflab.drive.external.k6_script import RUNTIME
+from perflab.tools import find_k6
 from perflab.workload.service_port import free_port
 
 from .net_helpers import EXAMPLES, needs_nginx, needs_pg15, needs_pgbench, run_workload

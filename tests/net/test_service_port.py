@@ -11,10 +11,10 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from perflab.workload.service_port import replace_in_text
-from perflab.workload.model import Workload
-
 from cli_helpers import PERFLAB
+
+from perflab.workload.model import Workload
+from perflab.workload.service_port import replace_in_text
 
 WORKLOAD = """
 name: port-token

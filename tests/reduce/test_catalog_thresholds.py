@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from cli_helpers import perflab, run_dir_of, write_workload
+
 from perflab.catalog.thresholds import Threshold, evaluate, parse_threshold, violated
 
 #: Each transaction burns 2 ms of SUT CPU (perflab.sut.synthetic), so ITR (S) is about 500/s

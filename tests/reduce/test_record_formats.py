@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from cli_helpers import perflab
+
 from perflab.caveats import Code
 from perflab.records.run import read_run_record
 from perflab.records.study import parse_study_document

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from perflab.catalog.registry import REGISTRY
 from perflab.errors import InputError
 from perflab.reduce.reduce import RunMetrics, reduce_run
-from perflab.catalog.registry import REGISTRY
 
 T = np.arange(0.0, 31.0, 1.0)       # one sample a second over a 30 s run
 WINDOW = (10.0, 20.0)               # stagger + stabilization before 10 s, 10 s window

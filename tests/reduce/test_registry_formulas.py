@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from perflab.catalog.registry import REGISTRY, compose, delta, mean_of, percent_change
 from perflab.derive.interval import Interval
 from perflab.derive.table import Cell
-from perflab.catalog.registry import REGISTRY, compose, delta, mean_of, percent_change
 
 
 def _interval(printed: str, key: str | None = None) -> Interval:

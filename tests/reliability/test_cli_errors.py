@@ -4,7 +4,6 @@ and never a traceback."""
 from __future__ import annotations
 
 import pytest
-
 from reliability_helpers import EXAMPLES, one_line_error, run_main
 
 WORKLOAD = str(EXAMPLES / "debit-credit.yaml")

@@ -11,11 +11,9 @@ import shutil
 import subprocess
 import sys
 from importlib.metadata import version
-from pathlib import Path
 
 import pytest
 import typer
-
 from reliability_helpers import one_line_error, run_main
 
 import perflab

@@ -22,8 +22,6 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ruamel.yaml import YAML
-
 from reliability_helpers import EXAMPLES, run_main
 
 FILES = ["debit-credit.yaml", "interactive-mix.yaml", "sqlite-users.yaml", "sqlite-release-study.yaml",

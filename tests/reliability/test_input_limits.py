@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from reliability_helpers import EXAMPLES, one_line_error, run_main, write
 
 from perflab.drive.plan import RunRequest, resolve_plan
 from perflab.errors import InputError
 from perflab.workload.loader import load_workload
-from reliability_helpers import EXAMPLES, one_line_error, run_main, write
 
 BASE = """
 name: t

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import PERFLAB, REPO, perflab, write_workload
 
 WORKLOAD = """

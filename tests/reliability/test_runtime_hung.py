@@ -18,11 +18,11 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import perflab, run_dir_of, write_workload
-from perflab.drive.engine import TIMER_TICK_S
-from perflab.errors import EXIT_INVALID
 from proc_helpers import TAG_VARIABLE, new_tag, tagged_pids
+
+from perflab.drive.load.engine import TIMER_TICK_S
+from perflab.errors import EXIT_INVALID
 
 MEASUREMENT_S = 3.0
 DEADLINE_S = 2.0

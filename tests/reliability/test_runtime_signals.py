@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import PERFLAB, REPO, perflab, write_workload
 from proc_helpers import TAG_VARIABLE, new_tag, tagged_pids
 

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import perflab, write_workload
 
 SECRETS = ("s3cretDSN", "s3cretKV", "s3cretPG", "s3cretTOKEN", "s3cretAUTH")
@@ -120,10 +119,11 @@ def test_a_failed_postgres_run_leaves_no_password_anywhere(tmp_path):
 
 
 def test_study_json_and_reports_never_hold_a_secret(tmp_path):
+    from report.study_data import make_study
+
     from perflab.records.study import parse_study_document
     from perflab.report.write import write_reports
     from perflab.store.atomic import write_json_atomic
-    from report.study_data import make_study
 
     study = make_study()
     study["workload"]["target"] = {"kind": "postgres", "dsn": DSN, "env": {"PGPASSWORD": "s3cretPG"}}

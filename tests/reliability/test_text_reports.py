@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 from markdown_it import MarkdownIt
-
 from report.study_data import BASE, NEW, make_study
 
 HOSTILE = ("[/x] :smile: [bold]b \x1b[2J \x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\ \x9b31m \x07 "

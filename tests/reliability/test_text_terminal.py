@@ -11,9 +11,8 @@ import io
 import json
 
 import pytest
-from rich.console import Console
-
 from cli_helpers import perflab, write_workload
+from rich.console import Console
 
 # markup, an emoji code, a screen clear, an OSC 8 hyperlink, a C1 CSI, a BEL
 HOSTILE = "[/x] :smile: [bold]b \x1b[2J \x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\ \x9b31m \x07"
@@ -113,9 +112,10 @@ def test_the_cli_consoles_do_not_turn_codes_into_emoji():
 
 
 def test_study_output_prints_hostile_configuration_names_literally():
+    from report.study_data import BASE, NEW, make_study
+
     from perflab.records.study import parse_study_document
     from perflab.report.terminal import render_verdicts
-    from report.study_data import BASE, NEW, make_study
 
     text = json.dumps(make_study())
     for name, tail in ((BASE, ""), (NEW, " B")):

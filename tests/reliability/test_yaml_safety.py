@@ -5,13 +5,12 @@ without reading more than the limit -- never a hang, a RecursionError or a trace
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
+from reliability_helpers import EXAMPLES, one_line_error, run_main, write
 
 from perflab.errors import InputError
 from perflab.workload.loader import read_yaml
-from reliability_helpers import EXAMPLES, one_line_error, run_main, write
 
 
 def billion_laughs() -> str:

@@ -108,7 +108,7 @@ def test_monitor_and_drivers_blocks_are_checked_with_their_line(tmp_path, extra,
 
 
 def test_drivers_without_ray_say_how_to_get_it(monkeypatch):
-    from perflab.drive import distributed
+    from perflab.drive.remote import distributed
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
     with pytest.raises(InputError) as info:

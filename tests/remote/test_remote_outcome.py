@@ -9,6 +9,7 @@ import threading
 import time
 
 from cli_helpers import perflab
+
 from perflab.errors import EXIT_OK
 
 from .conftest import AGENT_PORT, start_agent

@@ -155,8 +155,7 @@ def write_synthetic_study(home: Path, study_id: str, itr_factor: float, pbt_fact
     saturated). `aa`: an A/A result and a noise table are added."""
     from perflab import caveats as cav
     from perflab.records.run import RunConfig
-    from perflab.records.study import (AAResult, ConfigurationRecord, Design, NoiseRow, StudyDocument, StudyRun,
-                                       WorkloadSummary)
+    from perflab.records.study import AAResult, ConfigurationRecord, Design, NoiseRow, StudyDocument, StudyRun, WorkloadSummary
     from perflab.stats.criteria import Criteria
     from perflab.store.atomic import write_json_atomic
     from perflab.study.compare import judge_all

@@ -15,17 +15,25 @@ from urllib.parse import urlencode
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-
 from cli_helpers import perflab
-from perflab.drive.engine import Phases
-from perflab.drive.recorder import Recorder
-from perflab.serve.app import create_app
+
 from perflab.drive.live import LiveWriter
+from perflab.drive.load.engine import Phases
+from perflab.drive.load.recorder import Recorder
+from perflab.serve.app import create_app
 from perflab.serve.security import PAGE_CSP, REPORT_CSP, TOKEN_COOKIE
 from perflab.store.catalog import Store
 
-from .serve_data import (XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_STUDY_TITLE, XSS_WORKLOAD, fake_running_run,
-                         finish_fake_run, write_synthetic_study)
+from .serve_data import (
+    XSS_DESCRIPTION,
+    XSS_ERROR,
+    XSS_LABEL,
+    XSS_STUDY_TITLE,
+    XSS_WORKLOAD,
+    fake_running_run,
+    finish_fake_run,
+    write_synthetic_study,
+)
 from .test_live_writer import FakeEngine, add
 
 EVENT_WAIT_S = 20.0   # a bound on waiting for one event (never a measured time)

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import perflab
+
 from perflab.store.catalog import Store
 
 from .serve_data import XSS_ERROR, XSS_STUDY_TITLE, XSS_WORKLOAD

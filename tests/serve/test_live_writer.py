@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import perflab
+
 from perflab.drive import live
-from perflab.drive.engine import Phases
 from perflab.drive.live import ERROR_CHARS, LiveWriter, SutCpu
-from perflab.drive.recorder import Recorder
+from perflab.drive.load.engine import Phases
+from perflab.drive.load.recorder import Recorder
 from perflab.monitor.sources.procfs import CLK_TCK, PidStat
 from perflab.records.live import LiveStatus, read_live
 
@@ -24,7 +24,7 @@ from .serve_data import PLAIN_YAML, write
 
 @dataclass
 class FakeEngine:
-    """The attributes the progress callback reads (perflab.drive.engine.Engine has them all)."""
+    """The attributes the progress callback reads (perflab.drive.load.engine.Engine has them all)."""
 
     phases: Phases
     recorder: Recorder

@@ -11,14 +11,23 @@ import re
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from cli_helpers import perflab
+
 from perflab.reduce.reduce import reduce_run
 from perflab.report import numbers as fmt
 from perflab.serve.run_report import build_report, render_html, render_json, render_markdown
 
-from .serve_data import (THRESHOLD_MET, THRESHOLD_VIOLATED, XSS_CLASS, XSS_DESCRIPTION, XSS_ERROR, XSS_LABEL, XSS_TX,
-                         XSS_WORKLOAD, fake_running_run)
+from .serve_data import (
+    THRESHOLD_MET,
+    THRESHOLD_VIOLATED,
+    XSS_CLASS,
+    XSS_DESCRIPTION,
+    XSS_ERROR,
+    XSS_LABEL,
+    XSS_TX,
+    XSS_WORKLOAD,
+    fake_running_run,
+)
 
 
 @pytest.fixture(scope="module")

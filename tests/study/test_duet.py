@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import perflab
+
 from perflab.store.active import ActiveRuns
 
 CPU_MS = 2.0

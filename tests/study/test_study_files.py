@@ -5,11 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from cli_helpers import REPO, perflab
+
+from perflab.stats.schedule import interleaved_schedule
 from perflab.study.configure import apply_changes
 from perflab.study.model import parse_bytes
-from perflab.stats.schedule import interleaved_schedule
 
 GOOD = f"""
 name: s

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import perflab
 from scipy import stats
 
-from cli_helpers import perflab
 from perflab.stats import paired_log_interval
 
 #: The two studies take about 100 s on a quiet host; a busy one may take three times that, and a

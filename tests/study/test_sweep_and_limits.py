@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from cli_helpers import load_run, perflab, run_dir_of, write_workload
+from cli_helpers import load_run, perflab, write_workload
 
 NOOP = """
 name: sweepme

@@ -29,11 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from perflab import __version__, caveats
-from perflab.drive.deadline import deadlines_of
-from perflab.drive.engine import Engine
 from perflab.drive.live import LiveWriter
+from perflab.drive.load.deadline import deadlines_of
+from perflab.drive.load.engine import Engine
 from perflab.drive.plan import RunPlan
-from perflab.drive.remote_sut import account, redacted
+from perflab.drive.remote.sut_host import account, redacted
 from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
 from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
@@ -472,7 +472,7 @@ class RunLifecycle:
             if saturated:
                 invalid.append(caveats.driver_saturated(util))
         elif record.drivers:
-            # Several drivers (drive/distributed.py): each gated on its own CPU.
+            # Several drivers (drive/remote/distributed.py): each gated on its own CPU.
             for d in record.drivers:
                 if d.saturated:
                     invalid.append(caveats.driver_saturated(d.util_pct, f"driver {d.index} on {d.node}"))

@@ -12,10 +12,10 @@ import os
 import time
 
 from perflab.drive.adapters.base import adapter_class, prepare_sut
-from perflab.drive.batch import engine_for
-from perflab.drive.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
-from perflab.drive.recorder import SPILL_FILE, Recorder
+from perflab.drive.load.batch import engine_for
+from perflab.drive.load.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
+from perflab.drive.load.recorder import SPILL_FILE, Recorder
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
 from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of

@@ -64,12 +64,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from perflab import __version__, caveats
-from perflab.drive.deadline import deadline_text, deadlines_of
 from perflab.drive.lifecycle import RunObserver, RunResult, now_iso
-from perflab.drive.params import ParamMaker
+from perflab.drive.load.deadline import deadline_text, deadlines_of
+from perflab.drive.load.params import ParamMaker
+from perflab.drive.load.recorder import SCHEMA, THINKS_SCHEMA
 from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
-from perflab.drive.recorder import SCHEMA, THINKS_SCHEMA
-from perflab.drive.remote_sut import redacted
+from perflab.drive.remote.sut_host import redacted
 from perflab.errors import InputError
 from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
 from perflab.store.atomic import write_atomic, write_json_atomic

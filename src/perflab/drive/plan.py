@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from perflab import limits
-from perflab.drive.engine import Phases
-from perflab.drive.remote_sut import remote_spec
+from perflab.drive.load.engine import Phases
+from perflab.drive.remote.sut_host import remote_spec
 from perflab.errors import InputError
 from perflab.monitor.sources.remote import RemoteSpec
 from perflab.sut.placement import Placement, resolve_placement

@@ -9,7 +9,7 @@ from __future__ import annotations
 from perflab.drive.lifecycle import RunLifecycle, RunObserver, RunResult
 from perflab.drive.local_run import execute_local_run
 from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
-from perflab.drive.remote_sut import probe_sut_host
+from perflab.drive.remote.sut_host import probe_sut_host
 from perflab.drive.server_run import execute_server_run
 from perflab.store.catalog import Store
 from perflab.workload.model import NETWORK_KINDS
@@ -24,7 +24,7 @@ def execute_run(request: RunRequest | RunPlan, store: Store, observer: RunObserv
     host = probe_sut_host(plan.remote, plan.workload_path) if plan.remote is not None and plan.monitor else None
     cluster = None
     if plan.drivers is not None:
-        from perflab.drive.distributed import DriverCluster
+        from perflab.drive.remote.distributed import DriverCluster
 
         cluster = DriverCluster.connect(plan)  # placed before any run is stored
     life = RunLifecycle(plan, store, observer)

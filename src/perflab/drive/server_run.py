@@ -18,11 +18,11 @@ import time
 import urllib.parse
 from typing import Any
 
-from perflab.drive.batch import engine_for
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
+from perflab.drive.load.batch import engine_for
+from perflab.drive.load.recorder import SPILL_FILE, Recorder
 from perflab.drive.plan import RunPlan
-from perflab.drive.recorder import SPILL_FILE, Recorder
-from perflab.drive.remote_sut import host_record
+from perflab.drive.remote.sut_host import host_record
 from perflab.errors import SutFailure
 from perflab.extras import require
 from perflab.monitor.sources.remote import HostInfo

@@ -192,7 +192,7 @@ class Transaction(Strict):
     timeout: Duration | None = Field(
         default=None, description="the transaction's deadline (python, command, sqlite targets): past it the "
         "transaction is an error, its worker or command is killed and the run is invalid; default "
-        "timing.deadline, else 60 s (perflab.drive.deadline), a job stream's timeout for a batch load")
+        "timing.deadline, else 60 s (perflab.drive.load.deadline), a job stream's timeout for a batch load")
 
     @field_validator("timeout", mode="before")
     @classmethod

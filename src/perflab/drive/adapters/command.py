@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
-from perflab.drive.deadline import deadline_text, deadlines_of
+from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.workload.model import CommandTarget, Workload
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from perflab.drive.deadline import deadline_text, deadlines_of
+from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.errors import SutFailure
 from perflab.extras import require

@@ -20,7 +20,7 @@ from typing import Any
 
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.postgres import raise_if_down
-from perflab.drive.deadline import deadline_text, deadlines_of
+from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.workload.model import TcpTarget, Workload
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from perflab.drive.recorder import SCHEMA
+from perflab.drive.load.recorder import SCHEMA
 
 NAN = float("nan")
 WARM_UP, MEASURED = "warm-up", "measured"  # the two runs of a tool in one perflab run

@@ -61,7 +61,7 @@ class WorkerPool:
     Requests beyond that wait in the driver for a worker slot, like connections waiting for a
     server process; a reply that frees a slot sends the oldest waiting request at once.
 
-    Deadlines (perflab.drive.deadline): `deadlines[tx_index]` is how long a transaction may run.
+    Deadlines (perflab.drive.load.deadline): `deadlines[tx_index]` is how long a transaction may run.
     A worker whose current transaction is `grace` seconds past it is hung: its process group is
     killed, the transaction answered as an error ("deadline 2 s exceeded", Reply.hung), the
     requests queued behind it go to other workers, and a new worker takes its place (announced
@@ -283,7 +283,7 @@ class WorkerPool:
             self._timer = self._loop.call_later(self._period, self._check_deadlines)
 
     def _kill_hung(self, worker: _Worker, tx_index: int) -> None:
-        from perflab.drive.deadline import deadline_text
+        from perflab.drive.load.deadline import deadline_text
 
         try:
             self._loop.remove_reader(worker.fd)

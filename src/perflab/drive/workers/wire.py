@@ -94,4 +94,4 @@ class Reply:
     counters: tuple = ()
     instructions: float = float("nan")
     harness_cpu: float = float("nan")  # the worker's own CPU for it, outside the SUT's call
-    hung: bool = False  # past its deadline: what ran it was killed (perflab.drive.deadline)
+    hung: bool = False  # past its deadline: what ran it was killed (perflab.drive.load.deadline)

@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from perflab import caveats
-from perflab.drive.deadline import deadlines_of
-from perflab.drive.engine import STOP_GRACE_S, stop_wait_s
+from perflab.drive.load.deadline import deadlines_of
+from perflab.drive.load.engine import STOP_GRACE_S, stop_wait_s
 from perflab.drive.plan import RunPlan
 from perflab.errors import InputError
 from perflab.extras import require
@@ -203,7 +203,7 @@ class DriverCluster:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from perflab import __version__
-        from perflab.drive.ray_driver import DriverProcess
+        from perflab.drive.remote.ray_driver import DriverProcess
 
         spec = plan.drivers
         nodes = [n for n in ray.nodes() if n.get("Alive")]

@@ -19,7 +19,7 @@ import resource
 import time
 from collections.abc import Callable
 
-from perflab.drive.engine import Engine, Outcome
+from perflab.drive.load.engine import Engine, Outcome
 from perflab.drive.plan import RunPlan
 from perflab.errors import SutFailure
 from perflab.workload.rng import UserRandom

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from perflab.drive.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
-from perflab.drive.params import ParamMaker
-from perflab.drive.recorder import Recorder
+from perflab.drive.load.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
+from perflab.drive.load.params import ParamMaker
+from perflab.drive.load.recorder import Recorder
 from perflab.errors import SutFailure
 from perflab.workload.model import ClosedLoad, OpenLoad, Workload
 from perflab.workload.rng import UserRandom
@@ -86,7 +86,7 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class Share:
-    """This engine's part of a load driven from several processes (drive/distributed.py).
+    """This engine's part of a load driven from several processes (drive/remote/distributed.py).
 
     Closed loop: users `first_user` .. `first_user + users - 1` of `all_users`, each with the
     random streams and the logon time it has in a single driver's run. Open loop: arrival

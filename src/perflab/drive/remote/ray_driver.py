@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from perflab import __version__
-from perflab.drive.engine import Engine, Phases, Share
-from perflab.drive.recorder import Recorder
+from perflab.drive.load.engine import Engine, Phases, Share
+from perflab.drive.load.recorder import Recorder
 from perflab.workload.model import Workload
 
 

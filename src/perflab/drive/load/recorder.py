@@ -249,7 +249,7 @@ class Recorder:
     def hand_over(self) -> pa.Table:
         """The rows recorded since the last hand-over, which are then dropped from memory: a
         driver on another host sends its new rows to the coordinator every second
-        (drive/ray_driver.py) and keeps none of them. Not with a spill file (a local run reads
+        (drive/remote/ray_driver.py) and keeps none of them. Not with a spill file (a local run reads
         its table once, at the end)."""
         if self.spill_path is not None:
             raise ValueError("a recorder that spills to a file does not hand its rows over")
