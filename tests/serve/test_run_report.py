@@ -1,5 +1,6 @@
-"""The single-run report (`perflab show RUN --html`): what it shows is what the run stored,
-it escapes every user string, and it opens from disk with nothing fetched."""
+"""The single-run report (perflab.report.run: `perflab show`, `show --html`, the run page of
+`perflab serve`): what it shows is what the run stored, every rendering shows the same rows, it
+escapes every user string, and its HTML opens from disk with nothing fetched."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from cli_helpers import perflab
+from rich.console import Console
 
 from perflab.reduce.reduce import reduce_run
 from perflab.report import numbers as fmt
-from perflab.serve.run_report import build_report, render_html, render_json, render_markdown
+from perflab.report.run.export import render_html, render_json, render_markdown
+from perflab.report.run.model import CLASSES_TITLE, build_report
+from perflab.report.terminal import render_run
 
 from .serve_data import (
     THRESHOLD_MET,
@@ -45,28 +49,60 @@ def test_the_numbers_are_the_reductions(xss_report):
     assert rows["ITR (S)"] == fmt.value(metrics.values["itr_s"], "itr_s")
     assert rows["AVG LAST (T)"] == fmt.value(metrics.values["avg_last_t"], "avg_last_t")
     assert [g for g, _ in report.data.groups][:2] == ["Environment", "Response Time"]
-    classes = {row[0]: row for row in report.classes.rows}
+    table = report.table(CLASSES_TITLE)
+    classes = {row[0]: row for row in table.rows}
     assert set(classes) == set(metrics.per_class)
-    column = report.classes.columns.index("RESP P90 (T) (s)")
+    column = table.columns.index("RESP P90 (T) (s)")
     assert classes["default"][column] == fmt.value(metrics.per_class["default"]["resp_p90_t"], "resp_p90_t")
     assert json.loads(render_json(report))["metrics"] == json.loads(json.dumps(metrics.to_json()))
 
 
 def test_interval_percentiles_are_nearest_rank_per_interval(xss_report):
-    """Recomputed here from the parquet file with a sort (not the partition the module uses)."""
-    run_dir, report = xss_report
+    """The reduction's per-interval percentiles (the response chart draws them), recomputed here
+    from the parquet file with a sort (not the partition the reduction uses)."""
+    run_dir, _ = xss_report
     metrics = reduce_run(run_dir)
     tx = pq.read_table(run_dir / "transactions.parquet").to_pandas()
     tx = tx[tx.ok & (tx.end >= metrics.window.start) & (tx.end < metrics.window.end)]
-    assert len(report.interval_percentiles) == len(metrics.per_interval) > 0
-    for row, got in zip(metrics.per_interval, report.interval_percentiles):
+    assert len(metrics.per_interval) > 0
+    for row in metrics.per_interval:
         inside = tx[(tx.end >= row["t_start"]) & (tx.end < row["t_end"])]
         response = np.sort((inside.end - inside.intended_start).to_numpy())
         for q in (50, 90, 99):
             expected = response[max(0, math.ceil(q / 100 * len(response)) - 1)] if len(response) else None
-            assert got[f"resp_p{q}_t"] == expected
-        # the reduction's own P90 per interval is the same number
-        assert got["resp_p90_t"] == row["resp_p90_t"]
+            assert row[f"resp_p{q}_t"] == expected
+
+
+def test_every_rendering_shows_the_same_rows(xss_report):
+    """`perflab show` (terminal), the HTML, the Markdown and the JSON are rendered from one
+    model: every metric row, every per-class cell and every gate appears in each of them."""
+    _, report = xss_report
+    console = Console(record=True, width=400, color_system=None)
+    render_run(report, console)
+    terminal = console.export_text()
+    markdown, page = render_markdown(report), html.unescape(render_html(report))
+    document = json.loads(render_json(report))
+    terminal_lines = terminal.splitlines()
+    rows = [row for _, group in report.data.groups for row in group]
+    assert len(rows) > 50
+    for label, value, unit, key in rows:
+        assert f"| {label} | {value} | {unit} | {key} |" in markdown, key
+        assert re.search(rf"<th scope=\"row\">{re.escape(label)}</th><td[^>]*>{re.escape(value)}</td>", page), key
+        line = next((line for line in terminal_lines if re.search(rf"\s{re.escape(key)}\s*$", line)), None)
+        assert line is not None and label in line and f" {value} " in line, key
+    for titled in report.tables:
+        table = titled.table
+        assert [dict(zip(table.columns, row)) for row in table.rows] == document["tables"][titled.title]
+        for row in table.rows:
+            cells = [html.unescape(c) for c in row]
+            assert "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" in markdown
+            line = next(line for line in terminal_lines if line.strip("│ ").startswith(cells[0]))
+            assert all(c in line for c in cells[1:]), line
+    for gate in report.gates:
+        assert [gate.name, gate.measured, gate.limit, gate.result] in \
+            [[g["name"], g["measured"], g["limit"], g["result"]] for g in document["gates"]["rows"]]
+        assert gate.name in terminal and gate.name in page and gate.name in markdown
+    assert report.little and report.little in page and report.little.split(":")[0] in terminal
 
 
 def test_errors_are_counted_from_the_stored_transactions(xss_report):

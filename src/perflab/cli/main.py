@@ -18,7 +18,7 @@ import typer
 from perflab.cli.agent import agent_command
 from perflab.cli.capacity import capacity_app
 from perflab.cli.options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
-from perflab.cli.serve import serve_command, write_show_html
+from perflab.cli.serve import serve_command
 from perflab.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -252,18 +252,21 @@ def show(
 
     Example: `perflab show last --html` (writes the run's report.html and prints its path)
     """
-    from perflab.reduce.reduce import reduce_run
-    from perflab.report.terminal import render_metrics
     from perflab.store.catalog import Store
 
     run_dir = Store(store).resolve(run_ref)
     if html:
-        return out.print(str(write_show_html(run_dir)), soft_wrap=True, highlight=False, markup=False)
-    metrics = reduce_run(run_dir)
+        from perflab.report.run.export import write_run_html
+
+        return out.print(str(write_run_html(run_dir)), soft_wrap=True, highlight=False, markup=False)
     if as_json:
-        out.print_json(json.dumps(metrics.to_json()))
-    else:
-        render_metrics(metrics, out)
+        from perflab.reduce.reduce import reduce_run
+
+        return out.print_json(json.dumps(reduce_run(run_dir).to_json()))
+    from perflab.report.run.model import build_report, study_of
+    from perflab.report.terminal import render_run
+
+    render_run(build_report(run_dir, study_of(run_dir), charts=False, strict=True), out)
 
 
 @app.command()

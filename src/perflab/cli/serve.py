@@ -72,9 +72,3 @@ def _serve(sock: socket.socket, home: Path, token: str | None, check_host: bool)
     logging.basicConfig(level=logging.WARNING, format="perflab serve: %(levelname)s %(message)s")
     serve_until_stopped(web, lambda: create_app(home, token=token, check_host=check_host), sock)
 
-
-def write_show_html(run_dir: Path) -> Path:
-    """`perflab show RUN --html`: the run's self-contained report, <run_dir>/report.html."""
-    from perflab.serve.run_report import write_run_html
-
-    return write_run_html(run_dir)

@@ -38,8 +38,10 @@ from perflab.values import finite
 # Rows reported per transaction class and per time bucket.
 CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
               "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
-INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p90_t", "total_h", "util_proc_h", "total_s",
-                 "util_proc_s", "itr_s", "itr_h", "pbt_cmd_s", "pbt_cmd_h")
+#: Response time percentiles per time bucket (the run report's response chart draws them).
+INTERVAL_PERCENTILES = (50, 90, 99)
+INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p99_t", "total_h",
+                 "util_proc_h", "total_s", "util_proc_s", "itr_s", "itr_h", "pbt_cmd_s", "pbt_cmd_h")
 
 MB = float(1 << 20)
 #: The (V) component that is perflab's own worker code inside the SUT's processes.
@@ -430,7 +432,7 @@ def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window
     buckets = len(edges) - 1
     rows: list[dict[str, float | None]] = [{} for _ in range(buckets)]
     if tx is not None:
-        rows = per_bucket(tx, edges)
+        rows = per_bucket(tx, edges, INTERVAL_PERCENTILES)
     series: dict[str, np.ndarray] = {}
     if samples is not None:
         sources = {

@@ -16,6 +16,7 @@ Conventions (the registry's descriptions repeat them):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,8 +185,9 @@ def harness_total(tx: WindowTransactions) -> float | None:
     return float(tx.harness.sum())
 
 
-def per_bucket(tx: WindowTransactions, edges: np.ndarray) -> list[dict[str, float | None]]:
-    """Counts and response rows per time bucket (by completion time)."""
+def per_bucket(tx: WindowTransactions, edges: np.ndarray, percentiles: Sequence[int] = (90,)) -> list[dict[str, float | None]]:
+    """Counts and response rows per time bucket (by completion time): the mean, and each of
+    `percentiles` by nearest rank over the ok transactions completed in the bucket."""
     buckets = len(edges) - 1
     index = np.clip(np.searchsorted(edges, tx.end, side="right") - 1, 0, buckets - 1)
     ok_index = index[tx.ok]
@@ -200,7 +202,9 @@ def per_bucket(tx: WindowTransactions, edges: np.ndarray) -> list[dict[str, floa
     rows = []
     for b in range(buckets):
         n = int(counts[b])
-        p90 = nearest_rank(grouped[starts[b]:starts[b + 1]], (90,))[0]
-        rows.append({"tx_ok": float(n), "errors_t": float(errors[b]),
-                     "avg_last_t": float(sums[b] / n) if n else None, "resp_p90_t": p90})
+        ranks = nearest_rank(grouped[starts[b]:starts[b + 1]], tuple(percentiles))
+        row: dict[str, float | None] = {"tx_ok": float(n), "errors_t": float(errors[b]),
+                                        "avg_last_t": float(sums[b] / n) if n else None}
+        row.update({f"resp_p{q}_t": value for q, value in zip(percentiles, ranks)})
+        rows.append(row)
     return rows

@@ -38,7 +38,7 @@ def plain_text(value: Any) -> Any:
     return visible(value, one_line=False) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("perflab.report", "templates"),
         # The template is "report.html.j2", which select_autoescape's extension test would
@@ -60,6 +60,6 @@ def render_html(study: StudyDocument | Mapping[str, Any]) -> str:
     for chart in charts:
         if chart.svg is not None:
             chart.svg = Markup(chart.svg)  # matplotlib's own output, text already escaped
-    template = _environment().get_template("report.html.j2")
+    template = environment().get_template("report.html.j2")
     return template.render(sv=v.study_view(study), charts=charts,
                            sections={key: title for key, title in v.SECTIONS})

@@ -1,41 +1,24 @@
-"""`perflab show`: a run's metrics on the terminal, laid out as the seed tables lay them out.
+"""perflab on the terminal: one run (`perflab show`, from the run report's model, the rows its
+HTML, Markdown and JSON hold), the summary after `perflab run`, and a study's verdicts.
 
-Rows come from the registry (label, unit, decimals, group), in the seeds' group order; a row
-perflab could not measure on this machine shows `na`, as the seeds print it. Seed-only rows
-(RTM, VMPRF, SFS counters...) are never shown for a perflab run.
+A row perflab could not measure on this machine shows `na`, as the seeds print it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from perflab.catalog.metric import Metric, Origin
-from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.catalog.registry import REGISTRY
 from perflab.records.study import MetricComparison, StudyDocument
 from perflab.report import numbers as fmt
 from perflab.safe_text import terminal as escape
 from perflab.stats.criteria import DEFAULT_MARGIN
 
-# The seeds' groups first; perflab's raw window totals (what every other row is made of) last.
-SHOWN_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
-CLASS_COLUMNS = ("tx_ok", "etr_t", "avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t",
-                 "resp_p99_t", "errors_t")
-
-
-def format_value(metric: Metric, value: Any) -> str:
-    """A value as people read it (perflab.report.numbers: the registry's decimals, thousands
-    separators), `na` when unmeasured."""
-    if isinstance(value, str):
-        return value
-    return fmt.value(value, metric.key)
-
-
-def _fmt(key: str, value: Any) -> str:
-    metric = REGISTRY.get(key)
-    return format_value(metric, value) if metric else ("na" if value is None else str(value))
+if TYPE_CHECKING:
+    from perflab.report.run.model import RunReport
 
 
 #: An outcome's tone (perflab.store.outcome.TONES) as a terminal colour.
@@ -63,99 +46,64 @@ def _header(metrics: Any) -> str:
     return "  ".join(parts)
 
 
-def render_metrics(metrics: Any, console: Console) -> None:
-    """The full catalog of one reduced run (a RunMetrics), then per-class response rows,
-    per-component server rows, the Little's-law check and the warnings."""
-    console.print(_header(metrics))
-    table = Table(show_header=True, header_style="bold", title_justify="left", pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    table.add_column("key", style="dim")
-    for group in SHOWN_GROUPS:
-        rows = [m for m in REGISTRY.in_group(group, Origin.PERFLAB) if not m.per_component]
-        if not rows:
-            continue
-        table.add_row(f"[bold]{group}[/bold]", "", "", "", end_section=False)
-        dim = group == "Measurement"
-        for metric in rows:
-            value = metrics.attributes.get(metric.key) if metric.text else metrics.values.get(metric.key)
-            shown = escape(format_value(metric, value))   # text rows (workload, label...) are user text
-            if value is None:
-                shown = f"[dim]{shown}[/dim]"
-            label = f"[dim]{escape(metric.label)}[/dim]" if dim else escape(metric.label)
-            table.add_row(f"  {label}", shown, metric.unit, metric.key)
-        table.add_section()
-    console.print(table)
-    _render_classes(metrics, console)
-    _render_components(metrics, console)
-    _render_drivers(metrics, console)
-    _render_little(metrics, console)
-    _render_warnings(metrics, console)
+def render_run(report: RunReport, console: Console) -> None:
+    """`perflab show`: one run's report (perflab.report.run.model, the rows its HTML, Markdown
+    and JSON renderings hold): the header, the gates, the thresholds, every metric in the seeds'
+    groups, the per-class, per-component and per-driver tables, Little's law, the errors and the
+    warnings."""
+    from perflab.report.run.model import RAW_GROUP
 
-
-def _render_classes(metrics: Any, console: Console) -> None:
-    if not metrics.per_class:
-        return
-    table = Table(title="Response Time per transaction class", title_justify="left", header_style="bold")
-    table.add_column("class")
-    for key in CLASS_COLUMNS:
-        table.add_column(REGISTRY.label_of(key), justify="right")
-    for name, row in metrics.per_class.items():
-        table.add_row(escape(name), *[_fmt(key, row.get(key)) for key in CLASS_COLUMNS])
-    console.print(table)
-
-
-def _render_components(metrics: Any, console: Console) -> None:
-    if not metrics.per_component:
-        return
-    keys = [k for k in REGISTRY.perflab_keys(per_component=True) if REGISTRY[k].group == "Servers"]
-    table = Table(title="Servers (V): per SUT component", title_justify="left", header_style="bold")
-    table.add_column("component")
-    for key in keys:
-        table.add_column(f"{REGISTRY.label_of(key)} {REGISTRY[key].unit}".strip(), justify="right")
-    for name, row in metrics.per_component.items():
-        table.add_row(escape(name), *[_fmt(key, row.get(key)) for key in keys])
-    console.print(table)
-
-
-def _render_drivers(metrics: Any, console: Console) -> None:
-    from perflab.report.run_view import drivers_table
-
-    view = drivers_table(metrics.record) if getattr(metrics, "record", None) is not None else None
-    if view is None:
-        return
-    table = Table(title=view.title, title_justify="left", header_style="bold")
-    for column in view.columns:
-        table.add_column(column)
-    for row in view.rows:
-        table.add_row(*[escape(cell) for cell in row])
-    console.print(table)
-
-
-def _render_little(metrics: Any, console: Console) -> None:
-    values = metrics.values
-    users, think, last = values.get("users"), values.get("avg_think_t"), values.get("avg_last_t")
-    if users is None:
-        console.print("Little's law: open loop (no USERS): not applicable")
-        return
-    predicted, etr, deviation = values.get("little_etr_t"), values.get("etr_t"), values.get("little_dev")
-    if predicted is None or etr is None:
-        console.print("Little's law: na (think or response time not measured)")
-        return
-    colour = "green" if deviation is not None and abs(deviation) <= 5 else "yellow"
-    console.print(f"Little's law: USERS / (AVG THINK (T) + AVG LAST (T)) = {fmt.fixed(users, 0)} / "
-                  f"({_fmt('avg_think_t', think)} + {_fmt('avg_last_t', last)}) = {fmt.quantity(predicted, 'little_etr_t')}"
-                  f" vs ETR (T) {fmt.quantity(etr, 'etr_t')}: "
-                  f"[{colour}]{'na' if deviation is None else fmt.fixed(deviation, 1, signed=True)} %[/{colour}]")
-
-
-def _render_warnings(metrics: Any, console: Console) -> None:
-    if not metrics.warnings:
-        return
-    console.print("[bold yellow]warnings[/bold yellow]")
-    for warning in metrics.warnings:
-        console.print(f"  [yellow]![/yellow] {escape(warning)}")
+    console.print(f"[bold]{escape(report.title)}[/bold]")
+    for name, value in report.header:
+        shown = outcome_markup(report.outcome) if name == "outcome" else escape(value)
+        console.print(f"  {escape(name)}: {shown}")
+    if report.problem:
+        console.print(f"[red]{escape(report.problem)}[/red]")
+    colour = "green" if report.counted else "red"
+    console.print(f"gates: [{colour}]{escape(report.gate_verdict)}[/{colour}] ({escape(report.gate_source)})")
+    gates = Table(show_header=True, header_style="bold", pad_edge=False)
+    for column in ("gate", "measured", "limit", "result"):
+        gates.add_column(column)
+    for g in report.gates:
+        result = {"pass": "[green]pass[/green]", "FAIL": "[red]FAIL[/red]"}.get(g.result, escape(g.result))
+        gates.add_row(escape(g.name), escape(g.measured), escape(g.limit), result)
+    console.print(gates)
+    for t in report.thresholds:
+        met = "[green]threshold met[/green]" if t.result == "pass" else "[red]threshold violated[/red]"
+        console.print(f"  {met} {escape(t.expression)}: {escape(t.measured)}" + (f" ({escape(t.why)})" if t.why else ""))
+    if report.data is not None:
+        table = Table(show_header=True, header_style="bold", title_justify="left", pad_edge=False)
+        for column in report.data.columns:
+            table.add_column(column, justify="right" if column == "value" else "left",
+                             style="dim" if column == "key" else None)
+        for group, rows in report.data.groups:
+            table.add_row(f"[bold]{escape(group)}[/bold]", *[""] * (len(report.data.columns) - 1))
+            for label, value, *rest in rows:
+                shown = f"[dim]{escape(value)}[/dim]" if value == fmt.NA else escape(value)
+                label = f"[dim]{escape(label)}[/dim]" if group == RAW_GROUP else escape(label)
+                table.add_row(f"  {label}", shown, *[escape(c) for c in rest])
+            table.add_section()
+        console.print(table)
+    for titled in report.tables:
+        table = Table(title=escape(titled.title), title_justify="left", header_style="bold")
+        for i, column in enumerate(titled.table.columns):
+            table.add_column(escape(column), justify="left" if i == 0 else "right")
+        for row in titled.table.rows:
+            table.add_row(*[escape(cell) for cell in row])
+        console.print(table)
+    if report.little:
+        console.print(escape(report.little))
+    if report.errors is not None and report.errors.rows:
+        table = Table(title="Errors (the whole run)", title_justify="left", header_style="bold")
+        for column in report.errors.columns:
+            table.add_column(column)
+        for row in report.errors.rows:
+            table.add_row(*[escape(cell) for cell in row])
+        console.print(table)
+    if report.warnings:
+        console.print("[bold yellow]warnings[/bold yellow]")
+        for warning in report.warnings:
+            console.print(f"  [yellow]![/yellow] {escape(warning)}")
 
 
 def render_summary(metrics: Any, console: Console) -> None:

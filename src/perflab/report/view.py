@@ -288,12 +288,12 @@ def calibration_table(study: StudyDocument) -> Table | None:
                  + [f"{REGISTRY.label_of(k)} %" for k in evidence] + ["run", "run id"], rows)
 
 
-def _ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
+def ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
     keys = list(dict.fromkeys(keys))
     return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
 
 
-def _hardware_value(key: str, value: Any) -> str:
+def hardware_value(key: str, value: Any) -> str:
     if key.endswith("_bytes"):
         return fmt.gib(value)
     if isinstance(value, Mapping) and "available" in value:  # perf_counters: {available, reason}
@@ -310,7 +310,7 @@ def side_by_side(study: StudyDocument, configs: list[str], part: str, order: tup
                  names: Mapping[str, str], render) -> Table:
     """One row per field; one column when every configuration agrees, else one per configuration."""
     data = [_part(study, c, part) for c in configs]
-    keys = _ordered((k for d in data for k in d), order)
+    keys = ordered((k for d in data for k in d), order)
     same = all(d == data[0] for d in data)
     columns = ["field"] + (["all configurations"] if same else list(configs))
     rows = []
@@ -321,7 +321,7 @@ def side_by_side(study: StudyDocument, configs: list[str], part: str, order: tup
 
 
 def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, list[str]]:
-    table = side_by_side(study, configs, "hardware", HARDWARE_ORDER, HARDWARE_NAMES, _hardware_value)
+    table = side_by_side(study, configs, "hardware", HARDWARE_ORDER, HARDWARE_NAMES, hardware_value)
     notes = []
     if study.design.placement:
         notes.append(f"Placement: {study.design.placement}.")
@@ -338,7 +338,7 @@ def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, lis
 
 def software_table(study: StudyDocument, configs: list[str]) -> Table:
     confs = [study.configuration(c) for c in configs]
-    keys = _ordered((k for conf in confs if conf is not None for k in conf.software), SOFTWARE_ORDER)
+    keys = ordered((k for conf in confs if conf is not None for k in conf.software), SOFTWARE_ORDER)
     rows = [[SOFTWARE_NAMES.get(k, k.replace("_", " "))] + [text(conf.software.get(k) if conf else None)
                                                             for conf in confs] for k in keys]
     rows.append(["what changed"] + [text(conf.changes) if conf is not None and conf.changes

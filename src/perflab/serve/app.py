@@ -35,8 +35,9 @@ from perflab.records.study import StudyDocument
 from perflab.report import numbers as fmt
 from perflab.report import view as report_view
 from perflab.report.html import plain_text
+from perflab.report.run.export import RENDERERS
+from perflab.report.run.model import build_report, read_record
 from perflab.serve import compare as cmp
-from perflab.serve import run_report
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
@@ -174,7 +175,7 @@ async def api_runs(request: web.Request) -> web.Response:
 def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
     """The run's three reports (and its threshold rows, for the page), rendered once per version
     of its files."""
-    record = run_report.read_record(run_dir)
+    record = read_record(run_dir)
     study_id = record.study or ""
     study_path = store.studies_dir / study_id / "study.json" if ID.match(study_id) and ".." not in study_id else None
     key = (run_dir.name, file_key(run_dir / "run.json", run_dir / "transactions.parquet", run_dir / "samples.parquet",
@@ -187,8 +188,8 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
                 study = store.study(study_path.parent.name)
             except (NotFound, InputError, OSError):
                 study = None
-        report = run_report.build_report(run_dir, study)
-        texts: dict[str, Any] = {kind: render(report) for kind, (_, render) in run_report.RENDERERS.items()}
+        report = build_report(run_dir, study)
+        texts: dict[str, Any] = {kind: render(report) for kind, (_, render) in RENDERERS.items()}
         texts["thresholds"] = report.thresholds
         return texts
 

@@ -100,8 +100,13 @@ def steady_series(primary: Sequence[str], closed: bool, gates: GateSettings) -> 
     from perflab.reduce.reduce import INTERVAL_KEYS
 
     keys: list[SeriesSpec] = []
+    response_rows = REGISTRY.role("response_rows")
     for key in primary:
-        if key in INTERVAL_KEYS and key != RESPONSE_SERIES and not REGISTRY.machine_wide(key):
+        if key not in INTERVAL_KEYS or key == RESPONSE_SERIES or REGISTRY.machine_wide(key):
+            continue
+        if key in response_rows:    # a response percentile drifts like the mean: on a log scale
+            keys.append(SeriesSpec(key, True, math.log1p(gates.max_response_trend)))
+        else:
             keys.append(SeriesSpec(key, False, gates.max_etr_trend))
     if closed:
         keys += [SeriesSpec(k, False, gates.max_etr_trend) for k in RATE_SERIES if k not in primary]
@@ -117,7 +122,7 @@ def run_trends(per_interval: Sequence[Mapping[str, Any]] | None, specs: Sequence
         series = Series.of(per_interval, spec.key)
         if partner is not None:
             series = series.relative_to(Series.of(partner, spec.key))
-        out[spec.key] = fit(series, spec.log, bend=spec.key == RESPONSE_SERIES)
+        out[spec.key] = fit(series, spec.log, bend=spec.log)
     return out
 
 

@@ -1,24 +1,19 @@
-"""Tables of one run, built once from its record and rendered by every exporter (`perflab show`,
-its HTML, the run page of `perflab serve`), so they cannot disagree."""
+"""A run driven from several hosts (Ray): one row per driver."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from perflab.records.run import RunRecord
 from perflab.report import numbers as fmt
+from perflab.report.view import Table
+
+TITLE = "Drivers (Ray)"
+COLUMNS = ["driver", "node", "CPUs", "share", "transactions", "rate (whole run)", "CPU (window)", "clock offset",
+           "lost"]
 
 
-@dataclass(frozen=True)
-class RunTable:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-
-
-def drivers_table(record: RunRecord) -> RunTable | None:
-    """A run driven from several hosts (Ray): each driver's node, share, transactions, rate over
-    the window, CPU, clock offset, and whether it was lost. None for a single driver."""
+def drivers_table(record: RunRecord) -> Table | None:
+    """Each driver's node, share, transactions, rate, CPU over the window, clock offset, and
+    whether it was lost. None for a single driver."""
     if not record.drivers:
         return None
     # a driver's transactions are every one it recorded, stabilization included: its rate is over
@@ -34,5 +29,4 @@ def drivers_table(record: RunRecord) -> RunTable | None:
                      fmt.NA if d.clock_offset_s is None else
                      f"{1000 * d.clock_offset_s:+.2f} ± {1000 * (d.clock_error_s or 0):.2f} ms",
                      d.lost or ("hung: " + str(d.hung) if d.hung else "no")])
-    return RunTable("Drivers (Ray)", ["driver", "node", "CPUs", "share", "transactions", "rate (whole run)",
-                                      "CPU (window)", "clock offset", "lost"], rows)
+    return Table(list(COLUMNS), rows)
