@@ -78,6 +78,22 @@ class Code(StrEnum):
     DUET = "duet"              # the study ran each block's two runs at the same time on the same CPUs
     NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
     LEGACY = "legacy"          # a reason stored as plain text by an older perflab
+    # remarks on something other than one run (`remark`): a comparison row, a calibration, a
+    # study's design, a noise estimate, a capacity model's fit
+    INTERVAL_METHOD = "interval_method"      # how a row's interval was made (looks, Welch, crossover, dropped blocks)
+    NO_INTERVAL = "no_interval"              # a row without an interval (too few blocks, zeros): no verdict
+    NOISY = "noisy"                          # the noise is beyond what the blocks can resolve
+    DRIFT = "drift"                          # the base's runs drift across the session
+    OUTLIER = "outlier"                      # one block's ratio is implausible given the others
+    ANALYSES_DISAGREE = "analyses_disagree"  # the paired and the unpaired analyses disagree
+    AA_NOT_EQUIVALENT = "aa_not_equivalent"  # identical configurations were not shown equivalent
+    RUNS_EXCLUDED = "runs_excluded"          # a row lost runs to the gates
+    CALIBRATION = "calibration"              # the calibration's own doubts
+    MORE_THAN_ONE_CHANGE = "more_than_one_change"  # the one-variable rule is broken
+    MODEL_FIT = "model_fit"                  # a capacity model's assumptions and fit: extrapolated, a parameter unresolved
+    NO_CURVE = "no_curve"                    # a capacity model the data cannot support: not built
+    OTHER_WORK = "other_work"                # other processes used CPU beside the SUT during a level's window
+    STEPS_UNCHAINED = "steps_unchained"      # a composition's steps do not chain by name
 
 
 class Caveat(BaseModel):
@@ -104,6 +120,21 @@ def as_caveat(item: Caveat | str | dict) -> Caveat:
 
 def note(text: str, **values: Any) -> Caveat:
     return Caveat(code=Code.NOTE, text=text, values=values)
+
+
+REMARK_CODES = frozenset({Code.INTERVAL_METHOD, Code.NO_INTERVAL, Code.NOISY, Code.DRIFT, Code.OUTLIER,
+                          Code.ANALYSES_DISAGREE, Code.AA_NOT_EQUIVALENT, Code.RUNS_EXCLUDED, Code.CALIBRATION,
+                          Code.MORE_THAN_ONE_CHANGE, Code.MODEL_FIT, Code.NO_CURVE, Code.OTHER_WORK,
+                          Code.STEPS_UNCHAINED})
+
+
+def remark(code: Code, text: str, **values: Any) -> Caveat:
+    """A remark on something other than one run (a comparison row, a calibration, a study's
+    design, a noise estimate, a model's fit). Its sentence is made where its numbers are, once;
+    its code says what kind of remark it is, so no program reads the sentence."""
+    if code not in REMARK_CODES:
+        raise ValueError(f"{code} is not a remark: use its own constructor")
+    return Caveat(code=code, text=text, values=values)
 
 
 # -- one constructor per code: the sentence is written here and nowhere else ---------------------

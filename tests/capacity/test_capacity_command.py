@@ -107,7 +107,7 @@ def test_processor_scaling_of_a_sut_cpus_sweep(tmp_path):
     two = out["levels"][1]
     assert two["processors"] == 2 and two["itrr"] == pytest.approx(1.8, rel=0.03)
     assert two["ci_low"] < two["itrr"] < two["ci_high"]
-    assert any("has 2 CPUs and the driver uses one" in n for n in out["notes"])
+    assert any("has 2 CPUs and the driver uses one" in n["text"] for n in out["notes"])
 
 
 def test_compose_two_studies_adds_log_variances(tmp_path):
@@ -128,7 +128,8 @@ def test_compose_two_studies_adds_log_variances(tmp_path):
     assert doc["warnings"] == []
     # steps that do not chain by name are pointed out
     ca = store_study(tmp_path, ab_study("C", "D", 0.95, (0.93, 0.97)))
-    assert run_json("compose", str(ab), str(ca))["warnings"][0].startswith("steps do not chain")
+    warning = run_json("compose", str(ab), str(ca))["warnings"][0]
+    assert warning["code"] == "steps_unchained" and warning["text"].startswith("steps do not chain")
 
 
 def test_compose_with_given_numbers_and_what_if(tmp_path):

@@ -18,6 +18,7 @@ from perflab.capacity.points import sweep_data
 from perflab.capacity.summary import capacity_summary
 from perflab.capacity.usl import usl
 from perflab.capacity.uslsweep import fit_sweep_usl
+from perflab.caveats import Code
 from perflab.errors import InputError
 
 USERS = [1, 2, 4, 8, 12, 16, 24]
@@ -80,7 +81,7 @@ def test_users_supported_intervals_come_from_the_demands_spread():
     single = fit_closed_model(sweep_data(source(closed_sweep([4]))))
     assert single.demand_ci != single.demand_ci or math.isnan(single.demand_ci[0])
     assert supported_at_utilization(single, 0.9).low is None
-    assert any("no run-to-run spread" in n for n in single.notes)
+    assert any("no run-to-run spread" in n.text for n in single.notes)
 
 
 def test_demand_is_weighted_by_transactions():
@@ -105,7 +106,7 @@ def test_extrapolation_beyond_twice_the_largest_level_is_labelled():
 def test_processors_use_seidmann_and_say_so():
     data = sweep_data(source(closed_sweep([1, 2, 4, 8, 16], demand_ms=4.0, processors=2, delay=0.0)))
     m = fit_closed_model(data)
-    assert m.processors == 2 and any("Seidmann" in n for n in m.notes)
+    assert m.processors == 2 and any("Seidmann" in n.text for n in m.notes)
     # saturation at C/D, not 1/D
     assert m.predict(400).x == pytest.approx(2 / 0.004, rel=1e-3)
 
@@ -214,7 +215,8 @@ def test_summary_is_pure_and_json_ready():
 
 def test_summary_of_a_short_sweep_has_notes_not_errors():
     s = capacity_summary(source(closed_sweep([1, 4, 8])))
-    assert s.usl is None and any(n.startswith("USL: no curve: a USL fit needs ≥ 6") for n in s.notes)
+    assert s.usl is None and any(n.code == Code.NO_CURVE and n.text.startswith("USL: no curve: a USL fit needs ≥ 6")
+                                 for n in s.notes)
     assert s.model is not None  # MVA needs only measured demand and think time
 
     def dip(n, m):
@@ -222,14 +224,14 @@ def test_summary_of_a_short_sweep_has_notes_not_errors():
             m["etr_t"] *= 0.3
     bad = capacity_summary(source(closed_sweep([1, 2, 4, 8, 16, 24], tamper=dip)))
     assert bad.model is None and bad.usl is None and bad.curve == [] and bad.supported == []
-    assert sum("no curve" in n for n in bad.notes) == 2
+    assert sum(n.code == Code.NO_CURVE for n in bad.notes) == 2
 
 
 def test_disturbed_levels_are_noted():
     def busy(n, m):
         m.update({"busy_sec_h": 3.0, "busy_sec_s": 1.0, "driver_sec": 0.2, "monitor_sec": 0.0, "window_s": 2.0})
     data = sweep_data(source(closed_sweep([1, 2], tamper=busy)))
-    assert any("other processes used 0.90 CPU" in n for n in data.notes)
+    assert any(n.code == Code.OTHER_WORK and "other processes used 0.90 CPU" in n.text for n in data.notes)
 
 
 def test_summary_of_a_cpus_sweep_has_the_scaling_table():

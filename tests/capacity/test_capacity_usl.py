@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from perflab.capacity import fit_usl, usl
+from perflab.caveats import Code
 from perflab.errors import InputError
 
 ALPHA, BETA, GAMMA = 0.05, 0.0005, 100.0  # peak at √(0.95/0.0005) ≈ 43.6
@@ -57,7 +58,7 @@ def test_far_extrapolated_peak_is_flagged():
     rng = np.random.default_rng(54)
     n = np.array([1, 2, 4, 6, 8, 12, 16])
     f = fit_usl(n, noisy(rng, n, cv=0.01, alpha=0.02, beta=0.00005))
-    assert any("extrapolation far beyond the data" in w for w in f.warnings)
+    assert any(w.code == Code.MODEL_FIT and "extrapolation far beyond the data" in w.text for w in f.warnings)
     json.dumps(f.to_dict(), allow_nan=False)
 
 
@@ -65,7 +66,7 @@ def test_pure_contention_has_no_peak():
     n = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
     f = fit_usl(n, usl(n, 0.1, 0.0, 50.0))
     assert f.beta == pytest.approx(0.0, abs=1e-7)
-    assert any("indistinguishable from 0" in w for w in f.warnings)
+    assert any(w.values.get("parameter") == "beta" and "indistinguishable from 0" in w.text for w in f.warnings)
 
 
 def test_needs_six_levels():

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import perflab, write_workload
 
+from perflab.records.study import as_study_document
+
 SECRETS = ("s3cretDSN", "s3cretKV", "s3cretPG", "s3cretTOKEN", "s3cretAUTH")
 DSN = "postgresql://bench:s3cretDSN@127.0.0.1:1/bank"
 
@@ -133,7 +135,7 @@ def test_study_json_and_reports_never_hold_a_secret(tmp_path):
     study["warnings"].append(f"a SUT said {DSN}")
     doc = parse_study_document(study)
     write_json_atomic(tmp_path / "study.json", doc.dump())
-    paths = write_reports(doc, tmp_path)
+    paths = write_reports(as_study_document(doc), tmp_path)
     assert set(paths) >= {"markdown", "html", "json"}
     assert_no_secret_in_files(tmp_path)
     assert "postgresql://bench:\\*\\*\\*@127.0.0.1:1/bank" in (tmp_path / "report.md").read_text()

@@ -11,6 +11,8 @@ import json
 from markdown_it import MarkdownIt
 from report.study_data import BASE, NEW, make_study
 
+from perflab.records.study import as_study_document
+
 HOSTILE = ("[/x] :smile: [bold]b \x1b[2J \x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\ \x9b31m \x07 "
            "[click](http://evil.example/) ![img](http://evil.example/i.png) <b>tag</b> &amp; _em_ ~~del~~ `code`")
 PARAGRAPH = "# heading\n> quote\n- item\n1. first\n" + HOSTILE
@@ -38,7 +40,7 @@ def assert_no_control(text: str) -> None:
 def test_report_md_writes_hostile_names_as_literal_text():
     from perflab.report.markdown import render_markdown
 
-    md = render_markdown(hostile_study())
+    md = render_markdown(as_study_document(hostile_study()))
     assert_no_control(md)
     assert "\\x1b[2J" in md and "\\x9b31m" in md
     html = MarkdownIt("commonmark").enable("table").enable("strikethrough").render(md)
@@ -60,7 +62,7 @@ def test_markdown_escape_keeps_plain_text_readable():
 def test_report_html_writes_control_characters_escaped():
     from perflab.report.html import render_html
 
-    html = render_html(hostile_study())
+    html = render_html(as_study_document(hostile_study()))
     assert_no_control(html)
     assert "\\x1b[2J" in html
     assert "<b>tag</b>" not in html and "&lt;b&gt;tag&lt;/b&gt;" in html

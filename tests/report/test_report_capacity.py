@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perflab.capacity.summary import capacity_summary
-from perflab.records.study import parse_study_document
+from perflab.records.study import as_study_document, parse_study_document
 from perflab.report.capacity_view import capacity_view
 from perflab.report.write import write_reports
 
@@ -33,7 +33,7 @@ def test_a_users_sweep_report_has_the_models_and_users_supported(tmp_path):
     # the table shows the capacity model's own answer, to the user
     at_util = next(s for s in summary.supported if s.rule.startswith("util"))
     assert supported.rows[0][1].startswith(f"{at_util.users:,}")
-    paths = write_reports(study, tmp_path / "r")
+    paths = write_reports(as_study_document(study), tmp_path / "r")
     md = paths["markdown"].read_text()
     assert "## Capacity" in md and "Users supported" in md
     if not CHROMIUM.exists():

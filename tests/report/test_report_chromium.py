@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.records.study import as_study_document
 from perflab.report.write import write_reports
 
 from . import dom
@@ -23,7 +24,7 @@ CHARTS = ("chart-itr", "chart-response", "chart-timeline")
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (/usr/bin/chromium); CI installs it")
 def test_report_renders_in_headless_chromium(study, tmp_path):
-    html = write_reports(study, tmp_path / "report")["html"]
+    html = write_reports(as_study_document(study), tmp_path / "report")["html"]
     profile = tmp_path / "profile"
     result = subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from perflab.records.study import as_study_document
 from perflab.report.html import render_html
 
 from . import dom
@@ -21,7 +22,7 @@ RESOURCE_ATTRS = ("src", "href", "xlink:href", "action", "poster", "data", "srcs
 @pytest.fixture(scope="module")
 def html() -> str:
     """The report of the unmodified synthetic study, rendered once (charts take ~0.5 s)."""
-    return render_html(make_study())
+    return render_html(as_study_document(make_study()))
 
 
 def test_sections_have_stable_ids(html):
@@ -88,11 +89,11 @@ def test_same_content_as_markdown(html):
 
 
 def test_everything_is_escaped(study):
-    html = render_html(study)
+    html = render_html(as_study_document(study))
     assert "<apsw>" not in html
     assert "Release B &lt;apsw&gt; &amp; co" in html
     study["workload"]["description"] = "<script>alert(1)</script>"
-    html = render_html(study)
+    html = render_html(as_study_document(study))
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
@@ -100,7 +101,7 @@ def test_chart_without_data_is_omitted_with_a_note(study):
     for run in study["runs"]:
         run["per_interval"] = None
         run["metrics"]["itr_s"] = None
-    elements = dom.parse(render_html(study))
+    elements = dom.parse(render_html(as_study_document(study)))
     for id_ in ("chart-timeline", "chart-itr"):
         figure = dom.by_id(elements, id_)
         assert figure is not None and "missing" in figure.classes
@@ -117,11 +118,11 @@ def test_dollar_in_a_name_does_not_break_the_charts(study):
         run["config"] = run["config"].replace("Release", "Rel$ease")
     comparison = study["comparisons"][0]
     comparison["base"], comparison["new"] = (comparison[k].replace("Release", "Rel$ease") for k in ("base", "new"))
-    assert dom.inside(dom.parse(render_html(study)), "chart-itr", "svg")
+    assert dom.inside(dom.parse(render_html(as_study_document(study))), "chart-itr", "svg")
 
 
 def test_sweep_chart_and_table(sweep_study):
-    elements = dom.parse(render_html(sweep_study))
+    elements = dom.parse(render_html(as_study_document(sweep_study)))
     assert dom.inside(elements, "chart-sweep", "svg")
     assert dom.by_id(elements, "sweep") is not None and dom.by_id(elements, "runs") is not None
 
@@ -129,7 +130,7 @@ def test_sweep_chart_and_table(sweep_study):
 def test_two_comparisons_keep_ids_unique(study):
     second = dict(study["comparisons"][0], new=f"{NEW} again")
     study["comparisons"].append(second)
-    elements = dom.parse(render_html(study))
+    elements = dom.parse(render_html(as_study_document(study)))
     for id_ in ("workload", "workload-2", "data", "data-2", "runs-2"):
         assert dom.by_id(elements, id_) is not None, id_
     ids = Counter(e.id for e in elements if e.id)
@@ -137,4 +138,4 @@ def test_two_comparisons_keep_ids_unique(study):
 
 
 def test_rendering_is_deterministic(study):
-    assert render_html(study) == render_html(study)
+    assert render_html(as_study_document(study)) == render_html(as_study_document(study))

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from perflab.records.study import as_study_document
 from perflab.report import write as write_module
 from perflab.report.html import render_html
 from perflab.report.json_export import render_json
@@ -30,7 +31,7 @@ def _contains(out, given, where="") -> None:
 
 
 def test_json_is_the_study_plus_the_generated_prose(study):
-    doc = json.loads(render_json(study))
+    doc = json.loads(render_json(as_study_document(study)))
     for key in ("study_id", "design", "configurations", "runs", "comparisons", "warnings"):
         _contains(doc[key], study[key], key)
     report = doc["report"]
@@ -49,25 +50,25 @@ def test_json_is_the_study_plus_the_generated_prose(study):
 def test_json_has_no_nan(study):
     study["runs"][0]["metrics"]["etr_t"] = float("nan")
     study["runs"][1]["metrics"]["itr_s"] = float("inf")
-    text = render_json(study)
+    text = render_json(as_study_document(study))
     doc = json.loads(text)   # strict JSON: NaN would not be valid
     assert doc["runs"][0]["metrics"]["etr_t"] is None and doc["runs"][1]["metrics"]["itr_s"] is None
     assert "NaN" not in text and "Infinity" not in text
 
 
 def test_write_reports_writes_the_three_files(study, tmp_path):
-    paths = write_reports(study, tmp_path / "out")
+    paths = write_reports(as_study_document(study), tmp_path / "out")
     assert set(paths) == {"markdown", "html", "json"}
     assert [p.name for p in (paths["markdown"], paths["html"], paths["json"])] == \
         ["report.md", "report.html", "report.json"]
-    assert paths["markdown"].read_text(encoding="utf-8") == render_markdown(study)
-    assert paths["html"].read_text(encoding="utf-8") == render_html(study)
-    assert paths["json"].read_text(encoding="utf-8") == render_json(study)
+    assert paths["markdown"].read_text(encoding="utf-8") == render_markdown(as_study_document(study))
+    assert paths["html"].read_text(encoding="utf-8") == render_html(as_study_document(study))
+    assert paths["json"].read_text(encoding="utf-8") == render_json(as_study_document(study))
     assert sorted(os.listdir(tmp_path / "out")) == ["report.html", "report.json", "report.md"]  # no temp files
 
 
 def test_a_failing_exporter_leaves_the_previous_reports(study, tmp_path):
-    paths = write_reports(study, tmp_path)
+    paths = write_reports(as_study_document(study), tmp_path)
     before = {k: p.read_bytes() for k, p in paths.items()}
 
     def broken(_study):
@@ -76,7 +77,7 @@ def test_a_failing_exporter_leaves_the_previous_reports(study, tmp_path):
     exporters = EXPORTERS[:2] + (Exporter("json", "report.json", broken),)
     study["title"] = "changed"
     with pytest.raises(RuntimeError):
-        write_reports(study, tmp_path, exporters)
+        write_reports(as_study_document(study), tmp_path, exporters)
     assert {k: p.read_bytes() for k, p in paths.items()} == before
     assert sorted(os.listdir(tmp_path)) == ["report.html", "report.json", "report.md"]
 
@@ -85,7 +86,7 @@ def test_writes_go_through_the_atomic_writer(study, tmp_path, monkeypatch):
     seen = []
     real = write_module.write_atomic
     monkeypatch.setattr(write_module, "write_atomic", lambda path, fn: (seen.append(path.name), real(path, fn)))
-    write_reports(study, tmp_path)
+    write_reports(as_study_document(study), tmp_path)
     assert seen == ["report.md", "report.html", "report.json"]
 
 
@@ -98,7 +99,7 @@ def test_writes_go_through_the_atomic_writer(study, tmp_path, monkeypatch):
 ], ids=["empty", "interrupted-without-comparisons", "sparse-entries"])
 def test_sparse_studies_still_render(study, tmp_path):
     """A study interrupted early, or built by hand, still gets all three reports; what is absent reads na."""
-    paths = write_reports(study, tmp_path)
+    paths = write_reports(as_study_document(study), tmp_path)
     md = paths["markdown"].read_text(encoding="utf-8")
     json.loads(paths["json"].read_text(encoding="utf-8"))
     assert "## General Observations" in md

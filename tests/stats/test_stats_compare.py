@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from perflab.caveats import Code
 from perflab.errors import InputError
 from perflab.stats import (
     LEGACY_LABEL,
@@ -60,7 +61,7 @@ def test_block_effects_cancel_in_the_paired_estimate():
     assert shaken.ci_low == pytest.approx(plain.ci_low, rel=1e-12)
     assert shaken.verdict is plain.verdict is Verdict.EQUIVALENT
     assert shaken.secondary["verdict"] == "INCONCLUSIVE"  # Welch sees the block spread as noise
-    assert not any("disagree" in w for w in shaken.warnings)  # less power is not a contradiction
+    assert not any(w.code == Code.ANALYSES_DISAGREE for w in shaken.warnings)  # less power is not a contradiction
 
 
 def test_detectable_but_equivalent_gets_the_note():
@@ -96,8 +97,10 @@ def test_inconclusive_reports_blocks_needed_from_the_observed_cv():
     c = compare(*runs(0.99, 0.035))  # per-run CV 2.5 %
     assert c.verdict is Verdict.INCONCLUSIVE
     assert c.blocks_needed == blocks_needed(c.cv, 0.03) > 6
-    assert f"CV {100 * c.cv:.1f} %: need ≥ {c.blocks_needed:,} blocks at margin 3 %" in c.warnings
-    assert any("reduce noise first" in w for w in c.warnings)
+    noisy = [w for w in c.warnings if w.code == Code.NOISY]
+    assert [w.text for w in noisy][0] == f"CV {100 * c.cv:.1f} %: need ≥ {c.blocks_needed:,} blocks at margin 3 %"
+    assert noisy[0].values["blocks_needed"] == c.blocks_needed
+    assert any("reduce noise first" in w.text for w in noisy)
     assert c.note.startswith("(−1.0 % [")
 
 
@@ -119,7 +122,8 @@ def test_excluded_run_drops_its_block_and_says_so():
     c = compare(a, b)
     assert c.method == "paired" and c.n_blocks == 5 and c.dropped_blocks == [2]
     assert c.n_base == 6 and c.n_new == 5
-    assert any("block 2" in w and "dropped from the paired analysis" in w for w in c.warnings)
+    dropped = [w for w in c.warnings if w.code == Code.INTERVAL_METHOD and w.values.get("dropped") == [2]]
+    assert dropped and "dropped from the paired analysis" in dropped[0].text
     full = [x for i, x in enumerate(a) if i != 2], [x for i, x in enumerate(b) if i != 2]
     assert c.ratio == pytest.approx(compare(*full).ratio, rel=1e-12)
 
@@ -130,7 +134,7 @@ def test_broken_blocks_fall_back_to_welch():
     b[2] = b[3] = None  # 2 complete blocks left, but 4 valid runs of each configuration
     c = compare(dict(enumerate(a)), dict(enumerate(b)))
     assert c.method == "welch" and c.dropped_blocks == [0, 1, 2, 3]
-    assert any("fell back to the unpaired Welch" in w for w in c.warnings)
+    assert any(w.code == Code.INTERVAL_METHOD and "fell back to the unpaired Welch" in w.text for w in c.warnings)
     va, vb = np.log([x for x in a if x]), np.log([x for x in b if x])
     assert c.ratio == pytest.approx(math.exp(vb.mean() - va.mean()), rel=1e-12)
 
@@ -139,7 +143,7 @@ def test_two_blocks_give_no_interval():
     c = compare([100.0, 101.0], [99.0, 99.5])
     assert math.isnan(c.ci_low) and math.isnan(c.ci_high)
     assert c.verdict is Verdict.INCONCLUSIVE
-    assert "n=2 blocks: need ≥ 3 for an interval" in c.warnings
+    assert [w.text for w in c.warnings if w.code == Code.NO_INTERVAL] == ["n=2 blocks: need ≥ 3 for an interval"]
 
 
 def test_contradicting_analyses_are_flagged():
@@ -150,7 +154,7 @@ def test_contradicting_analyses_are_flagged():
     new = dict(enumerate(b)) | {j: 94.0 + 0.1 * j for j in range(6, 10)}
     c = compare(base, new)
     assert c.verdict is Verdict.EQUIVALENT and c.secondary["verdict"] == "WORSE"
-    assert any("disagree" in w for w in c.warnings)
+    assert any(w.code == Code.ANALYSES_DISAGREE for w in c.warnings)
 
 
 def test_pre_declared_second_look_uses_bonferroni():
@@ -164,7 +168,7 @@ def test_outlier_block_is_flagged():
     a, b = runs(1.0, 0.003)
     b[4] *= 0.80
     c = compare(a, b)
-    assert any(w.startswith("block 4:") for w in c.warnings)
+    assert [w.values["block"] for w in c.warnings if w.code == Code.OUTLIER] == [4]
 
 
 def test_exact_metric_gives_a_point_interval():
@@ -227,7 +231,7 @@ def test_outlier_warning_is_rare_on_clean_data():
     for _ in range(trials):
         a = 100 * np.exp(rng.normal(0, 0.01, 6))
         b = 100 * np.exp(rng.normal(0, 0.01, 6))
-        flagged += any("check its runs" in w for w in compare(a.tolist(), b.tolist()).warnings)
+        flagged += any(w.code == Code.OUTLIER for w in compare(a.tolist(), b.tolist()).warnings)
     assert flagged / trials <= 0.015
 
 

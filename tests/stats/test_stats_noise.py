@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from perflab.caveats import Code
 from perflab.errors import InputError
 from perflab.stats import Verdict, dimension, power
 
@@ -39,20 +40,21 @@ def test_noisy_host_is_told_to_reduce_noise_and_given_more_blocks():
     rng = np.random.default_rng(23)
     est = dimension(base_runs(rng, 0.03, n=20))
     assert est.blocks > 10 and est.blocks_upper >= est.blocks
-    assert any("reduce noise first" in w for w in est.warnings)
+    assert any(w.code == Code.NOISY and "reduce noise first" in w.text for w in est.warnings)
 
 
 def test_drifting_session_is_flagged():
     rng = np.random.default_rng(24)
     est = dimension(base_runs(rng, 0.005, n=12, drift=-0.003))
     assert est.drift_per_run == pytest.approx(-0.003, abs=0.001)
-    assert any(w.startswith("drift −") or w.startswith("drift -") for w in est.warnings)
+    drift = [w for w in est.warnings if w.code == Code.DRIFT]
+    assert drift and drift[0].text.startswith("drift −") and drift[0].values["per_run"] < 0
 
 
 def test_too_few_runs():
     rng = np.random.default_rng(25)
     est = dimension(base_runs(rng, 0.01, n=6))
-    assert any("need ≥ 10" in w for w in est.warnings)
+    assert any(w.code == Code.NO_INTERVAL and "need ≥ 10" in w.text for w in est.warnings)
     with pytest.raises(InputError):
         dimension([70.0, 71.0])
 

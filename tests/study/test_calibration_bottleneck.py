@@ -4,6 +4,7 @@ waits, WAL checkpoints -- or, without such evidence, a throughput that stopped f
 
 from __future__ import annotations
 
+from perflab.caveats import Code
 from perflab.study.calibrate import bottleneck, calibrate
 from perflab.study.model import Calibration
 
@@ -46,7 +47,8 @@ def test_calibration_reports_the_lock_that_held_it():
                        closed=True, start_users=None, start_rate=None)
     assert result.bottleneck is not None and "write lock" in result.bottleneck and "18.0%" in result.bottleneck
     assert result.steps[-1]["lock_wait_pct"] == 18.0
-    assert any("not the target 90%" in w and "write lock" in w for w in result.warnings)
+    assert any(w.code == Code.CALIBRATION and "not the target 90%" in w.text and "write lock" in w.text
+               for w in result.warnings)
 
 
 def test_calibration_stops_when_more_users_bring_no_more_throughput():
@@ -60,5 +62,5 @@ def test_calibration_stops_when_more_users_bring_no_more_throughput():
     result = calibrate(Calibration(target_util=90, tolerance=5, start_users=6000, max_steps=5, max_users=100_000), measure,
                        closed=True, start_users=None, start_rate=None)
     assert seen == [6000, 10800]  # the second step bought nothing: no third, larger one
-    assert any("did not grow" in w for w in result.warnings)
+    assert any(w.code == Code.CALIBRATION and "did not grow" in w.text for w in result.warnings)
     assert result.users == 6000  # as near the target as the larger load, with a shorter queue

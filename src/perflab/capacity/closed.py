@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from perflab import caveats as cav
 from perflab.capacity.points import SweepData, check_monotone, check_response_monotone, require_metric
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError, NoCurve
 from perflab.records.study import StudyRun
 from perflab.values import finite
@@ -80,7 +82,7 @@ class ClosedModel:
     n_runs: int
     confidence: float
     max_measured: float
-    notes: tuple[str, ...] = ()
+    notes: tuple[Caveat, ...] = ()
 
     def predict(self, n: int, *, think: float | None = None, demand: float | None = None) -> Prediction:
         """The model at population *n* (optionally with another think time or demand)."""
@@ -98,7 +100,7 @@ class ClosedModel:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["demand_ci"] = [_num(v) for v in self.demand_ci]
-        d["notes"] = list(self.notes)
+        d["notes"] = [n.model_dump(mode="json") for n in self.notes]
         return d
 
 
@@ -139,14 +141,14 @@ def fit_closed_model(
         require_metric(data, key, label, "the closed-loop model")
     check_monotone(data)
     check_response_monotone(data)
-    notes: list[str] = []
+    notes: list[Caveat] = []
     c = processors if processors is not None else data.processors
     if c is None:
         c = 1.0
-        notes.append("PROCESSORS not recorded: 1 assumed")
+        notes.append(cav.remark(Code.MODEL_FIT, "PROCESSORS not recorded: 1 assumed", processors=1))
     if c > 1:
-        notes.append(f"{c:g} processors taken as one multi-server centre by Seidmann's approximation "
-                     "(a few % off exact near the knee)")
+        notes.append(cav.remark(Code.MODEL_FIT, f"{c:g} processors taken as one multi-server centre by Seidmann's "
+                                "approximation (a few % off exact near the knee)", processors=c))
     levels = [data.level(v) for v in fit] if fit else list(data.levels)
     runs = [f for f in (FitRun.of(level.n, r) for level in levels for r in level.runs) if f is not None]
     if not runs:
@@ -154,13 +156,14 @@ def fit_closed_model(
     demand, demand_ci, df = _pooled_demand(runs, data.confidence)
     conf = data.confidence
     if df < 1:
-        notes.append("fewer than 2 effective fitting runs (runs weighted by their transactions): the demand "
-                     "has no run-to-run spread to give it an interval")
+        notes.append(cav.remark(Code.MODEL_FIT, "fewer than 2 effective fitting runs (runs weighted by their "
+                                "transactions): the demand has no run-to-run spread to give it an interval"))
     z = think if think is not None else float(np.mean([r.think for r in runs]))
     delay = _fit_delay(runs, c)
     if delay <= 0.0:
-        notes.append("the measured response times are at or below the model's CPU residence alone "
-                     "(delay 0): service times less variable than exponential, or demand overstated")
+        notes.append(cav.remark(Code.MODEL_FIT, "the measured response times are at or below the model's CPU "
+                                "residence alone (delay 0): service times less variable than exponential, or demand "
+                                "overstated", delay=0.0))
     return ClosedModel(demand, demand_ci, df, float(c), delay, z,
                        tuple(level.n for level in levels), len(runs), conf, data.max_n, tuple(notes))
 

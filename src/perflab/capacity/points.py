@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from perflab import caveats as cav
 from perflab.capacity.source import StudySource
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError, NoCurve
 from perflab.records.study import ConfigurationRecord, StudyRun
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
@@ -104,7 +106,7 @@ class SweepData:
     machine: Machine
     placement: str | None
     confidence: float
-    notes: list[str] = field(default_factory=list)
+    notes: list[Caveat] = field(default_factory=list)
 
     @property
     def max_n(self) -> float:
@@ -135,22 +137,24 @@ def sweep_data(source: StudySource) -> SweepData:
         raise InputError(f"a sweep over {factor!r} has no concurrency to model; capacity curves need "
                          f"one of {', '.join(NUMERIC_FACTORS)}", file=path, field="sweep.factor")
     levels: list[Level] = []
-    notes: list[str] = []
+    notes: list[Caveat] = []
     for point in sweep.points:
         n = _numeric(factor, point.value, path)
         mine = doc.runs_of(point.config)
         kept = [r for r in mine if r.valid]
         if not kept:
-            notes.append(f"{point.config}: no valid run ({len(mine)} excluded or missing); level left out")
+            notes.append(cav.remark(Code.RUNS_EXCLUDED, f"{point.config}: no valid run ({len(mine)} excluded or "
+                                    "missing); level left out", config=point.config))
             continue
         levels.append(Level(n, point.config, tuple(kept), len(mine) - len(kept)))
     levels.sort(key=lambda level: level.n)
     for level in levels:
         other = level.other_load()
         if other is not None and other > DISTURBED_CPU:
-            notes.append(f"{level.label}: other processes used {other:.2f} CPU during the window (busy (H) − SUT − "
-                         "driver − monitor): the measurement may be disturbed, and the models assume the SUT had "
-                         "its CPUs to itself")
+            notes.append(cav.remark(Code.OTHER_WORK, f"{level.label}: other processes used {other:.2f} CPU during "
+                                    "the window (busy (H) − SUT − driver − monitor): the measurement may be "
+                                    "disturbed, and the models assume the SUT had its CPUs to itself",
+                                    level=level.label, cpus=other))
     for a, b in zip(levels, levels[1:]):
         if a.n == b.n:
             raise InputError(f"two sweep points have the same {factor} ({a.n:g}): {a.label!r} and {b.label!r}",

@@ -6,10 +6,12 @@ does not exist (never a made-up one). Called by `perflab capacity` (perflab.cli.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
 
+from perflab.caveats import Caveat
 from perflab.safe_text import terminal as escape
 
 
@@ -45,9 +47,9 @@ def _table(title: str, columns: list[str]) -> Table:
     return t
 
 
-def notes(console: Console, items) -> None:
+def notes(console: Console, items: Iterable[Caveat]) -> None:
     for n in items:
-        console.print(f"[yellow]note:[/yellow] {escape(n)}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note:[/yellow] {escape(n.text)}", highlight=False, soft_wrap=True)
 
 
 def _row(t: Table, *cells) -> None:

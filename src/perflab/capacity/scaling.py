@@ -18,8 +18,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from perflab import caveats as cav
 from perflab.capacity.points import Level, SweepData, finite
 from perflab.catalog.registry import REGISTRY
+from perflab.caveats import Caveat, Code
 from perflab.derive.checks import judge
 from perflab.derive.resolve import resolve_rows
 from perflab.derive.table import Cell, Row, read_table
@@ -55,10 +57,10 @@ class Scaling:
     metric: str
     levels: list[ScalingLevel]
     confidence: float
-    notes: list[str] = field(default_factory=list)
+    notes: list[Caveat] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"metric": self.metric, "confidence": self.confidence, "notes": list(self.notes),
+        return {"metric": self.metric, "confidence": self.confidence, "notes": [n.model_dump(mode="json") for n in self.notes],
                 "levels": [lv.to_dict() for lv in self.levels]}
 
 
@@ -109,18 +111,19 @@ def _by_block(level: Level, key: str) -> dict[int, float | None]:
     return out
 
 
-def machine_caveats(data: SweepData) -> list[str]:
+def machine_caveats(data: SweepData) -> list[Caveat]:
     """What this machine can and cannot show about processor scaling."""
-    notes = ["scaling measured by varying the SUT's CPUs on one machine (the seeds' 'processors varied "
-             "offline'): the memory, caches and I/O stay those of the whole machine"]
+    notes = [cav.remark(Code.MODEL_FIT, "scaling measured by varying the SUT's CPUs on one machine (the seeds' "
+                        "'processors varied offline'): the memory, caches and I/O stay those of the whole machine")]
     cores = data.machine.cores
     placement = data.placement or ""
     if cores:
-        notes.append(f"this machine has {cores} CPUs and the driver uses one ({placement or 'placement not recorded'}): "
-                     f"a SUT given more than {max(1, int(cores) - 1)} CPU(s) shares the driver's, so its "
-                     "scaling is understated; the LSPR's shape at 4, 8, 16 ways needs a bigger machine")
+        notes.append(cav.remark(Code.MODEL_FIT, f"this machine has {cores} CPUs and the driver uses one "
+                                f"({placement or 'placement not recorded'}): a SUT given more than "
+                                f"{max(1, int(cores) - 1)} CPU(s) shares the driver's, so its scaling is understated; "
+                                "the LSPR's shape at 4, 8, 16 ways needs a bigger machine", cores=cores))
     if any(level.runs and len(level.runs) < 2 for level in data.levels):
-        notes.append("levels with one run have no interval: repeat blocks for one")
+        notes.append(cav.remark(Code.NO_INTERVAL, "levels with one run have no interval: repeat blocks for one"))
     return notes
 
 

@@ -23,8 +23,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from perflab import caveats as cav
 from perflab.capacity.compose import ITRR
 from perflab.capacity.source import StudySource, read_study
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN, Criteria
 
@@ -121,13 +123,14 @@ def _runs(text: str, store, confidence: float) -> Step:
     return from_study(StudySource(doc), None, source=text)
 
 
-def chain_warnings(steps: list[Step]) -> list[str]:
+def chain_warnings(steps: list[Step]) -> list[Caveat]:
     """Consecutive measured steps should chain (A→B then B→C); names that differ are worth a
     look (they may only be labels), so this warns and does not refuse."""
     out = []
     for a, b in zip(steps, steps[1:]):
         if a.source != "given" and b.source != "given" and a.new != b.base:
-            out.append(f"steps do not chain by name: {a.base!r} -> {a.new!r}, then {b.base!r} -> {b.new!r}")
+            out.append(cav.remark(Code.STEPS_UNCHAINED, f"steps do not chain by name: {a.base!r} -> {a.new!r}, then "
+                                  f"{b.base!r} -> {b.new!r}"))
     return out
 
 

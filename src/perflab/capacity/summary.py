@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from perflab import caveats as cav
 from perflab.capacity.beside import LevelBounds, LevelPrediction, bounds, knee, predictions
 from perflab.capacity.closed import (
     ClosedModel,
@@ -29,6 +30,7 @@ from perflab.capacity.scaling import Scaling, sweep_scaling
 from perflab.capacity.source import StudySource
 from perflab.capacity.usl import EXTRAPOLATION_FACTOR, USLFit
 from perflab.capacity.uslsweep import LevelResidual, fit_sweep_usl
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError, NoCurve
 
 #: population samples of the model curves (1 .. 2× the largest measured level)
@@ -100,7 +102,7 @@ class CapacitySummary:
     supported: list[Supported] = field(default_factory=list)
     curve: list[CurvePoint] = field(default_factory=list)
     scaling: Scaling | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Caveat] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-ready (no NaN or inf: those become None)."""
@@ -118,7 +120,7 @@ class CapacitySummary:
             "supported": [s.to_dict() for s in self.supported],
             "curve": [asdict(c) for c in self.curve],
             "scaling": self.scaling.to_dict() if self.scaling else None,
-            "notes": list(self.notes),
+            "notes": [n.model_dump(mode="json") for n in self.notes],
         })
 
 
@@ -145,12 +147,12 @@ def capacity_summary(
         fitted = _try(summary, "USL", lambda: fit_sweep_usl(data))
         if fitted:
             summary.usl, summary.usl_residuals = fitted
-            summary.notes.extend(f"USL: {w}" for w in summary.usl.warnings)
+            summary.notes.extend(prefixed("USL", w) for w in summary.usl.warnings)
     if data.factor == "users":
         model = _try(summary, "MVA", lambda: fit_closed_model(data, fit=fit))
         if model:
             summary.model = model
-            summary.notes.extend(f"MVA: {n}" for n in model.notes)
+            summary.notes.extend(prefixed("MVA", n) for n in model.notes)
             summary.predictions = predictions(model, data, demand)
             summary.bounds = bounds(model, data)
             summary.knee = knee(model)
@@ -160,8 +162,9 @@ def capacity_summary(
                 if s:
                     summary.supported.append(s)
     elif data.factor != "sut_cpus":
-        summary.notes.append(f"MVA, bounds and users supported need a sweep over users (think time and "
-                             f"simulated users); this one varies {data.factor}")
+        summary.notes.append(cav.remark(Code.NO_CURVE, "MVA, bounds and users supported need a sweep over users (think "
+                                        f"time and simulated users); this one varies {data.factor}",
+                                        factor=data.factor))
     summary.curve = _curve(data, summary)
     return summary
 
@@ -172,8 +175,13 @@ def _try(summary: CapacitySummary, what: str, build):
         return build()
     except InputError as exc:
         text = exc.message if isinstance(exc, NoCurve) else f"no curve: {exc.message}"
-        summary.notes.append(f"{what}: {text}")
+        summary.notes.append(cav.remark(Code.NO_CURVE, f"{what}: {text}", model=what))
         return None
+
+
+def prefixed(model: str, remark: Caveat) -> Caveat:
+    """A model's own remark, saying which model it is about."""
+    return remark.model_copy(update={"text": f"{model}: {remark.text}"})
 
 
 def _measured(level) -> MeasuredPoint:
@@ -205,6 +213,8 @@ def _curve(data: SweepData, s: CapacitySummary) -> list[CurvePoint]:
 
 
 def json_clean(obj):
+    if isinstance(obj, Caveat):
+        return obj.model_dump(mode="json")
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):

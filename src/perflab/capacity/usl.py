@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perflab import caveats as cav
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
 from perflab.stats.criteria import DEFAULT_CONFIDENCE
 
@@ -66,7 +68,7 @@ class USLFit:
     n_levels: int
     max_n: float
     rmse_log: float
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
     #: covariance of (α, β, γ) from the fit, and its degrees of freedom (observations − 3)
     cov: tuple[tuple[float, ...], ...] = ()
     dof: int = 0
@@ -95,7 +97,7 @@ class USLFit:
             "n_levels": self.n_levels,
             "max_n": self.max_n,
             "rmse_log": self.rmse_log,
-            "warnings": list(self.warnings),
+            "warnings": [w.model_dump(mode="json") for w in self.warnings],
             "peak_ci": [num(v) for v in self.peak_ci],
             "peak_throughput_ci": [num(v) for v in self.peak_throughput_ci],
             "dof": self.dof,
@@ -159,7 +161,7 @@ def fit_usl(
     }
     ci["alpha"] = (ci["alpha"][0], min(1.0, ci["alpha"][1]))
 
-    warnings: list[str] = []
+    warnings: list[Caveat] = []
     max_n = float(n.max())
     if beta > 0.0:
         peak = math.sqrt((1.0 - alpha) / beta)
@@ -167,16 +169,13 @@ def fit_usl(
     else:
         peak, peak_x = math.inf, gamma / alpha if alpha > 0 else math.inf
     if ci["beta"][0] <= 0.0:
-        warnings.append(
-            "β is indistinguishable from 0: the data show no retrograde region, so the peak "
-            "is not determined by them"
-        )
+        warnings.append(cav.remark(Code.MODEL_FIT, "β is indistinguishable from 0: the data show no retrograde region, "
+                                   "so the peak is not determined by them", parameter="beta"))
     if peak > EXTRAPOLATION_FACTOR * max_n:
         where = "infinite" if math.isinf(peak) else f"N≈{peak:.0f}, {peak / max_n:.1f}×"
-        warnings.append(
-            f"peak at {where} the largest measured N={max_n:g}: an extrapolation far beyond "
-            f"the data; measure closer to saturation before relying on it"
-        )
+        warnings.append(cav.remark(Code.MODEL_FIT, f"peak at {where} the largest measured N={max_n:g}: an "
+                                   "extrapolation far beyond the data; measure closer to saturation before relying "
+                                   "on it", peak=peak, max_n=max_n))
     fitted = usl(n, alpha, beta, gamma)
     peak_ci, peak_x_ci = _peak_intervals(popt, pcov, dof, confidence)
     return USLFit(

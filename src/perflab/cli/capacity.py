@@ -12,8 +12,10 @@ from pathlib import Path
 
 import typer
 
+from perflab import caveats as cav
 from perflab.capacity import render
 from perflab.capacity.laws import RESPONSE_LIMIT_S, TARGET_UTIL
+from perflab.caveats import Code
 from perflab.cli.options import StoreOpt
 from perflab.errors import InputError, NoCurve
 from perflab.safe_text import console
@@ -263,7 +265,8 @@ def compose(
     total = product(*(s.itrr for s in items), label="product")
     warnings = chain_warnings(items)
     if len(items) > 1 and any(s.itrr.se == 0 for s in items) and any(s.itrr.se > 0 for s in items):
-        warnings.append("some steps are given as exact numbers: the product's interval covers only the measured steps")
+        warnings.append(cav.remark(Code.INTERVAL_METHOD, "some steps are given as exact numbers: the product's interval "
+                                   "covers only the measured steps"))
     if as_json:
         _json({"steps": [s.to_dict(confidence) for s in items], "product": total.to_dict(confidence),
                "warnings": warnings})
@@ -334,13 +337,14 @@ def whatif(
     p_high = (base_high if base_high is not None else users) * hi if total.se > 0 or base_high is not None else None
     reference = measured_max if measured_max is not None else users
     extrapolated = projected > EXTRAPOLATION_FACTOR * reference
-    notes = ["assumes the CPU is the bottleneck and think time and response time per user stay as measured; an "
-             "ITRR does not say how response times compare (the seeds' caveat)"]
+    notes = [cav.remark(Code.MODEL_FIT, "assumes the CPU is the bottleneck and think time and response time per user "
+                        "stay as measured; an ITRR does not say how response times compare (the seeds' caveat)")]
     if extrapolated:
-        notes.append(f"extrapolated: {projected:.0f} users is beyond {EXTRAPOLATION_FACTOR:g}× the measured "
-                     f"{reference:g}")
+        notes.append(cav.remark(Code.MODEL_FIT, f"extrapolated: {projected:.0f} users is beyond "
+                                f"{EXTRAPOLATION_FACTOR:g}× the measured {reference:g}", users=projected))
     if base_low is not None:
-        notes.append("interval: the ends of the base users' and the ITRR's intervals multiplied (conservative)")
+        notes.append(cav.remark(Code.INTERVAL_METHOD, "interval: the ends of the base users' and the ITRR's intervals "
+                                "multiplied (conservative)"))
     result = {"itrr": total.to_dict(confidence), "users_now": users, "users_now_ci": [base_low, base_high],
               "users_projected": projected, "users_projected_ci": [p_low, p_high], "extrapolated": extrapolated,
               "steps": [s.to_dict(confidence) for s in items], "notes": notes}

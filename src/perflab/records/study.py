@@ -265,8 +265,11 @@ class MetricComparison(Record):
     cv: float | None = Field(default=None, description='per-run CV (SD of ln value)')
     blocks_needed: int | None = Field(default=None, description='blocks the margin needs at this CV')
     legacy: str | None = Field(default=None, description="the seeds' point-estimate call")
-    warnings: list[str] = Field(default_factory=list, description='caveats of this row')
+    warnings: list[Caveat] = Field(default_factory=list, description="remarks on this row (code, text, values): how "
+                                   "its interval was made, why it has none, its noise")
     no_comparison: str | None = Field(default=None, description="why there is no valid pair (all excluded...)")
+
+    _warnings = field_validator("warnings", mode="before")(classmethod(lambda cls, v: _caveat_list(v)))
 
     @property
     def has_values(self) -> bool:

@@ -104,7 +104,7 @@ def sweep_capacity(study: StudyDocument) -> CapacityView | None:
     if summary.knee is not None:
         view.notes.append(f"Knee of the bounds (where the light-load and saturation asymptotes cross): N* = "
                           f"{summary.knee:,.1f} {summary.factor}.")
-    view.notes += summary.notes
+    view.notes += [n.text for n in summary.notes]
     return view
 
 

@@ -131,7 +131,7 @@ def verdict_clause(entry: MetricComparison, terms: _Terms, *, blocks: bool = Fal
     if entry.verdict_unadjusted is not None and entry.adjustment in ("untested", "unadjusted"):
         return (f"{interval} (a secondary row: {entry.verdict_unadjusted.lower()} on its own; no claim is "
                 f"made, as the primary verdicts did not open its family)")
-    reason = entry.warnings[0] if entry.warnings else "no interval"
+    reason = entry.warnings[0].text if entry.warnings else "no interval"
     return f"(no verdict: {reason})"
 
 
@@ -142,7 +142,7 @@ def _noise(entry: MetricComparison, margin: str) -> str:
                 f"{entry.blocks_needed:,} blocks{measured}")
     if fmt.number(entry.ci_low) is not None:
         return f"the interval includes both no change and changes beyond {margin}"
-    return entry.warnings[0] if entry.warnings else "no interval could be computed"
+    return entry.warnings[0].text if entry.warnings else "no interval could be computed"
 
 
 def metric_sentence(entry: MetricComparison, terms: _Terms) -> Sentence:
@@ -317,7 +317,7 @@ def caveats(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
                  REGISTRY.role("throughput")):
         entry = entry_for(comparison, keys)
         for warning in entry.warnings if entry is not None else []:
-            text = f"{fmt.label_of(entry.key, entry)}: {warning}"
+            text = f"{fmt.label_of(entry.key, entry)}: {warning.text}"
             if text not in notes:
                 notes.append(text)
     shared = shared_cpus(study, (comparison.base, comparison.new))

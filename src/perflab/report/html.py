@@ -8,13 +8,12 @@ wrote and escapes itself; it is marked safe here, in one place.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from perflab.records.study import StudyDocument, as_study_document
+from perflab.records.study import StudyDocument
 from perflab.report import charts as charts_module
 from perflab.report import view as v
 from perflab.safe_text import visible
@@ -53,9 +52,8 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_html(study: StudyDocument | Mapping[str, Any]) -> str:
+def render_html(study: StudyDocument) -> str:
     """The self-contained HTML report of a study document (perflab.records.study)."""
-    study = as_study_document(study)
     charts = charts_module.build(study)
     for chart in charts:
         if chart.svg is not None:

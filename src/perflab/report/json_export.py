@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from perflab.records.study import StudyDocument, as_study_document
+from perflab.records.study import StudyDocument
 from perflab.report import discussion
 from perflab.report import numbers as fmt
 
@@ -58,9 +58,8 @@ def clean(value: Any) -> Any:
     return value
 
 
-def render_json(study: Any) -> str:
+def render_json(study: StudyDocument) -> str:
     """The JSON report of a study document: study.json's content plus the generated prose."""
-    study = as_study_document(study)
     doc = study.dump()
     doc["report"] = {"format": FORMAT, "version": VERSION, **discussion.generate(study),
                      "metrics": legend(used_keys(study))}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from perflab.records.study import StudyDocument
 from perflab.report import view as v
 from perflab.safe_text import visible
 
@@ -132,6 +133,6 @@ def render(sv: v.StudyView) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_markdown(study: Any) -> str:
-    """The Markdown report of a study document (or its study.json dict)."""
+def render_markdown(study: StudyDocument) -> str:
+    """The Markdown report of a study document."""
     return render(v.study_view(study))

@@ -103,7 +103,7 @@ def render_run(report: RunReport, console: Console) -> None:
     if report.warnings:
         console.print("[bold yellow]warnings[/bold yellow]")
         for warning in report.warnings:
-            console.print(f"  [yellow]![/yellow] {escape(warning)}")
+            console.print(f"  [yellow]![/yellow] {escape(warning.text)} [dim]({warning.code.value})[/dim]")
 
 
 def render_summary(metrics: Any, console: Console) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.catalog.registry import GROUPS, REGISTRY
-from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun, as_study_document
+from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
 from perflab.report import discussion
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
@@ -445,7 +445,7 @@ def warnings_of(study: StudyDocument, comparison: ComparisonRecord) -> list[str]
     """Every caveat attached to this comparison: the study's, each metric's, each run's."""
     out: list[str] = [w.text for w in study.warnings]
     for entry in comparison.metrics:
-        out += [f"{fmt.label_of(entry.key, entry)}: {w}" for w in entry.warnings]
+        out += [f"{fmt.label_of(entry.key, entry)}: {w.text}" for w in entry.warnings]
     for run in study.runs_of([comparison.base, comparison.new]):
         out += [f"run {run.run_id}: {c.text}" for c in run.caveats]
     return list(dict.fromkeys(out))
@@ -538,8 +538,7 @@ def comparison_view(study: StudyDocument, comparison: ComparisonRecord, index: i
     )
 
 
-def study_view(study: StudyDocument | Mapping[str, Any]) -> StudyView:
-    study = as_study_document(study)
+def study_view(study: StudyDocument) -> StudyView:
     observations = []
     for comparison in study.comparisons:
         obs = discussion.observation(study, comparison)

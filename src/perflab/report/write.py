@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perflab.records.study import as_study_document
+from perflab.records.study import StudyDocument
 from perflab.report.html import render_html
 from perflab.report.json_export import render_json
 from perflab.report.markdown import render_markdown
@@ -34,10 +34,9 @@ EXPORTERS: tuple[Exporter, ...] = (
 )
 
 
-def write_reports(study: Any, directory: Path,
+def write_reports(study: StudyDocument, directory: Path,
                   exporters: tuple[Exporter, ...] = EXPORTERS) -> dict[str, Path]:
     """Write report.md, report.html and report.json into `directory`; return {format: path}."""
-    study = as_study_document(study)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     texts = {e.format: e.render(study) for e in exporters}

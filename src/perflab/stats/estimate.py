@@ -29,6 +29,8 @@ from enum import Enum
 import numpy as np
 from scipy import stats
 
+from perflab import caveats as cav
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
@@ -172,7 +174,7 @@ class Comparison:
     material: bool
     note: str
     blocks_needed: int | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
     higher_is_better: bool = True
     margin: float = DEFAULT_MARGIN
     confidence: float = DEFAULT_CONFIDENCE
@@ -192,7 +194,7 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """JSON-ready: enums as strings, NaN as None."""
-        return jsonable(asdict(self))
+        return jsonable({**asdict(self), "warnings": [w.model_dump(mode="json") for w in self.warnings]})
 
     def __str__(self) -> str:
         ci = f"[{self.ci_low:.3f}, {self.ci_high:.3f}]" if math.isfinite(self.ci_low) else "[n/a]"
@@ -243,9 +245,10 @@ def compare(
     level = 1.0 - (1.0 - confidence) / looks
     a = _per_block(base, "base", metric)
     b = _per_block(new, "new", metric)
-    warnings: list[str] = []
+    warnings: list[Caveat] = []
     if looks > 1:
-        warnings.append(f"{looks} pre-declared looks: {100 * level:g} % intervals (Bonferroni)")
+        warnings.append(cav.remark(Code.INTERVAL_METHOD, f"{looks} pre-declared looks: {100 * level:g} % intervals "
+                                   "(Bonferroni)", looks=looks, level=level))
 
     blocks = sorted(set(a) | set(b))
     complete = [j for j in blocks if a.get(j) is not None and b.get(j) is not None]
@@ -259,29 +262,28 @@ def compare(
 
     if not paired:
         method = "welch"
-        warnings.append("unpaired design: Welch on ln values assumes no drift between the runs")
+        warnings.append(cav.remark(Code.INTERVAL_METHOD, "unpaired design: Welch on ln values assumes no drift between "
+                                   "the runs", method="welch"))
     elif len(complete) >= MIN_BLOCKS or not welch_ok:
         method = "paired"
     else:
         # Exclusions broke the blocks; the runs that remain can still be compared unpaired.
         method = "welch"
-        warnings.append(
-            f"only {len(complete)} complete blocks: fell back to the unpaired Welch analysis of "
-            f"all valid runs, which does not remove drift between blocks"
-        )
+        warnings.append(cav.remark(
+            Code.INTERVAL_METHOD, f"only {len(complete)} complete blocks: fell back to the unpaired Welch analysis of "
+            f"all valid runs, which does not remove drift between blocks", method="welch", complete=len(complete)))
     if paired and dropped:
-        warnings.insert(
-            0,
-            f"{len(dropped)} of {len(blocks)} blocks incomplete (block {_list(dropped)}: a run "
-            f"was excluded or missing); dropped from the paired analysis",
-        )
+        warnings.insert(0, cav.remark(
+            Code.INTERVAL_METHOD, f"{len(dropped)} of {len(blocks)} blocks incomplete (block {_list(dropped)}: a run "
+            f"was excluded or missing); dropped from the paired analysis", dropped=dropped))
 
     secondary = None
     sides = np.array([side.get(j, 0) for j in complete], dtype=float) if (side and method == "paired") else None
     if sides is not None and len(complete) >= 4 and set(sides.tolist()) == {-1.0, 1.0}:
         method = "crossover"
-        warnings.append("the configurations swapped sides of the machine from block to block: the side's own "
-                        "speed is taken out of the paired analysis (a crossover's period effect)")
+        warnings.append(cav.remark(Code.INTERVAL_METHOD, "the configurations swapped sides of the machine from block "
+                                   "to block: the side's own speed is taken out of the paired analysis (a crossover's "
+                                   "period effect)", method="crossover"))
     if method == "crossover":
         n_units = len(complete)
         iv = crossover_log_interval(d, sides, level)
@@ -308,7 +310,8 @@ def compare(
         p = float(iv.p_value())
     else:
         what = "blocks" if method == "paired" else "runs per configuration"
-        warnings.append(f"n={n_units} {what}: need ≥ {MIN_BLOCKS} for an interval")
+        warnings.append(cav.remark(Code.NO_INTERVAL, f"n={n_units} {what}: need ≥ {MIN_BLOCKS} for an interval",
+                                   n=n_units, need=MIN_BLOCKS))
         lo = hi = p = math.nan
 
     j = judge(ratio, lo, hi, margin=margin, higher_is_better=higher_is_better)
@@ -317,19 +320,15 @@ def compare(
     if j.verdict is Verdict.INCONCLUSIVE and math.isfinite(cv):
         needed = blocks_needed(cv, margin, confidence=level, power=power)
         if needed > n_units:
-            warnings.append(
-                f"CV {100 * cv:.1f} %: need ≥ {needed:,} blocks at margin {100 * margin:g} %"
-            )
+            warnings.append(cav.remark(Code.NOISY, f"CV {100 * cv:.1f} %: need ≥ {needed:,} blocks at margin "
+                                       f"{100 * margin:g} %", cv=cv, blocks_needed=needed, margin=margin))
     if math.isfinite(cv) and cv > NOISY_CV:
-        warnings.append(
-            f"CV {100 * cv:.1f} % exceeds {100 * NOISY_CV:g} %: reduce noise first "
-            f"(pin and tune the host, or compare instruction counts)"
-        )
+        warnings.append(noisy(cv))
     if secondary is not None and _contradicts(j.verdict, Verdict(secondary["verdict"])):
-        warnings.append(
-            f"paired ({j.verdict.value}) and unpaired Welch ({secondary['verdict']}) analyses "
-            f"disagree: check the run order and the excluded runs"
-        )
+        warnings.append(cav.remark(
+            Code.ANALYSES_DISAGREE, f"paired ({j.verdict.value}) and unpaired Welch ({secondary['verdict']}) analyses "
+            f"disagree: check the run order and the excluded runs", paired=j.verdict.value,
+            welch=secondary["verdict"]))
 
     return Comparison(
         metric=metric,
@@ -399,7 +398,7 @@ def _contradicts(primary: Verdict, other: Verdict) -> bool:
     return Verdict.INCONCLUSIVE not in (primary, other) and primary is not other
 
 
-def _outliers(d: np.ndarray, blocks: list[int]) -> list[str]:
+def _outliers(d: np.ndarray, blocks: list[int]) -> list[Caveat]:
     """Blocks whose difference is implausible given the others (leave-one-out t, Bonferroni).
 
     For block i, t_i = (d_i − mean of the others)/(SD of the others·√(1 + 1/(n−1))) has a t
@@ -419,10 +418,16 @@ def _outliers(d: np.ndarray, blocks: list[int]) -> list[str]:
         t = np.where(scale > 0, gap / scale, np.where(gap > 0, np.inf, 0.0))
     p = 2.0 * stats.t.sf(t, n - 2)
     return [
-        f"block {blocks[i]}: its ratio is {_signed(d[i])} against {_signed(rest_mean[i])} in "
-        f"the other blocks (p={p[i]:.1g}); check its runs"
+        cav.remark(Code.OUTLIER, f"block {blocks[i]}: its ratio is {_signed(d[i])} against {_signed(rest_mean[i])} "
+                   f"in the other blocks (p={p[i]:.1g}); check its runs", block=blocks[i], p=float(p[i]))
         for i in np.flatnonzero(p < OUTLIER_ALPHA / n)
     ]
+
+
+def noisy(cv: float) -> Caveat:
+    """A CV beyond NOISY_CV: no design of a few blocks resolves a few percent through it."""
+    return cav.remark(Code.NOISY, f"CV {100 * cv:.1f} % exceeds {100 * NOISY_CV:g} %: reduce noise first (pin and "
+                      "tune the host, or compare instruction counts)", cv=cv, limit=NOISY_CV)
 
 
 def _signed(log_ratio: float) -> str:

@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from perflab import caveats as cav
+from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
-from perflab.stats.estimate import NOISY_CV, Comparison, compare, jsonable
+from perflab.stats.estimate import NOISY_CV, Comparison, compare, jsonable, noisy
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,
@@ -66,11 +68,12 @@ class NoiseEstimate:
     drift_per_run: float
     drift_p: float
     aa: Comparison | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["aa"] = self.aa.to_dict() if self.aa is not None else None
+        out["warnings"] = [w.model_dump(mode="json") for w in self.warnings]
         return jsonable(out)
 
 
@@ -92,9 +95,10 @@ def dimension(
         raise InputError(f"need ≥ {MIN_DIMENSION_RUNS} base runs to dimension, got {len(v)}")
     if not np.all(np.isfinite(v) & (v > 0)):
         raise InputError("per-run values must be positive and finite")
-    warnings: list[str] = []
+    warnings: list[Caveat] = []
     if len(v) < MIN_DIMENSION_RUNS:
-        warnings.append(f"n={len(v)} base runs: need ≥ {MIN_DIMENSION_RUNS} to dimension reliably")
+        warnings.append(cav.remark(Code.NO_INTERVAL, f"n={len(v)} base runs: need ≥ {MIN_DIMENSION_RUNS} to dimension "
+                                   "reliably", n=len(v), need=MIN_DIMENSION_RUNS))
     x = np.log(v)
     n = len(x)
     cv = float(x.std(ddof=1))
@@ -110,15 +114,11 @@ def dimension(
     drift, drift_p = math.expm1(trend.slope), float(trend.pvalue)
     if drift_p < 0.05:
         per_run = f"{100 * drift:+.2f}".replace("-", "\u2212")
-        warnings.append(
-            f"drift {per_run} % per run across the session (p={drift_p:.3f}): it inflates this "
-            f"CV; interleave and pair (randomized blocks) to cancel it"
-        )
+        warnings.append(cav.remark(Code.DRIFT, f"drift {per_run} % per run across the session (p={drift_p:.3f}): it "
+                                   "inflates this CV; interleave and pair (randomized blocks) to cancel it",
+                                   per_run=drift, p=drift_p))
     if cv > NOISY_CV:
-        warnings.append(
-            f"CV {100 * cv:.1f} % exceeds {100 * NOISY_CV:g} %: reduce noise first "
-            f"(pin and tune the host, or compare instruction counts)"
-        )
+        warnings.append(noisy(cv))
 
     aa = None
     if n >= 2 * MIN_BLOCKS:
@@ -134,10 +134,9 @@ def dimension(
             paired=False,
         )
         if aa.verdict is not Verdict.EQUIVALENT:
-            warnings.append(
-                f"A/A split ({half} vs {half} runs) is {aa.verdict.value} at margin "
-                f"{100 * margin:g} %: identical configurations are not shown equivalent"
-            )
+            warnings.append(cav.remark(Code.AA_NOT_EQUIVALENT, f"A/A split ({half} vs {half} runs) is "
+                                       f"{aa.verdict.value} at margin {100 * margin:g} %: identical configurations "
+                                       "are not shown equivalent", verdict=aa.verdict.value, margin=margin))
     return NoiseEstimate(
         n_runs=n,
         cv=cv,

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from perflab import caveats as cav
+from perflab.caveats import Caveat, Code
 from perflab.study.model import Calibration
 
 MAX_STEP_FACTOR = 8.0
@@ -32,7 +34,7 @@ class CalibrationResult:
     users: int | None
     rate: float | None
     steps: list[dict] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
     bottleneck: str | None = None
     chosen_run: str | None = None  # the calibration run whose load was chosen
 
@@ -55,13 +57,16 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         if on_step is not None:
             on_step(step)
         if util is None or util <= 0:
-            result.warnings.append("calibration could not measure the SUT's utilization: using the starting load")
+            result.warnings.append(cav.remark(Code.CALIBRATION, "calibration could not measure the SUT's utilization: "
+                                              "using the starting load"))
             break
         if not outcome.get("valid", True):
             # An invalid run is no evidence of the SUT's utilization at this load (its driver set
             # the pace, it hung...): never chosen, and calibration stops.
-            result.warnings.append(f"calibration run {outcome.get('run_id')} was invalid "
-                                   f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating")
+            result.warnings.append(cav.remark(
+                Code.CALIBRATION, f"calibration run {outcome.get('run_id')} was invalid "
+                f"({'; '.join(outcome.get('reasons', [])) or 'see the run'}): stopped calibrating",
+                run_id=outcome.get("run_id")))
             break
         if best is None or abs(util - rule.target_util) < abs(best["util_proc_s"] - rule.target_util):
             best = step
@@ -70,7 +75,8 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
         if _stopped_following(result.steps):
             # More load bought no more throughput: the SUT (or whatever shares its processors) is
             # saturated, and a larger step would only lengthen its queue.
-            result.warnings.append("calibration stopped: the last step's ETR (T) did not grow with its load")
+            result.warnings.append(cav.remark(Code.CALIBRATION, "calibration stopped: the last step's ETR (T) did not "
+                                              "grow with its load"))
             break
         factor = min(MAX_STEP_FACTOR, max(1 / MAX_STEP_FACTOR, rule.target_util / util))
         if closed:
@@ -82,18 +88,18 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
             rate = rate * factor
     chosen = best or result.steps[-1]
     if best is None and result.steps:
-        result.warnings.append("no calibration run was valid: the comparison runs at the last step's load, and its "
-                               "runs are judged as any others")
+        result.warnings.append(cav.remark(Code.CALIBRATION, "no calibration run was valid: the comparison runs at the "
+                                          "last step's load, and its runs are judged as any others"))
     result.users, result.rate = chosen["users"], chosen["rate"]
     result.chosen_run = chosen.get("run_id")
     if chosen["util_proc_s"] is not None and abs(chosen["util_proc_s"] - rule.target_util) > rule.tolerance:
         load = f"{chosen['users']:d} users" if closed else f"{chosen['rate']:.1f}/s"
         result.bottleneck = bottleneck(result.steps, rule.target_util)
-        result.warnings.append(
-            f"calibration reached UTIL/PROC (S) {chosen['util_proc_s']:.1f}%, not the target "
+        result.warnings.append(cav.remark(
+            Code.CALIBRATION, f"calibration reached UTIL/PROC (S) {chosen['util_proc_s']:.1f}%, not the target "
             f"{rule.target_util:.0f}% ± {rule.tolerance:.0f} (after {len(result.steps)} steps): the comparison runs "
-            f"at {load}"
-            + (f"; {result.bottleneck}" if result.bottleneck else ""))
+            f"at {load}" + (f"; {result.bottleneck}" if result.bottleneck else ""),
+            util_proc_s=chosen["util_proc_s"], target=rule.target_util))
     return result
 
 

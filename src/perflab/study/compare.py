@@ -30,7 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perflab import caveats as cav
 from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
+from perflab.caveats import Code
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
 from perflab.stats import compare as stats_compare
@@ -175,7 +177,7 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     if len(base_values) < 2 or len(new_values) < 2:
         entry.no_comparison = ("no valid comparison: " + _exclusion_summary(runs, base) + ", "
                                + _exclusion_summary(runs, new))
-        entry.warnings = [entry.no_comparison]
+        entry.warnings = [cav.remark(Code.NO_INTERVAL, entry.no_comparison)]
         return entry
     if any(v == 0 for v in base_values + new_values):
         return _compare_with_zeros(entry, by_block[base], by_block[new])
@@ -199,7 +201,8 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     entry.verdict_unadjusted = verdict
     if entry.ci_low is None:
         # Pairs, but too few for an interval: INCONCLUSIVE (more blocks), with the runs' story.
-        entry.warnings.append(f"{_exclusion_summary(runs, base)}, {_exclusion_summary(runs, new)}")
+        entry.warnings.append(cav.remark(Code.RUNS_EXCLUDED, f"{_exclusion_summary(runs, base)}, "
+                                         f"{_exclusion_summary(runs, new)}"))
     if entry.ratio is not None and math.isfinite(entry.ratio) and entry.base_value is not None:
         # The change a report states is the paired estimate its interval belongs to, not the
         # ratio of the columns' means (those include runs of incomplete blocks).
@@ -221,7 +224,8 @@ def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> Metri
         entry.n_blocks = len([b for b in base if b in new and base[b] is not None and new[b] is not None])
         entry.note = "(zero in every run of both configurations)"
         return entry
-    entry.warnings = ["zero in some runs: no log-scale interval; the change is shown without a verdict"]
+    entry.warnings = [cav.remark(Code.NO_INTERVAL, "zero in some runs: no log-scale interval; the change is shown "
+                                 "without a verdict")]
     if entry.base_value:
         entry.ratio = (entry.new_value or 0.0) / entry.base_value
     return entry

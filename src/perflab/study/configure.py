@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from perflab import caveats as cav
+from perflab.caveats import Caveat, Code
 from perflab.study.model import Configuration, Study
 from perflab.workload.checks import check_references
 from perflab.workload.model import Workload
@@ -93,18 +95,19 @@ def _copy_loaded_think(base: Workload, new: Workload) -> None:
                 ns.think._data = list(bs.think._data)
 
 
-def one_variable_warnings(study: Study) -> list[str]:
+def one_variable_warnings(study: Study) -> list[Caveat]:
     """The seeds compared measurement pairs that differ in one thing; say when they do not."""
     if not study.configurations:
         return []
     base = study.configurations[0].changes()
-    warnings = []
+    warnings: list[Caveat] = []
     for config in study.configurations[1:]:
         other = config.changes()
         differing = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
         if len(differing) > 1:
-            warnings.append(f"{config.name!r} differs from the base in {len(differing)} things ({', '.join(differing)}): "
-                            "its effects cannot be attributed to one change")
+            warnings.append(cav.remark(Code.MORE_THAN_ONE_CHANGE, f"{config.name!r} differs from the base in "
+                                       f"{len(differing)} things ({', '.join(differing)}): its effects cannot be "
+                                       "attributed to one change", config=config.name, changes=differing))
     return warnings
 
 

@@ -288,8 +288,8 @@ class StudyRunner:
         gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
                              tuple(study.gates.util_band) if study.gates.util_band else None)
         self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
-        for text in one_variable_warnings(study):
-            self.builder.warn(cav.note(text))
+        for remark in one_variable_warnings(study):
+            self.builder.warn(remark)
         self.doc = doc
         self.arrangement = study.chosen_arrangement
         if self.arrangement != "auto":
@@ -495,8 +495,9 @@ class StudyRunner:
                             on_step=lambda step: self.on_event(CalibrationStepDone(
                                 step.get("users"), step.get("rate"), step.get("util_proc_s"), step.get("etr_t"),
                                 bool(step.get("valid", True)))))
-        for text in outcome.warnings:
-            self.builder.warn(cav.note(f"{config.name}: {text}" if equal else text))
+        for remark in outcome.warnings:
+            # each configuration calibrated for itself: its remarks say which
+            self.builder.warn(remark.model_copy(update={"text": f"{config.name}: {remark.text}"}) if equal else remark)
         self._save()
         return LoadRecord(mode="calibrated", equal_utilization=equal, users=outcome.users, rate=outcome.rate,
                           target_util=cal.target_util,

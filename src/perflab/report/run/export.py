@@ -74,7 +74,7 @@ def render_markdown(report: RunReport) -> str:
     if report.errors is not None:
         out += ["## Errors", ""]
         out += md_table(report.errors.columns, report.errors.rows) if report.errors.rows else ["None.", ""]
-    out += ["## Warnings", ""] + ([f"- {md_cell(w)}" for w in report.warnings] or ["None."]) + [""]
+    out += ["## Warnings", ""] + ([f"- {md_cell(w.text)} (`{w.code.value}`)" for w in report.warnings] or ["None."]) + [""]
     for title, pairs in (("Workload", report.workload), ("Configuration", report.config),
                          ("Hardware", report.hardware), ("Software", report.software)):
         out += [f"## {title}", ""] + md_table(["field", "value"], [list(p) for p in pairs])
@@ -104,7 +104,7 @@ def render_json(report: RunReport) -> str:
         "tables": {t.title: [dict(zip(t.table.columns, row)) for row in t.table.rows] for t in report.tables},
         "errors": [dict(zip(report.errors.columns, row)) for row in report.errors.rows] if report.errors else [],
         "charts": [c.to_dict() for c in report.charts],
-        "warnings": report.warnings,
+        "warnings": [w.model_dump(mode="json") for w in report.warnings],
     }
     return json.dumps(doc, indent=2, default=_jsonable) + "\n"
 

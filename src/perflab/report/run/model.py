@@ -84,7 +84,7 @@ class RunReport:
     config: list[tuple[str, str]]
     hardware: list[tuple[str, str]]
     software: list[tuple[str, str]]
-    warnings: list[str]
+    warnings: list[Caveat]              # the reduction's caveats (perflab.caveats)
     problem: str | None = None
     study: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -141,7 +141,7 @@ def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool
         little=little_text(values) if metrics else "",
         errors=error_table(run_dir, metrics.window if metrics else None), charts=drawn,
         workload=workload_rows(record), config=config_rows(record), hardware=hardware_rows(record),
-        software=software_rows(record), warnings=list(metrics.warnings) if metrics else [], problem=problem,
+        software=software_rows(record), warnings=list(metrics.caveats) if metrics else [], problem=problem,
         study=record.study, metrics=metrics.to_json() if metrics else {}, record=record,
     )
 
