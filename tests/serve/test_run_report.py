@@ -194,3 +194,19 @@ def test_show_html_writes_the_report_into_the_run_directory(stored, tmp_path):
     path.unlink()  # the shared store stays as built
     bad = perflab("show", "no-such-run", "--html", store=stored.home)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no run 'no-such-run'" in bad.stderr
+
+
+def test_a_study_run_is_judged_as_its_study_judged_it(stored):
+    """The run's report and the study's runs table say the same of each run: counted or
+    excluded, by the study's own gates."""
+    from perflab.records.study import read_study_document
+    from perflab.report.view import runs_table
+
+    doc = read_study_document(stored.home / "studies" / stored.study_id / "study.json")
+    assert len(doc.runs) == len(stored.a_runs) + len(stored.b_runs)
+    for entry in doc.runs:
+        report = build_report(stored.home / "runs" / entry.run_id, doc, charts=False)
+        assert report.gate_source == f"the gates of study {doc.study_id}, as it applied them"
+        assert report.counted == (not entry.exclusions) and report.exclusions == entry.exclusions
+        row = next(row for row in runs_table(doc, [entry.config]).rows if row[0] == entry.run_id)
+        assert row[5].startswith("valid") == report.counted
