@@ -15,12 +15,13 @@ the expression itself rather than kept by hand beside it.
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+from perflab.values import finite
 
 Value = float | None
 
@@ -213,14 +214,9 @@ def normalize_label(label: str) -> str:
 # -- values ---------------------------------------------------------------------------------
 
 def clean(value: Any) -> Value:
-    """A measured number as the registry keeps it: a finite float, or None (na)."""
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+    """A measured number as the registry keeps it: a finite float, or None (na) -- the one rule of
+    perflab.values."""
+    return finite(value)
 
 
 def evaluate_formula(formula: Formula, values: Mapping[str, Value]) -> Value:
