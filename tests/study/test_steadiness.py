@@ -175,3 +175,24 @@ def test_the_study_pool_judges_each_run_against_the_others():
     assert scales["r1"]["itr_s"].basis == "between runs"
     assert drifted(trends["r0"]["itr_s"], LIMIT, scales["r0"]["itr_s"])
     assert not any(drifted(trends[f"r{i}"]["itr_s"], LIMIT, scales[f"r{i}"]["itr_s"]) for i in range(1, MIN_POOL + 3))
+
+
+def test_the_pool_holds_only_runs_at_the_same_operating_point():
+    # A sweep: five quiet levels (1% noise per interval) and one noisy level (a user's few
+    # transactions per interval: 15% noise). Pooled with the quiet levels, the noisy level's
+    # stationary wander would read as a drift; at its own point it has no pool and is judged alone.
+    rng = np.random.default_rng(3)
+    n = 8
+    specs = steady_series(["itr_s"], True, GateSettings())
+    trends, groups = {}, {}
+    for i, noise in enumerate([0.15, 0.01, 0.01, 0.01, 0.01, 0.01]):
+        itr = 1000.0 * np.exp(rng.normal(0.0, noise, n))
+        itr[: n // 2] *= 1.2   # a stationary but unlucky first half (no drift in the process)
+        trends[f"r{i}"] = run_trends(_rows(n, itr_s=itr, etr_t=np.full(n, 200.0), avg_last_t=np.full(n, 0.01)), specs)
+        groups[f"r{i}"] = (i + 1, None)
+    pooled_all = pooled_scales(trends)
+    assert pooled_all["r0"]["itr_s"].basis == "between runs"
+    by_point = pooled_scales(trends, groups)
+    assert by_point["r0"] == {} and all(by_point[f"r{i}"] == {} for i in range(6))
+    same = pooled_scales(trends, {k: (10, None) for k in trends})
+    assert same["r0"]["itr_s"].se == pytest.approx(pooled_all["r0"]["itr_s"].se)

@@ -165,7 +165,7 @@ class StudyJudge:
             specs = steady_series(self.primary, run.users is not None, gates)
             trends[run.run_id] = run_trends(run.per_interval, specs,
                                             partner.per_interval if partner is not None else None)
-        self.pooled = pooled_scales(trends)
+        self.pooled = pooled_scales(trends, {r.run_id: (r.users, r.rate) for r in self.eligible})
 
     def scales(self, run: StudyRun) -> dict:
         partner = self.partners.get(run.run_id)

@@ -226,16 +226,24 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
     return out
 
 
-def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]]) -> dict[str, dict[str, Scale]]:
+def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]],
+                  groups: Mapping[str, object] | None = None) -> dict[str, dict[str, Scale]]:
     """For each run (by id) and series, the between-runs null of the study: the other runs'
     changes of that series (perflab.study.steadiness.Scale.between_runs). A run with too few
-    others gets none for that series (it is then judged alone)."""
+    others gets none for that series (it is then judged alone).
+
+    `groups`: run id -> its operating point. Only runs at the same point are exchangeable: in a
+    sweep over users, one user's per-interval ITR wanders with the cost of the few transactions
+    each interval holds, 18 users' hardly at all, so the quiet levels' changes are no null for
+    the noisy one (a stationary 1-user run was excluded for a change 12 "standard errors" of
+    the other levels wide)."""
+    groups = groups or {}
     out: dict[str, dict[str, Scale]] = {}
     for run_id, mine in trends.items():
         out[run_id] = {}
         for key in mine:
             others = [t[key].change for other, t in trends.items()
-                      if other != run_id and t.get(key) is not None]
+                      if other != run_id and t.get(key) is not None and groups.get(other) == groups.get(run_id)]
             scale = Scale.between_runs(others)
             if scale is not None:
                 out[run_id][key] = scale
