@@ -36,7 +36,16 @@ from perflab.drive.plan import RunPlan
 from perflab.drive.remote.sut_host import account, redacted
 from perflab.errors import StorageError, SutFailure, storage_reason
 from perflab.monitor.sampler import MonitorSpec, Sampler
-from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
+from perflab.records.run import (
+    Clock,
+    DriverRecord,
+    MonitorRecord,
+    RunConfig,
+    RunRecord,
+    RunStatus,
+    SutRecord,
+    WindowRecord,
+)
 from perflab.store.active import ActiveRuns
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import CatalogError, Store, new_run_id
@@ -67,7 +76,7 @@ class RunResult:
 class Ending:
     """How a run ended -- complete, failed or interrupted -- and why (run.json status, reason)."""
 
-    status: str = "failed"
+    status: RunStatus = "failed"
     reason: str | None = None
 
 
@@ -128,8 +137,8 @@ class RunLifecycle:
         self.plan = plan
         self.store = store
         self.observer = observer
-        self.record: RunRecord | None = None
-        self.run_dir: Path | None = None
+        self._record: RunRecord | None = None
+        self._run_dir: Path | None = None
         self.cgroup: SutCgroup | None = None
         self.sampler: Sampler | None = None
         self.ending = Ending()
@@ -138,8 +147,23 @@ class RunLifecycle:
         self._opening = False  # ... or opened
         self._pending_term: int = 0  # a signal that came while the run was opened or stored
         self.active = ActiveRuns(store.home)
-        self._concurrent: dict = {}
-        self._on_term = None
+        self._concurrent: dict[str, Any] = {}
+        self._on_term: Callable[[int, Any], None] | None = None
+        self._cgroup_note: str | None = None
+
+    @property
+    def record(self) -> RunRecord:
+        """The run's record: made by `open`, which every run path calls before anything else."""
+        if self._record is None:
+            raise RuntimeError("the run's record is read before RunLifecycle.open made it")
+        return self._record
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory: made by `open`, as the record is."""
+        if self._run_dir is None:
+            raise RuntimeError("the run's directory is read before RunLifecycle.open made it")
+        return self._run_dir
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -188,7 +212,7 @@ class RunLifecycle:
         plan = self.plan
         run_id = new_run_id(plan.workload.name)
         try:
-            self.run_dir = self.store.create_run_dir(run_id)
+            self._run_dir = self.store.create_run_dir(run_id)
         except OSError as exc:
             raise StorageError(f"cannot create the run's directory: {storage_reason(exc)}",
                                file=self.store.run_dir(run_id)) from None
@@ -224,7 +248,7 @@ class RunLifecycle:
 
     def _open(self, plan: RunPlan, run_id: str) -> RunRecord:
         position = plan.position
-        self.record = RunRecord(
+        record = self._record = RunRecord(
             run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
             workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
             config=RunConfig(
@@ -238,11 +262,11 @@ class RunLifecycle:
                 configuration=position.configuration, duet=self._duet_key),
             fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
         self.save()
-        self.store.index(self.record)
+        self.store.index(record)
         self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus(), self._duet_key)}
         if self.observer is not None:
             self.observer.started(run_id, self.run_dir)
-        return self.record
+        return record
 
     def _cpus(self) -> list[int]:
         placement = self.plan.placement
@@ -289,11 +313,12 @@ class RunLifecycle:
         except Exception:
             pass
 
-    def describe_sut(self, **fields: Any) -> None:
+    def describe_sut(self, **fields: Any) -> SutRecord:
         """The SUT record: its processes, counters, components and cgroup."""
-        self.record.sut = SutRecord(cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
-                                    cgroup_note=getattr(self, "_cgroup_note", None),
+        sut = self.record.sut = SutRecord(cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
+                                    cgroup_note=self._cgroup_note,
                                     memory_limit=self.plan.memory_limit, **fields)
+        return sut
 
     def pin_driver(self) -> None:
         """The driver is pinned for this run only: a study runs many runs in one process, and each
@@ -321,6 +346,11 @@ class RunLifecycle:
     def start_clock(self, t0: float, t0_epoch: float) -> None:
         self.record.clock = Clock(t0_monotonic=t0, t0_epoch=t0_epoch)
 
+    def _started_clock(self) -> float:
+        if self.record.clock is None:
+            raise RuntimeError("the monitor is started before the run's clock (RunLifecycle.start_clock)")
+        return self.record.clock.t0_monotonic
+
     def start_monitor(self, pids: list[int], counters: Any = None, components: dict[str, str] | None = None,
                       driver_pid: int | None = -1) -> None:
         """The monitors (H, S, V, I, SUT counters) in a process of their own. `driver_pid` None:
@@ -331,7 +361,7 @@ class RunLifecycle:
             self.record.monitor = MonitorRecord(interval_s=interval, note="monitor disabled (--no-monitor)")
             return
         spec = MonitorSpec(
-            interval_s=interval, t0_monotonic=self.record.clock.t0_monotonic,
+            interval_s=interval, t0_monotonic=self._started_clock(),
             out_path=self.run_dir / "samples.parquet", sut_pids=pids,
             sut_cgroup=self.cgroup.path_for_monitor if self.cgroup is not None else None,
             components=components or {}, driver_pid=os.getpid() if driver_pid == -1 else driver_pid,
@@ -339,8 +369,10 @@ class RunLifecycle:
             # The SUT's host is measured there: this host's /proc/stat is not the SUT's (H).
             machine_sources=() if plan.remote is not None else MonitorSpec.machine_sources)
         self.sampler = Sampler(spec)
-        self.sampler.start()
+        # Before the start: a monitor that fails to start is stopped by `release`, which notes
+        # the error in this record.
         self.record.monitor = MonitorRecord(interval_s=interval)
+        self.sampler.start()
         remote = self.sampler.sources.get("remote")
         if plan.remote is not None and not (remote or {}).get("available"):
             raise SutFailure(f"the SUT host's monitor ({plan.remote.describe()}) could not be read when the run "
@@ -351,11 +383,13 @@ class RunLifecycle:
         if self.sampler is None:
             return
         sampler, self.sampler = self.sampler, None
+        monitor = self.record.monitor
+        assert monitor is not None  # made by start_monitor before the sampler started
         try:
             summary = sampler.stop() or {}
-            self.record.monitor = MonitorRecord.model_validate({**self.record.monitor.model_dump(), **summary})
+            self.record.monitor = MonitorRecord.model_validate({**monitor.model_dump(), **summary})
         except Exception as exc:
-            self.record.monitor.error = f"{type(exc).__name__}: {exc}"
+            monitor.error = f"{type(exc).__name__}: {exc}"
             return
         sut = self.record.sut
         remote = (summary.get("sources") or {}).get("remote")
@@ -395,7 +429,7 @@ class RunLifecycle:
             for each in ticks:
                 each(engine_, elapsed)
 
-        async def watch() -> None:
+        async def watch(failure: Callable[[], str | None]) -> None:
             while True:
                 await asyncio.sleep(watch_interval_s)
                 reason = failure()
@@ -407,7 +441,7 @@ class RunLifecycle:
             loop = asyncio.get_running_loop()
             if before is not None:
                 await before()
-            watcher = asyncio.ensure_future(watch()) if failure is not None else None
+            watcher = asyncio.ensure_future(watch(failure)) if failure is not None else None
             for sig, name in ((signal.SIGINT, "SIGINT (Ctrl-C)"), (signal.SIGTERM, "SIGTERM")):
                 loop.add_signal_handler(sig, engine.interrupt, f"interrupted by {name}")
             try:
@@ -437,11 +471,13 @@ class RunLifecycle:
         self.closing = True
         if self.plan.duet is not None:
             self.plan.duet.barrier.abort()  # a partner still waiting to start learns that this run ended
-        if window is None and getattr(engine, "window", None) is not None:
-            window = engine.window  # a job stream's window is the stream itself
+        engine_window = getattr(engine, "window", None)  # a job stream's (drive/load/batch.py)
+        if window is None and engine_window is not None:
+            window = engine_window  # a job stream's window is the stream itself
         try:
             if table is not None:
-                write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(table, tmp))
+                transactions = table
+                write_atomic(self.run_dir / "transactions.parquet", lambda tmp: pq.write_table(transactions, tmp))
             if engine is not None and table is not None:
                 thinks = engine.recorder.thinks_table()
                 write_atomic(self.run_dir / "thinks.parquet", lambda tmp: pq.write_table(thinks, tmp))

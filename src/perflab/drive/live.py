@@ -60,9 +60,9 @@ class SutCpu:
         if not self.pids:
             return None
         for pid in self.pids:
-            stat = read_pid_stat(pid)
-            if stat is not None:
-                self._last[pid] = (stat.utime + stat.stime + stat.cutime + stat.cstime) / CLK_TCK
+            pid_stat = read_pid_stat(pid)
+            if pid_stat is not None:
+                self._last[pid] = (pid_stat.utime + pid_stat.stime + pid_stat.cutime + pid_stat.cstime) / CLK_TCK
         return sum(self._last.values()) if self._last else None
 
 

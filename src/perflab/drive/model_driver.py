@@ -54,7 +54,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,16 @@ from perflab.drive.load.recorder import SCHEMA, THINKS_SCHEMA
 from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
 from perflab.drive.remote.sut_host import redacted
 from perflab.errors import InputError
-from perflab.records.run import Clock, DriverRecord, MonitorRecord, RunConfig, RunRecord, SutRecord, WindowRecord
+from perflab.records.run import (
+    Clock,
+    DriverRecord,
+    MonitorRecord,
+    RunConfig,
+    RunRecord,
+    RunStatus,
+    SutRecord,
+    WindowRecord,
+)
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.workload.model import OpenLoad
@@ -166,7 +175,7 @@ class _Simulated:
     classes: list[str]
     factor: float
     stop: float                  # when the run stopped issuing transactions (the window end, or earlier)
-    status: str
+    status: RunStatus
     reason: str | None
     hung: int
     deadline: float | None
@@ -175,6 +184,10 @@ class _Simulated:
 
 
 NAN = float("nan")
+#: A simulated user's (or arrival's) script as the event loop runs it: a generator that yields
+#: (intended start, the transaction to do then), is sent that transaction's end, and returns
+#: the last end (None: the user stops). It is started with next(), as a generator is.
+_Process = Generator[tuple[float, Callable[..., float]], float, float | None]
 #: The columns of a simulated transaction's row, in order.
 _ROW = ("user", "script", "transaction", "class", "intended_start", "actual_start", "end", "ok", "error", "think", "cpu",
         "worker")
@@ -198,7 +211,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
     w = plan.workload
     phases = plan.phases
     window_start, window_end = phases.window_start, phases.window_end
-    ending = None
+    ending: tuple[RunStatus, str] | None = None
     if model.interrupt_at is not None and plan.position.order == model.interrupt_at:
         ending = ("interrupted", "interrupted by SIGINT (Ctrl-C)")
     elif model.fail_at is not None and plan.position.order == model.fail_at:
@@ -228,7 +241,8 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
     thinks: dict[str, list] = {k: [] for k in ("user", "transaction", "class", "start", "think")}
     busy: list[tuple[float, float, float, float]] = []
     issued: list[float] = []
-    state = {"hung": 0, "deadline": None}
+    hung = 0
+    longest_deadline: float | None = None  # the longest deadline a hung transaction passed
 
     def drift_at(t: float) -> float:
         if not model.drift:
@@ -238,6 +252,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
     records: list[tuple] = []   # one row per transaction, in _ROW order
 
     def transact(uid: int, script: int, ti: int, intended: float, think: float, prng: UserRandom) -> float:
+        nonlocal hung, longest_deadline
         user_ms, sys_ms = base_cost[ti]
         params = makers[ti](prng)
         if params:
@@ -254,8 +269,8 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
             return intended + 1e-4
         if draw < faults:
             _, end, worker = station.serve(intended, deadlines[ti])
-            state["hung"] += 1
-            state["deadline"] = max(state["deadline"] or 0.0, deadlines[ti])
+            hung += 1
+            longest_deadline = max(longest_deadline or 0.0, deadlines[ti])
             records.append((uid, script, ti, class_of[ti], intended, intended, end, False, deadline_text(deadlines[ti]),
                             think, NAN, worker))
             return end
@@ -273,7 +288,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
             thinks[key].append(value)
 
     def run_script(uid: int, script: int, rng: UserRandom, prev_end: float, first_intended: float | None,
-                   residual: bool) -> Iterator[tuple[float, Callable[[], float]]]:
+                   residual: bool) -> _Process:
         """A user's (or an arrival's) script as the engine runs it: yields (intended start, the
         transaction to do then) and is sent its end; returns the last end, or None to stop."""
         for i, (ti, think_dist) in enumerate(scripts[script]):
@@ -294,28 +309,30 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
             prev_end = yield intended, functools.partial(transact, uid, script, ti, intended, think)
         return prev_end
 
-    def user(uid: int, users: int) -> Iterator:
+    def user(uid: int, users: int) -> _Process:
         rng, prng = UserRandom(plan.seed, uid, 0), UserRandom(plan.seed, uid, 1)
         logon = phases.stagger * uid / max(1, users)
         if logon >= stop:
-            return
+            return None
         residual = w.timing.first_think == "residual"
-        prev_end = logon
+        prev_end: float | None = logon
         if init is not None:
-            prev_end = yield from _with_prng(run_script(uid, init, rng, prev_end, None, residual), prng)
+            prev_end = yield from _with_prng(run_script(uid, init, rng, logon, None, residual), prng)
             residual = False
         while prev_end is not None:
             script = choosable[rng.pick(cumulative)]
             prev_end = yield from _with_prng(run_script(uid, script, rng, prev_end, None, residual), prng)
             residual = False
+        return None
 
     # The event loop: every pending request by its intended start (first come, first served).
-    heap: list[tuple[float, int, Iterator, Callable[[], float]]] = []
+    heap: list[tuple[float, int, _Process, Callable[[], float]]] = []
     order = itertools.count()
 
-    def advance(process: Iterator, value: float | None) -> None:
+    def advance(process: _Process, value: float | None) -> None:
+        """Start the process (value None), or send it the end of the transaction it yielded."""
         try:
-            intended, work = process.send(value)
+            intended, work = next(process) if value is None else process.send(value)
         except StopIteration:
             return
         heapq.heappush(heap, (intended, next(order), process, work))
@@ -331,6 +348,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         arrival = load.arrival if isinstance(load, OpenLoad) else "poisson"
         cap = load.max_in_flight if isinstance(load, OpenLoad) else 1000
         times = UserRandom(plan.seed, 0, 2)
+        assert plan.rate is not None  # no users: an open loop, which has its rate
         gap = 1.0 / plan.rate
         in_flight: list[float] = []
         t, n = 0.0, 0
@@ -360,26 +378,26 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         thinks = {k: [] for k in thinks}
     rows = {key: list(column) for key, column in zip(_ROW, zip(*records))} if records else {k: [] for k in _ROW}
     return _Simulated(rows, thinks, classes, factor, stop, ending[0] if ending else "complete",
-                      ending[1] if ending else None, state["hung"], state["deadline"], busy, issued)
+                      ending[1] if ending else None, hung, longest_deadline, busy, issued)
 
 
-def _with_prng(script: Iterator, prng: UserRandom) -> Iterator:
+def _with_prng(script: _Process, prng: UserRandom) -> _Process:
     """Pass the user's parameter stream to each transaction as it is done."""
-    value = None
+    value: float | None = None
     try:
         while True:
-            intended, work = script.send(value)
+            intended, work = next(script) if value is None else script.send(value)
             value = yield intended, functools.partial(work, prng)
     except StopIteration as stop:
         return stop.value
 
 
-def _tracked(script: Iterator, in_flight: list[float]) -> Iterator:
+def _tracked(script: _Process, in_flight: list[float]) -> _Process:
     """An arrival's script whose transactions count as in flight until they end."""
-    value = None
+    value: float | None = None
     try:
         while True:
-            intended, work = script.send(value)
+            intended, work = next(script) if value is None else script.send(value)
 
             def done(*args: Any, _work=work) -> float:
                 end = _work(*args)
@@ -419,7 +437,8 @@ def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path
     if plan.monitor:
         samples = _samples(plan, model, sim, interval)
         write_atomic(run_dir / "samples.parquet", lambda tmp: pq.write_table(samples, tmp))
-        monitor = MonitorRecord(interval_s=interval, samples=samples.num_rows, source="model")
+        # samples, source: the sampler's own summary keys (MonitorRecord keeps extra keys)
+        monitor = MonitorRecord.model_validate({"interval_s": interval, "samples": samples.num_rows, "source": "model"})
     else:
         monitor = MonitorRecord(interval_s=interval, note="monitor disabled (--no-monitor)")
     invalid: list[caveats.Caveat] = []
@@ -481,7 +500,7 @@ def _transactions(plan: RunPlan, sim: _Simulated) -> pa.Table:
     r = sim.rows
     n = len(r["end"])
     nan = np.full(n, np.nan)
-    columns = {
+    columns: dict[str, Any] = {   # pyarrow arrays and numpy ones, made pyarrow's below
         "user": pa.array(r["user"], pa.int32()),
         "script": _dictionary(r["script"], [s.name for s in w.scripts]),
         "transaction": _dictionary(r["transaction"], [t.name for t in w.transactions]),

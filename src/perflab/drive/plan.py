@@ -137,7 +137,7 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         stabilization=timing.stabilization if request.stabilization is None else request.stabilization,
         measurement=timing.measurement if request.duration is None else request.duration,
     )
-    if jobs is not None:
+    if isinstance(load, BatchLoad) and jobs is not None:
         phases = Phases(0.0, 0.0, load.timeout if request.duration is None else request.duration)
     placement = resolve_placement(request.driver_cpus or workload.placement.driver_cpus,
                                   request.sut_cpus or workload.placement.sut_cpus)
@@ -190,7 +190,9 @@ def _drivers(request: RunRequest) -> Drivers | None:
     if request.drivers is None:
         if request.driver_count is not None and block is None:
             raise InputError("--driver-count needs --drivers (or a drivers: block)", field="--driver-count")
-        return block if request.driver_count is None else block.model_copy(update={"count": request.driver_count})
+        if request.driver_count is None or block is None:  # (no block with a count: refused above)
+            return block
+        return block.model_copy(update={"count": request.driver_count})
     data = {**(block.model_dump() if block is not None else {}), "ray": request.drivers}
     if request.driver_count is not None:
         data["count"] = request.driver_count

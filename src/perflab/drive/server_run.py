@@ -25,6 +25,7 @@ from perflab.drive.plan import RunPlan
 from perflab.drive.remote.sut_host import host_record
 from perflab.errors import SutFailure
 from perflab.extras import require
+from perflab.monitor.sources.pg_counters import PgCounterSpec
 from perflab.monitor.sources.remote import HostInfo
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
@@ -40,7 +41,7 @@ def manages_sut(plan: RunPlan) -> bool:
     return plan.workload.service is not None or (isinstance(target, PostgresTarget) and target.server is not None)
 
 
-def start_sut(plan: RunPlan, life: RunLifecycle):
+def start_sut(plan: RunPlan, life: RunLifecycle) -> PostgresServer | Service | None:
     """The server perflab manages for this run (not started yet), or None for an external one."""
     workload = plan.workload
     target = workload.target
@@ -53,26 +54,28 @@ def start_sut(plan: RunPlan, life: RunLifecycle):
     return None
 
 
-def load_key(workload: Workload) -> dict[str, Any]:
+def load_key(target: PostgresTarget) -> dict[str, Any]:
     """What the run loads into the database: the key of a server's template (postgres_server.py)."""
-    target = workload.target
     init = target.pgbench_init
     return {"pgbench": None if init is None else {"scale": init.scale, "options": list(init.options)},
             "setup": list(target.setup)}
 
 
-def prepare_postgres(workload: Workload, server: Any) -> tuple[str, dict[str, Any], Any]:
+def prepare_postgres(target: PostgresTarget, server: PostgresServer | None
+                     ) -> tuple[str, dict[str, Any], PgCounterSpec | None]:
     """Load the database (unless the server started from a loaded template); -> (dsn,
     fingerprint facts, counter spec for the monitor)."""
     from perflab.monitor.sources.pg_counters import PgCounterSpec
 
-    target = workload.target
     loaded = server is not None and getattr(server, "from_template", False)
     if server is not None:
         dsn = server.dsn
         if target.pgbench_init is not None and not loaded:
             server.pgbench_init(target.pgbench_init.scale, target.pgbench_init.options)
     else:
+        # Without a server to start there is a DSN: the workload asks for one or the other
+        # (PostgresTarget._server_or_dsn).
+        assert target.dsn is not None
         dsn = target.dsn
     facts = asyncio.run(_setup_sql(dsn, [] if loaded else target.setup, server is None))
     if server is not None and not loaded:
@@ -111,6 +114,8 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
     if kind == "postgres":
         from perflab.drive.adapters.postgres import PostgresExecutor
 
+        if dsn is None:  # prepare_postgres made it (server_run), or the coordinator sent it (ray_driver)
+            raise ValueError("a postgres target's executor needs the server's DSN")
         return PostgresExecutor(workload, dsn, failure, pool_size)
     from perflab.drive.adapters.counts import NO_COUNTS
 
@@ -137,12 +142,17 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 life.make_cgroup([])  # the server is started inside it
             server = start_sut(plan, life)
             failure = server.failure if server is not None else None
-            if server is not None:
-                record.fingerprint.update(server.start(load_key(workload)) if isinstance(server, PostgresServer)
-                                          else server.start())
-            dsn, counter_spec = None, None
-            if workload.target.kind == "postgres":
-                dsn, facts, counter_spec = prepare_postgres(workload, server)
+            target = workload.target
+            if isinstance(server, PostgresServer):
+                assert isinstance(target, PostgresTarget)  # start_sut starts one for a postgres target only
+                record.fingerprint.update(server.start(load_key(target)))
+            elif server is not None:
+                record.fingerprint.update(server.start())
+            dsn: str | None = None
+            counter_spec: PgCounterSpec | None = None
+            if isinstance(target, PostgresTarget):
+                dsn, facts, counter_spec = prepare_postgres(target, server if isinstance(server, PostgresServer)
+                                                            else None)
                 record.fingerprint.update(facts)
             record.fingerprint["adapter"] = workload.target.kind
             record.fingerprint["driver"] = driver_kind
@@ -150,7 +160,9 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             pids = [server.pid] if server is not None else []
             sut_host = None
             if host is not None:
-                # The SUT's own host: its processors are what PROCESSORS and the (H) rows count.
+                # The SUT's own host: its processors are what PROCESSORS and the (H) rows count. A
+                # host is probed from the workload's monitor (drive/run.py), so both are there.
+                assert plan.remote is not None and workload.monitor is not None
                 sut_host = host_record(plan.remote, host, workload.monitor.cpus)
                 record.config = record.config.model_copy(update={
                     "sut_cpus": sut_host.cpus, "processors": len(sut_host.cpus), "shared_cpus": False})
@@ -166,7 +178,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             else:
                 life.pin_driver()
                 t0 = life.synchronized_t0()
-                life.start_clock(t0, time.time())
+                t0_epoch = time.time()
+                life.start_clock(t0, t0_epoch)
                 if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
                     from perflab.drive.adapters.counts import ConnectionCounts
 
@@ -193,11 +206,11 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 else:
                     from perflab.drive.external import run_external
 
-                    result = run_external(plan, life.run_dir, t0, record.clock.t0_epoch, dsn, failure)
-                    table, ending.status, ending.reason = result.table, result.status, result.reason
-                    record.driver = DriverRecord.model_validate(result.driver) if result.driver else None
-                    record.external = {"tool": driver_kind, **result.summary}
-                    window = result.window
+                    external = run_external(plan, life.run_dir, t0, t0_epoch, dsn, failure)
+                    table, ending.status, ending.reason = external.table, external.status, external.reason
+                    record.driver = DriverRecord.model_validate(external.driver) if external.driver else None
+                    record.external = {"tool": driver_kind, **external.summary}
+                    window = external.window
     finally:
         life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
@@ -209,9 +222,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 life.ending.status, life.ending.reason = "failed", gone
             note = server.stop()
             if note:
-                if record.sut is None:
-                    life.describe_sut()
-                record.sut.stop_note = note
+                sut = record.sut if record.sut is not None else life.describe_sut()
+                sut.stop_note = note
         life.release()
         if recorder is not None:
             table = recorded_table(life, recorder)

@@ -200,9 +200,9 @@ def _check_http_tool(workload: Workload, tool: str) -> None:
     for i, tx in enumerate(workload.transactions):
         if tx.params:
             raise LocatedError(("transactions", i, "params"), "wrk sends prepared requests: no parameters")
-        if len(tx.http) != 1:
+        if len(tx.http_body()) != 1:
             raise LocatedError(("transactions", i, "http"), "wrk sends one request per transaction")
-        request = tx.http[0]
+        request = tx.http_body()[0]
         if request.extract:
             raise LocatedError(("transactions", i, "http", 0, "extract"), "wrk cannot extract values")
         text = json.dumps([request.path, request.headers, request.body, request.json_body])

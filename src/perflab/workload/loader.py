@@ -294,7 +294,7 @@ def _resolve_files(workload: Workload, data: Any, path: Path) -> None:
     if isinstance(target, PythonTarget):
         extra = [str((base / p).resolve()) for p in target.path]
         for i, tx in enumerate(workload.transactions):
-            module = tx.call.split(":")[0]
+            module = tx.call_body().split(":")[0]
             if not _module_exists(module, extra + [str(base.resolve())]):
                 raise InputError(f"module {module!r} not found (searched the workload's directory and target.path)",
                                  file=path, line=line_of(data, ("transactions", i, "call")), field=f"transactions[{i}].call")

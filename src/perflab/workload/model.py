@@ -227,6 +227,33 @@ class Transaction(Strict):
     def body_kind(self) -> str:
         return next(k for k in _BODIES if getattr(self, k) is not None)
 
+    # The body, typed, for the code that runs it: a target runs only transactions whose body is
+    # its own (workload/checks.py refuses the others), so an adapter reads the one it expects.
+
+    def _body(self, kind: str) -> Any:
+        value = getattr(self, kind)
+        if value is None:
+            raise ValueError(f"transaction {self.name!r} has a {self.body_kind} body, not {kind}")
+        return value
+
+    def sql_body(self) -> list[str]:
+        """The SQL statements (a single string was made a list of one when read)."""
+        body: list[str] = self._body("sql")
+        return body
+
+    def call_body(self) -> str:
+        """'package.module:function'."""
+        body: str = self._body("call")
+        return body
+
+    def http_body(self) -> list[HttpRequest]:
+        body: list[HttpRequest] = self._body("http")
+        return body
+
+    def tcp_body(self) -> TcpExchange:
+        body: TcpExchange = self._body("tcp")
+        return body
+
 
 # --- scripts, load, timing -----------------------------------------------------------------
 

@@ -66,12 +66,14 @@ class HttpExecutor:
         self.closed_loop = True  # sessions are kept per simulated user; open loop: one for all arrivals
         self.pool_size = target.pool_size or pool_size or 8
         self.lean = target.client == "httptools"
-        self.plans = [[PreparedRequest.of(r, target.headers, self.base) for r in tx.http]
+        self.plans = [[PreparedRequest.of(r, target.headers, self.base) for r in tx.http_body()]
                       for tx in workload.transactions]
         if self.lean:
             host = LeanClient.address(self.base)[2]
-            for request in (r for plan in self.plans for r in plan if r.fixed is not None):
-                request.wire = encode_request(host, request.method, *request.fixed)
+            for plan in self.plans:
+                for request in plan:
+                    if request.fixed is not None:
+                        request.wire = encode_request(host, request.method, *request.fixed)
         # httptools makes two bytes objects and a call per response header when the parser's
         # callbacks include on_header: only for workloads that extract a header.
         self.connection_type = LeanConnection
@@ -167,6 +169,7 @@ class HttpExecutor:
         """A fast-path request failed on its connection: the Reply the general path would give,
         sending it again when the server had closed the kept-alive connection."""
         if isinstance(exc, KeepAliveClosed) and request.idempotent:
+            assert request.wire is not None  # a fast-path request is sent pre-encoded (self.fast)
             try:
                 status, _, content, headers_at = await client.send(request.wire, retry=True)
                 return request.reply(status, content, headers_at)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from perflab.drive.adapters.counts import NO_COUNTS
@@ -150,6 +150,37 @@ class Deadlines:
             conn.close()
 
 
+class _Transport(Protocol):
+    """What a LeanConnection writes to: the socket's transport, or a TlsLayer over it."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+
+class _NotConnected:
+    """A LeanConnection's transport until connection_made: closed, and nothing to close."""
+
+    def write(self, data: bytes) -> None:
+        raise ConnectionError("not connected")
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return True
+
+
+_NOT_CONNECTED = _NotConnected()
+
+
 class LeanConnection(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection: one request at a time, parsed by httptools.
 
@@ -165,7 +196,7 @@ class LeanConnection(asyncio.Protocol):
         self.client = client
         self.parser = httptools.HttpResponseParser(self)
         self.loop = client.loop
-        self.transport = None
+        self.transport: _Transport = _NOT_CONNECTED  # connection_made sets the real one
         self.waiter: asyncio.Future | None = None
         self.request: PreparedRequest | None = None
         self.deadline = 0.0
@@ -195,8 +226,7 @@ class LeanConnection(asyncio.Protocol):
         self._fail(exc)
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+        self.transport.close()
 
     # asyncio.Protocol
     def connection_made(self, transport) -> None:
@@ -350,7 +380,7 @@ class TlsLayer(asyncio.Protocol):
             self._flush()
             if not self.ready.done():
                 self.ready.set_exception(ConnectionError(f"TLS handshake failed: {exc}"))
-            self.raw.abort()
+            self.abort()
             return
         self._flush()
         self.handshaken = True
@@ -443,6 +473,8 @@ class LeanClient:
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https"):
             raise ValueError("the httptools client speaks http and https only")
+        if parts.hostname is None:  # http://:8080 passes the workload's pattern, and names no host
+            raise ValueError(f"no host in the base URL {base!r}")
         return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.netloc
 
     def ready(self) -> LeanConnection | None:
@@ -506,6 +538,7 @@ class LeanClient:
         return conn
 
     async def _connect_tls(self) -> LeanConnection:
+        assert self.tls is not None  # _connect comes here only for https
         layer = TlsLayer(self.connection_type(self), self.tls, self.user, self.counts)
         try:
             await self.loop.create_connection(lambda: layer, self.host, self.port)

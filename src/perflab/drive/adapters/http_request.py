@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from perflab.drive.workers import Reply
@@ -81,6 +81,7 @@ def extract(rule: Extract, status: int, headers: Any, body: bytes) -> Any:
         document = json.loads(text)
     except ValueError:
         raise CheckFailed("response is not JSON") from None
+    assert rule.json_path is not None  # an Extract has exactly one of header, regex, json_path (Extract._one)
     return json_path(document, rule.json_path)
 
 
@@ -120,7 +121,7 @@ class PreparedRequest:
             statuses = [statuses]
         prepared = cls(request.method.upper(), request.path, {**default_headers, **request.headers},
                        request.json_body, request.body, set(statuses) if statuses else None, request.expect_body,
-                       request.extract)
+                       cast(dict[str, Extract], request.extract))  # HttpRequest._paths made each string an Extract
         parts = (prepared.path, prepared.headers, prepared.json_body, prepared.body)
         if not any(has_placeholder(part) for part in parts):
             prepared.fixed = prepared.render({}, base)

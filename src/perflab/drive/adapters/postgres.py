@@ -88,7 +88,7 @@ class PostgresExecutor:
         self.prepared = target.prepared
         self.per_user = target.connections == "per_user"
         self.pool_size = target.pool_size or pool_size or 8
-        self.plans = [[positional(sql) for sql in tx.sql] for tx in workload.transactions]
+        self.plans = [[positional(sql) for sql in tx.sql_body()] for tx in workload.transactions]
         self.deadlines = deadlines_of(workload)
         self.connections: dict[int, asyncpg.Connection] = {}
         self.pool: asyncpg.Pool | None = None
@@ -129,7 +129,9 @@ class PostgresExecutor:
 
     async def _statement(self, conn: asyncpg.Connection, plan: tuple[str, list[str]], params: dict | None):
         sql, names = plan
-        args = [params[n] for n in names] if names else ()
+        # A statement naming parameters the transaction does not give is sent without them: the
+        # server refuses it, and the transaction fails with that reason.
+        args = [params[n] for n in names] if names and params is not None else ()
         if self.prepared:
             key = (id(conn), sql)
             stmt = self._statements.get(key)
@@ -157,6 +159,7 @@ class PostgresExecutor:
                     conn = self.connections[user] = await asyncpg.connect(self.dsn, **self._connect_kwargs())
                 first = await self._run_by_deadline(conn, tx_index, params)
             else:
+                assert self.pool is not None  # made by open() when the users share a pool
                 async with self.pool.acquire() as conn:
                     first = await self._run_by_deadline(conn, tx_index, params)
             return Reply(True, None, first)

@@ -31,7 +31,7 @@ def _extend_path(workload: Workload, workload_dir: Path) -> None:
 class PythonCallAdapter(SutAdapter):
     @classmethod
     def prepare(cls, workload: Workload, workload_dir: Path, run_dir: Path) -> dict[str, Any]:
-        modules = sorted({tx.call.split(":")[0] for tx in workload.transactions})
+        modules = sorted({tx.call_body().split(":")[0] for tx in workload.transactions})
         return {"sut_version": "python functions: " + ", ".join(modules)}
 
     def __init__(self, ctx: WorkerContext):
@@ -42,7 +42,7 @@ class PythonCallAdapter(SutAdapter):
             _resolve(target.setup)()
         self.calls = []
         for tx in ctx.workload.transactions:
-            self.calls.append((_resolve(tx.call), tuple(tx.args or ()), dict(tx.kwargs or {})))
+            self.calls.append((_resolve(tx.call_body()), tuple(tx.args or ()), dict(tx.kwargs or {})))
 
     def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
         function, args, kwargs = self.calls[tx_index]

@@ -162,11 +162,11 @@ class _Apsw:
                 "binding_version": f"apsw {apsw.apswversion()}"}
 
 
-_DRIVERS = {"stdlib": _Stdlib, "apsw": _Apsw}
+_DRIVERS: dict[str, type[_Stdlib] | type[_Apsw]] = {"stdlib": _Stdlib, "apsw": _Apsw}
 
 
 class SqliteAdapter(SutAdapter):
-    counter_names = APSW_COUNTERS
+    counter_names: tuple[str, ...] = APSW_COUNTERS
     tx_counter = "commits"
 
     @classmethod
@@ -206,7 +206,7 @@ class SqliteAdapter(SutAdapter):
         self.driver.instrument()
         self.plans = []
         for tx in ctx.workload.transactions:
-            statements = list(tx.sql)
+            statements = list(tx.sql_body())
             writes = any(not _is_read(s) for s in statements)
             # A single read needs no explicit transaction; writes take the write lock up front
             # (BEGIN IMMEDIATE) so concurrent users queue on the lock instead of deadlocking.

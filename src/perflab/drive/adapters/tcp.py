@@ -40,8 +40,9 @@ class TcpExecutor:
             self.host = self.host.replace("{" + key + "}", value)
         self.plans = []
         for tx in workload.transactions:
-            size = tx.tcp.message_size or target.message_size
-            count = tx.tcp.messages or target.messages
+            exchange = tx.tcp_body()
+            size = exchange.message_size or target.message_size
+            count = exchange.messages or target.messages
             reply = target.response_size if target.response_size is not None else size
             # a recognisable payload, so a wrong echo is not mistaken for a right one
             payload = (bytes(range(33, 127)) * (size // 94 + 1))[:size]

@@ -29,6 +29,8 @@ from typing import Any
 import pyarrow as pa
 
 from perflab.drive.load.recorder import SCHEMA
+from perflab.records.run import RunStatus
+from perflab.workload.thinktime import ConstantThink, ThinkTime
 
 NAN = float("nan")
 WARM_UP, MEASURED = "warm-up", "measured"  # the two runs of a tool in one perflab run
@@ -37,7 +39,7 @@ WARM_UP, MEASURED = "warm-up", "measured"  # the two runs of a tool in one perfl
 @dataclass
 class ExternalResult:
     table: pa.Table | None
-    status: str  # complete | failed | interrupted
+    status: RunStatus  # complete | failed | interrupted
     reason: str | None
     driver: dict[str, Any] = field(default_factory=dict)  # run.json "driver": the tool's CPU
     summary: dict[str, Any] = field(default_factory=dict)  # run.json "external": the tool's own figures
@@ -70,7 +72,7 @@ class TableBuilder:
 
     def table(self) -> pa.Table:
         n = len(self)
-        arrays = []
+        arrays: list[pa.Array] = []
         names = {"script": self.scripts, "transaction": self.transactions, "class": self.classes}
         for f in SCHEMA:
             values = self.columns[f.name]
@@ -94,6 +96,7 @@ def run_external(plan, run_dir, t0: float, t0_epoch: float, dsn: str | None, fai
     if kind == "pgbench":
         from perflab.drive.external.pgbench import run_pgbench
 
+        assert dsn is not None  # pgbench drives a postgres target, whose DSN server_run has made
         return run_pgbench(plan, run_dir, t0, t0_epoch, dsn, failure)
     if kind == "k6":
         from perflab.drive.external.k6 import run_k6
@@ -113,6 +116,16 @@ def tool_seed(seed: int, phase: str) -> int:
     nearby seeds and the two phases give unrelated sequences."""
     digest = hashlib.blake2b(f"{seed}:{phase}".encode(), digest_size=4).digest()
     return int.from_bytes(digest, "big")
+
+
+def constant_think(think: ThinkTime | None, default: float) -> float:
+    """A think time's seconds for a tool that sleeps a constant time (k6, wrk): the workload's
+    checks let no other kind through for them (workload/checks.py, _check_http_tool)."""
+    if think is None:
+        return default
+    if not isinstance(think, ConstantThink):
+        raise ValueError(f"a {think.dist} think time is not constant")
+    return think.value
 
 
 def script_mix(workload) -> tuple[list[int], list[float]]:

@@ -74,8 +74,9 @@ def run_k6(plan: RunPlan, run_dir: Path, t0_epoch: float, failure) -> ExternalRe
                      "executor": "constant-arrival-rate" if open_loop else "constant-vus"}
 
     def scenario(seconds: float, stagger: float = 0.0) -> dict:
-        if open_loop:
+        if rate is not None:  # open_loop
             return k6_script.open_scenario(rate, seconds, workload)
+        assert users is not None  # a closed loop has its users
         return k6_script.closed_scenario(users, seconds, stagger)
 
     def k6(name: str, phase: str, seconds: float, stagger: float, output: Path | None):

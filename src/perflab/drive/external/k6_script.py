@@ -28,7 +28,7 @@ import json
 import math
 from typing import Any
 
-from perflab.drive.external import script_mix
+from perflab.drive.external import constant_think, script_mix
 from perflab.workload.model import Choice, Constant, HttpTarget, OpenLoad, RandomInt, Workload
 
 # The only tag on each JSON line: the status (0: no response). Fewer tags, shorter lines.
@@ -242,7 +242,7 @@ def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool, seed: in
     k6 run (32 bits: see tool_seed)."""
     target = workload.target
     assert isinstance(target, HttpTarget)
-    default_think = workload.think.value if workload.think is not None else 0.0
+    default_think = constant_think(workload.think, 0.0)
     names = {s.name: i for i, s in enumerate(workload.scripts)}
     tx_index = {t.name: i for i, t in enumerate(workload.transactions)}
     mix, cumulative = script_mix(workload)
@@ -253,13 +253,13 @@ def plan(workload: Workload, scenario: dict[str, Any], open_loop: bool, seed: in
         "seed": seed,
         "base_url": target.base_url,
         "scripts": [[{"tx": tx_index[step.transaction],
-                      "think": step.think.value if step.think is not None else default_think}
+                      "think": constant_think(step.think, default_think)}
                      for step in script.steps] for script in workload.scripts],
         "mix": mix,
         "cumulative": cumulative,
         "init": names[workload.init_script] if workload.init_script is not None else None,
         "transactions": [{"params": {name: _param(spec) for name, spec in tx.params.items()},
-                          "requests": [_request(r, target, tx.timeout) for r in tx.http]}
+                          "requests": [_request(r, target, tx.timeout) for r in tx.http_body()]}
                          for tx in workload.transactions],
     }
 

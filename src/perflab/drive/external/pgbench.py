@@ -86,7 +86,7 @@ def script_text(workload: Workload, script_index: int) -> str:
             lines.append(f"\\set {name} random({spec.random_int[0]}, {spec.random_int[1]})")
         elif isinstance(spec, Constant):
             lines.append(f"\\set {name} {spec.value}")
-    statements = [s.strip().rstrip(";") for s in tx.sql]
+    statements = [s.strip().rstrip(";") for s in tx.sql_body()]
     if len(statements) > 1:
         lines.append("BEGIN;")
     lines += [f"{s};" for s in statements]

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perflab.records.run import RunStatus
+
 POLL_S = 0.1
 
 
@@ -68,7 +70,7 @@ def run_tool(argv: list[str], run_dir: Path, name: str, cpus: list[int], failure
                    started, ended, cpu, sut_failure, interrupted)
 
 
-def tool_outcome(tool, failure, what: str):
+def tool_outcome(tool, failure, what: str) -> tuple[RunStatus, str] | None:
     """(status, reason) when the tool run did not complete, else None: the SUT's failure first, then
     Ctrl-C, then the tool's own exit code (with the server's reason if it has gone meanwhile)."""
     if tool.sut_failure:

@@ -42,6 +42,7 @@ from perflab.drive.external import (
     WARM_UP,
     ExternalResult,
     TableBuilder,
+    constant_think,
     gzip_evidence,
     measured_window,
     script_mix,
@@ -206,12 +207,13 @@ def run_wrk(plan: RunPlan, run_dir: Path, t0: float, failure) -> ExternalResult:
 
 def script_text(workload: Workload, seed: int, log: str | None, summary_path: Path) -> str:
     target = workload.target
-    default_think = workload.think.value if workload.think is not None else 0.0
+    assert isinstance(target, HttpTarget)  # wrk drives an http target (workload/checks.py)
+    default_think = constant_think(workload.think, 0.0)
     tx_index = {t.name: i for i, t in enumerate(workload.transactions)}
     mix, cumulative = script_mix(workload)
     requests = []
     for tx in workload.transactions:
-        r = tx.http[0]
+        r = tx.http_body()[0]
         headers = {**target.headers, **r.headers}
         body = r.body
         if r.json_body is not None:
@@ -223,7 +225,7 @@ def script_text(workload: Workload, seed: int, log: str | None, summary_path: Pa
                          "statuses": {s: True for s in statuses} if statuses else None,
                          "expect_body": r.expect_body})
     scripts = [[{"tx": tx_index[s.transaction] + 1,
-                 "think_ms": round(1000 * (s.think.value if s.think is not None else default_think))}
+                 "think_ms": round(1000 * constant_think(s.think, default_think))}
                 for s in script.steps] for script in workload.scripts]
     plan = {"seed": seed, "log": log, "summary": str(summary_path), "requests": requests,
             "scripts": scripts, "mix": [i + 1 for i in mix], "cumulative": cumulative,

@@ -75,8 +75,10 @@ class BatchEngine(Engine):
         if self.first_start is None or self.last_end is None:
             return None
         start, end = self.first_start - self.t0, self.last_end - self.t0 + 1e-6
-        if len(self.marks) == 2 and None not in self.marks:
-            start, end = min(start, self.marks[0]), max(end, self.marks[1])
+        if len(self.marks) == 2:
+            first, last = self.marks
+            if first is not None and last is not None:
+                start, end = min(start, first), max(end, last)
         return start, end
 
     async def _initiator(self, initiator: int) -> None:
@@ -98,7 +100,8 @@ class BatchEngine(Engine):
 
 def engine_for(plan: RunPlan, executor, recorder, t0: float) -> Engine:
     """The engine a run's load calls for: a job stream, or simulated users / arrivals."""
-    if plan.batch:
+    if plan.jobs is not None:  # plan.batch
+        assert plan.initiators is not None  # a job stream's, with its jobs (resolve_plan)
         return BatchEngine(plan.workload, executor, recorder, plan.phases, t0, seed=plan.seed, jobs=plan.jobs,
                            initiators=plan.initiators)
     return Engine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,

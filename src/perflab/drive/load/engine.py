@@ -31,7 +31,7 @@ from perflab.drive.load.recorder import Recorder
 from perflab.errors import SutFailure
 from perflab.workload.model import ClosedLoad, OpenLoad, Workload
 from perflab.workload.rng import UserRandom
-from perflab.workload.thinktime import NO_THINK
+from perflab.workload.thinktime import NO_THINK, ThinkTime
 
 NAN = math.nan
 #: A run cut short (failed, interrupted) waits at most this long for its transactions in flight.
@@ -130,7 +130,7 @@ class Phases:
 @dataclass
 class _Step:
     tx_index: int
-    think: object
+    think: ThinkTime
     params: ParamMaker
     klass: int
 
@@ -217,7 +217,7 @@ class Engine:
         tasks: list[asyncio.Task] = []
         self._tasks = tasks
         if self.users is not None:
-            await self._start_users(tasks)
+            await self._start_users(tasks, self.users)
         else:
             tasks.append(asyncio.ensure_future(self._arrivals()))
         while not self.stopping:
@@ -237,7 +237,7 @@ class Engine:
             on_tick(self, time.monotonic() - self.t0)
         return self.outcome
 
-    async def _start_users(self, tasks: list[asyncio.Task]) -> None:
+    async def _start_users(self, tasks: list[asyncio.Task], users: int) -> None:
         """Create the user tasks USER_START_BATCH at a time, letting the loop run in between.
 
         A user's first step (its random streams, its logon timer) costs tens of microseconds:
@@ -247,10 +247,10 @@ class Engine:
         logon.
         """
         base = self.share.first_user
-        for first in range(base, base + self.users, USER_START_BATCH):
+        for first in range(base, base + users, USER_START_BATCH):
             if self.stopping:
                 return
-            last = min(base + self.users, first + USER_START_BATCH)
+            last = min(base + users, first + USER_START_BATCH)
             tasks.extend(asyncio.ensure_future(self._user(uid)) for uid in range(first, last))
             await asyncio.sleep(0)
 
@@ -317,7 +317,8 @@ class Engine:
         await asyncio.sleep(max(0.0, start - time.monotonic()))
         u0 = resource.getrusage(resource.RUSAGE_SELF)
         w0 = time.monotonic()
-        counts0 = self.count_reader() if self.count_reader is not None else None
+        count_reader = self.count_reader
+        counts0 = count_reader() if count_reader is not None else None
         try:
             await asyncio.sleep(max(0.0, self.t0 + self.phases.window_end - time.monotonic()))
         finally:
@@ -325,8 +326,8 @@ class Engine:
             w1 = time.monotonic()
             self.outcome.driver_cpu_window_s = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
             self.outcome.window_wall_s = w1 - w0
-            if counts0 is not None and not self.cut_short:  # cut short: the window ends elsewhere
-                counts1 = self.count_reader()
+            if count_reader is not None and counts0 is not None and not self.cut_short:  # cut short: the window ends elsewhere
+                counts1 = count_reader()
                 self.outcome.window_counts = {name: counts1[name] - counts0[name] for name in counts0}
 
     async def _think(self, uid: int, until: float) -> None:
@@ -334,6 +335,7 @@ class Engine:
         if delay <= 0:
             return
         task = asyncio.current_task()
+        assert task is not None  # a user thinks in its own task
         self._thinking[uid] = task
         try:
             await sleep_until(until)
@@ -428,7 +430,9 @@ class Engine:
     async def _user(self, uid: int) -> None:
         rng = UserRandom(self.seed, uid, 0)
         prng = UserRandom(self.seed, uid, 1)
-        logon = self.t0 + self.phases.stagger * uid / max(1, self.share.all_users or self.users)
+        users = self.share.all_users or self.users
+        assert users is not None  # a user runs in a closed loop, which has its users
+        logon = self.t0 + self.phases.stagger * uid / max(1, users)
         if self._stopped_for(logon):
             return
         try:
@@ -437,11 +441,12 @@ class Engine:
             if self.stopping:
                 return
             raise
-        prev_end = max(logon, time.monotonic()) if self.phases.stagger == 0 else logon
+        start = max(logon, time.monotonic()) if self.phases.stagger == 0 else logon
+        prev_end: float | None = start
         residual = self.workload.timing.first_think == "residual"
         try:
             if self.init is not None:
-                prev_end = await self._run_script(uid, self.init, rng, prng, prev_end, residual=residual)
+                prev_end = await self._run_script(uid, self.init, rng, prng, start, residual=residual)
                 residual = False
             mix, cumulative = self.mix, self.mix_cumulative
             while prev_end is not None:
@@ -455,6 +460,7 @@ class Engine:
         """Intended start of every arrival, from the schedule's own seeded stream (nothing else
         draws from it, so the same seed gives the same times whatever is dropped)."""
         rng = UserRandom(self.seed, self.share.index, 2)
+        assert self.rate is not None  # arrivals are an open loop's, which has its rate
         mean_gap = 1.0 / self.rate
         poisson = self.arrival == "poisson"
         t = self.t0

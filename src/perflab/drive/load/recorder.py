@@ -332,11 +332,12 @@ class Recorder:
         if start < self.spilled:
             spilled = spilled.slice(start)
         dictionaries = {"script": self.script_names, "transaction": self.tx_names, "class": self.class_names}
-        columns = []
+        columns: list[pa.Array | pa.ChunkedArray] = []
         for field in SCHEMA:
             column = spilled.column(field.name)
             if field.name in dictionaries:
                 indices = column.combine_chunks() if column.num_chunks else pa.array([], pa.int16())
-                column = pa.DictionaryArray.from_arrays(indices, pa.array(dictionaries[field.name], pa.string()))
-            columns.append(column)
+                columns.append(pa.DictionaryArray.from_arrays(indices, pa.array(dictionaries[field.name], pa.string())))
+            else:
+                columns.append(column)
         return pa.Table.from_arrays(columns, schema=SCHEMA)

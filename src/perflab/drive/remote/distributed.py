@@ -173,6 +173,7 @@ class DriverCluster:
     def connect(cls, plan: RunPlan) -> DriverCluster:
         ray = import_ray()
         spec = plan.drivers
+        assert spec is not None  # a cluster is connected for a plan with drivers (drive/run.py)
         address = "auto" if spec.ray == "auto" else spec.ray
         check_reachable(address)
         last: Exception | None = None
@@ -206,6 +207,7 @@ class DriverCluster:
         from perflab.drive.remote.ray_driver import DriverProcess
 
         spec = plan.drivers
+        assert spec is not None  # as in connect
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         count = spec.count or len(nodes)
         if plan.users is not None:
@@ -246,18 +248,18 @@ class DriverCluster:
                 first += users[i] or 0
                 drivers.append(driver)
         except Exception as exc:
-            cluster = cls(ray, drivers, group, plan.drivers.ray)
+            cluster = cls(ray, drivers, group, spec.ray)
             cluster.close(shutdown=False)
             if isinstance(exc, InputError):
                 raise
             raise InputError(f"cannot start the drivers on the Ray cluster: {type(exc).__name__}: {exc}",
                              field="drivers") from None
-        return cls(ray, drivers, group, plan.drivers.ray)
+        return cls(ray, drivers, group, spec.ray)
 
     @staticmethod
     def _clock(ray, actor) -> tuple[float, float]:
         """(its clock minus ours, error bound) from the try with the shortest round trip."""
-        best = None
+        best: tuple[float, float] | None = None
         for _ in range(CLOCK_TRIES):
             t1 = time.monotonic()
             theirs = ray.get(actor.clock.remote(), timeout=CALL_TIMEOUT_S)
@@ -265,6 +267,7 @@ class DriverCluster:
             candidate = ((t2 - t1) / 2, theirs - (t1 + t2) / 2)
             if best is None or candidate[0] < best[0]:
                 best = candidate
+        assert best is not None  # CLOCK_TRIES >= 1
         return best[1], best[0]
 
     def start_time(self) -> float:
@@ -329,6 +332,7 @@ class DriverCluster:
                 why = None
                 if lost and status == "complete":
                     d = lost[0]
+                    assert d.lost is not None  # the filter above
                     status, why = "failed", caveats.driver_lost(d.index, d.node, d.lost).text
                 elif stop and status == "complete":
                     status, why = "interrupted", stop[0]

@@ -46,6 +46,7 @@ def remote_spec(workload: Workload, workload_path: Path) -> RemoteSpec | None:
                              file=workload_path, line=line, field=field)
     if block.agent is not None:
         return RemoteSpec("agent", block.agent, token=token, timeout_s=block.timeout)
+    assert block.node_exporter is not None  # one of agent and node_exporter (RemoteMonitor._one_monitor)
     return RemoteSpec("node_exporter", block.node_exporter, process_url=block.process_exporter,
                       groups=tuple(block.groups) if block.groups else None, timeout_s=block.timeout)
 

@@ -25,7 +25,7 @@ class _Worker:
     __slots__ = ("index", "process", "conn", "fd", "pending", "pid", "counters", "frames", "outbox", "spec",
                  "since", "ready")
 
-    def __init__(self, index: int, process, conn, spec: WorkerSpec | None = None):
+    def __init__(self, index: int, process, conn, spec: WorkerSpec):
         self.index, self.process, self.conn = index, process, conn
         self.fd = conn.fileno()
         # what the worker holds, in request order (replies come back in that order):
@@ -77,7 +77,7 @@ class WorkerPool:
         self._ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
         self.failure: str | None = None
-        self.deadlines = deadlines
+        self.deadlines: list[float] = deadlines or []  # none: no transaction has a deadline
         self.grace = grace
         self.on_worker = on_worker
         self.killed = 0  # hung workers killed (and replaced)
@@ -86,7 +86,7 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         # requests waiting for a free slot: (request bytes, the reply's future, transaction index), oldest first
         self._queue: deque[tuple[bytes, asyncio.Future, int]] = deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # from `attach` on
         self._unflushed: list[_Worker] = []
         self._plain_requests: dict[int, bytes] = {}
         for spec in specs:
@@ -123,6 +123,12 @@ class WorkerPool:
             worker.pid = message[1]
             worker.ready = True
 
+    def _attached(self) -> asyncio.AbstractEventLoop:
+        """The event loop `attach` gave; transactions are sent and workers watched only from then on."""
+        if self._loop is None:
+            raise RuntimeError("the worker pool is used before WorkerPool.attach")
+        return self._loop
+
     @property
     def pids(self) -> list[int]:
         return [w.pid for w in self.workers]
@@ -151,7 +157,7 @@ class WorkerPool:
         when a reply frees one."""
         if self.failure is not None:
             raise SutFailure(self.failure)
-        future = self._loop.create_future()
+        future = self._attached().create_future()
         request = self._request(tx_index, params)
         if self._idle:
             self._send(self._idle.pop(), request, future, tx_index)
@@ -175,7 +181,7 @@ class WorkerPool:
         if not worker.outbox:
             self._unflushed.append(worker)
             if len(self._unflushed) == 1:
-                self._loop.call_soon(self._flush)
+                self._attached().call_soon(self._flush)
         worker.outbox.append(request)
 
     def _flush(self) -> None:
@@ -249,10 +255,11 @@ class WorkerPool:
     def _lost(self, worker: _Worker, reason: str) -> None:
         """A worker is gone for good: its requests, and when no worker is left every waiting
         request, fail with the reason (the run fails with it)."""
-        try:
-            self._loop.remove_reader(worker.fd)
-        except (AttributeError, ValueError, OSError):
-            pass
+        if self._loop is not None:  # a worker lost before the pool was attached has no reader yet
+            try:
+                self._loop.remove_reader(worker.fd)
+            except (ValueError, OSError):
+                pass
         if self.failure is None:
             self.failure = reason
         worker.outbox.clear()
@@ -286,7 +293,7 @@ class WorkerPool:
         from perflab.drive.load.deadline import deadline_text
 
         try:
-            self._loop.remove_reader(worker.fd)
+            self._attached().remove_reader(worker.fd)
         except (ValueError, OSError):
             pass
         # SIGTERM first: a command worker then kills its command's process group (a session of
@@ -329,10 +336,11 @@ class WorkerPool:
             self._lost(old, f"SUT worker {old.index} was killed past its deadline and could not be restarted: {exc}")
             return
         self.workers[self.workers.index(old)] = new
-        self._loop.add_reader(new.fd, self._on_ready, new)
+        self._attached().add_reader(new.fd, self._on_ready, new)
 
     def _on_ready(self, worker: _Worker) -> None:
-        self._loop.remove_reader(worker.fd)
+        loop = self._attached()
+        loop.remove_reader(worker.fd)
         try:
             message = marshal.loads(worker.conn.recv_bytes())
         except (EOFError, OSError, ValueError):
@@ -345,7 +353,7 @@ class WorkerPool:
         worker.pid, worker.ready = message[1], True
         if self.on_worker is not None:
             self.on_worker(worker.pid)
-        self._loop.add_reader(worker.fd, self._on_readable, worker)
+        loop.add_reader(worker.fd, self._on_readable, worker)
         for _ in range(self.depth):
             self._release(worker)
         self._write(worker)

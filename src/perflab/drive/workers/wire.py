@@ -38,11 +38,11 @@ class FrameReader:
     def __init__(self) -> None:
         self._rest = bytearray()
 
-    def feed(self, data: bytes) -> list[bytes | bytearray]:
+    def feed(self, data: bytes | bytearray) -> list[bytes | bytearray]:
         if self._rest:
             self._rest += data
             data = self._rest
-        messages = []
+        messages: list[bytes | bytearray] = []
         start, size = 0, len(data)
         unpack = _HEADER.unpack_from
         while size - start >= 4:
