@@ -28,13 +28,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab import __version__
 from perflab.extras import require
 from perflab.http_server import bearer_matches, serve_until_stopped
 
 from .sampler import MonitorSpec
+
+if TYPE_CHECKING:
+    from aiohttp import web as aiohttp_web
 from .sources.procfs import read_bytes, read_pid_stat
 
 
@@ -221,7 +224,7 @@ def create_app(agent: Agent, token: str | None):
                 return web.Response(status=401, text="perflab agent: a valid token is required\n")
         return await handler(request)
 
-    def answer(data: dict) -> web.Response:
+    def answer(data: dict) -> aiohttp_web.Response:
         return web.Response(text=json.dumps(data), content_type="application/json",
                             headers={"Cache-Control": "no-store"})
 

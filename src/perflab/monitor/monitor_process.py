@@ -34,10 +34,14 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .sampler import MonitorSpec
 from .sources import SourceUnavailable
+
+if TYPE_CHECKING:
+    from .sources.perf_counters import PerfCounterSource
+    from .sources.process_tree import ProcessTreeSource
 
 
 def build_sources(spec: MonitorSpec):
@@ -126,8 +130,8 @@ class _TreeHolder:
         self._spec = spec
         self._cgroup = cgroup
         self._status = status
-        self._tree = None
-        self._perf = None
+        self._tree: ProcessTreeSource | None = None
+        self._perf: PerfCounterSource | None = None
         self._perf_wanted = False
         self._roots: list[int] = list(spec.sut_pids)
 
@@ -145,24 +149,25 @@ class _TreeHolder:
         from .sources.process_tree import ProcessTreeSource
 
         members = self._cgroup.procs() if self._cgroup is not None else []
-        if self._tree is None:
+        tree = self._tree
+        if tree is None:
             if not (self._roots or members):
                 return self._cgroup.read() if self._cgroup is not None else {}
             cpu_entity = "tree" if self._cgroup is not None and self._cgroup.provides_cpu else None
-            self._tree = ProcessTreeSource(
+            tree = self._tree = ProcessTreeSource(
                 self._roots, self._spec.components, cpu_entity=cpu_entity,
                 pss_refresh_s=self._spec.pss_refresh_s,
             )
             self._status["process_tree"] = {"available": True, "reason": None}
         if members:
-            self._tree.add_roots(members)
-        out = self._tree.read()
+            tree.add_roots(members)
+        out = tree.read()
         if self._perf_wanted and self._perf is None:
             from .sources.perf_counters import PerfCounterSource
 
             # Existing processes get their own counters; later children are inherited.
             try:
-                self._perf = PerfCounterSource(self._tree.pids)
+                self._perf = PerfCounterSource(tree.pids)
             except Exception as e:
                 self._perf_wanted = False
                 self._status["perf_counters"] = {"available": False, "reason": str(e)}

@@ -134,8 +134,9 @@ class Sampler:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._kill()
-        os.close(self._ctl)
-        os.close(self._rep)
+        ctl, rep = self._pipes()
+        os.close(ctl)
+        os.close(rep)
         if msg is None or msg.get("event") != "stopped":
             raise MonitorError(
                 f"monitor ended without a summary (exit code {self._proc.returncode}): "
@@ -169,22 +170,29 @@ class Sampler:
         if self._proc is not None and self.summary is None:
             self.stop()
 
+    def _pipes(self) -> tuple[int, int]:
+        """The control and report pipes, open from start() on."""
+        if self._ctl is None or self._rep is None:
+            raise MonitorError("sampler not started")
+        return self._ctl, self._rep
+
     def _send(self, data: bytes) -> None:
         try:
-            os.write(self._ctl, data)
+            os.write(self._pipes()[0], data)
         except (BrokenPipeError, OSError) as e:
             raise MonitorError(f"monitor process is gone: {e}") from e
 
     def _receive(self, timeout_s: float) -> dict | None:
         deadline = time.monotonic() + timeout_s
+        rep = self._pipes()[1]
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([self._rep], [], [], left)
+            ready, _, _ = select.select([rep], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self._rep, 65536)
+            chunk = os.read(rep, 65536)
             if not chunk:
                 return None
             self._buf += chunk

@@ -95,9 +95,9 @@ def cgroup_dirs_of_pid(pid: int | str = "self") -> dict[str, str]:
     out: dict[str, str] = {}
     for h in hierarchies():
         if h.version == 2:
-            path = by_key.get("unified")
-            if path is not None:
-                out["unified"] = str(_dir_in(h, path))
+            unified = by_key.get("unified")
+            if unified is not None:
+                out["unified"] = str(_dir_in(h, unified))
             continue
         for key, path in by_key.items():
             if key != "unified" and set(key.split(",")) & h.controllers:

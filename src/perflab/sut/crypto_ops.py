@@ -78,19 +78,19 @@ def _hash(algorithm: str, nbytes: int, ops: int) -> None:
         digest.finalize()
 
 
-def md5(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def md5(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     _hash("MD5", nbytes, ops)
 
 
-def sha1(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def sha1(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     _hash("SHA1", nbytes, ops)
 
 
-def sha256(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def sha256(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     _hash("SHA256", nbytes, ops)
 
 
-def hmac_sha256(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def hmac_sha256(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives import hashes, hmac
 
     key, data = _cached(("hmac-key",), lambda: os.urandom(32)), _data(nbytes)
@@ -100,7 +100,7 @@ def hmac_sha256(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
         mac.finalize()
 
 
-def hashlib_sha256(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def hashlib_sha256(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     """The interpreter's own hashlib (its OpenSSL, not cryptography's): the reference that no
     release of `cryptography` moves."""
     data = _data(nbytes)
@@ -111,7 +111,7 @@ def hashlib_sha256(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
 # -- symmetric ciphers -------------------------------------------------------------------------
 
 
-def aes_gcm(nbytes: int = 1024, ops: int = 1, bits: int = 128, **_: Any) -> None:
+def aes_gcm(nbytes: int = 1024, ops: int = 1, bits: int = 128, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     aead = _cached(("aesgcm", bits), lambda: AESGCM(os.urandom(bits // 8)))
@@ -120,7 +120,7 @@ def aes_gcm(nbytes: int = 1024, ops: int = 1, bits: int = 128, **_: Any) -> None
         aead.encrypt(nonce, data, None)  # a fixed nonce is wrong for secrecy, right for a cost
 
 
-def chacha20_poly1305(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def chacha20_poly1305(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
     aead = _cached(("chacha",), lambda: ChaCha20Poly1305(os.urandom(32)))
@@ -140,13 +140,13 @@ def _cbc(algorithm: Any, block: int, nbytes: int, ops: int) -> None:
         encryptor.finalize()
 
 
-def aes_cbc(nbytes: int = 1024, ops: int = 1, bits: int = 128, **_: Any) -> None:
+def aes_cbc(nbytes: int = 1024, ops: int = 1, bits: int = 128, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives.ciphers import algorithms
 
     _cbc(algorithms.AES(_cached(("aes-key", bits), lambda: os.urandom(bits // 8))), 16, nbytes, ops)
 
 
-def tdes_cbc(nbytes: int = 1024, ops: int = 1, **_: Any) -> None:
+def tdes_cbc(nbytes: int = 1024, ops: int = 1, **_ignored: Any) -> None:
     """Triple DES (the seeds' 3DES CBC). cryptography 43 moved it to the `decrepit` module and
     later releases removed the old name; either release is served."""
     try:
@@ -165,7 +165,7 @@ def _rsa_key(bits: int):
     return _cached(("rsa", bits), lambda: rsa.generate_private_key(public_exponent=65537, key_size=bits))
 
 
-def rsa_sign(bits: int = 2048, ops: int = 1, **_: Any) -> None:
+def rsa_sign(bits: int = 2048, ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -174,7 +174,7 @@ def rsa_sign(bits: int = 2048, ops: int = 1, **_: Any) -> None:
         key.sign(data, padding.PKCS1v15(), hashes.SHA256())
 
 
-def rsa_verify(bits: int = 2048, ops: int = 1, **_: Any) -> None:
+def rsa_verify(bits: int = 2048, ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -185,7 +185,7 @@ def rsa_verify(bits: int = 2048, ops: int = 1, **_: Any) -> None:
         public.verify(signature, data, padding.PKCS1v15(), hashes.SHA256())
 
 
-def rsa_encrypt(bits: int = 2048, ops: int = 1, **_: Any) -> None:
+def rsa_encrypt(bits: int = 2048, ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives.asymmetric import padding
 
     public, secret = _rsa_key(bits).public_key(), _data(48)  # a TLS 1.2 premaster secret's size
@@ -193,7 +193,7 @@ def rsa_encrypt(bits: int = 2048, ops: int = 1, **_: Any) -> None:
         public.encrypt(secret, padding.PKCS1v15())
 
 
-def rsa_decrypt(bits: int = 2048, ops: int = 1, **_: Any) -> None:
+def rsa_decrypt(bits: int = 2048, ops: int = 1, **_ignored: Any) -> None:
     """The server's side of an RSA key exchange (the seeds' RSA decrypt)."""
     from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -209,7 +209,7 @@ def _ec_key():
     return _cached(("p256",), lambda: ec.generate_private_key(ec.SECP256R1()))
 
 
-def ecdsa_sign(ops: int = 1, **_: Any) -> None:
+def ecdsa_sign(ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -218,7 +218,7 @@ def ecdsa_sign(ops: int = 1, **_: Any) -> None:
         key.sign(data, ec.ECDSA(hashes.SHA256()))
 
 
-def ecdsa_verify(ops: int = 1, **_: Any) -> None:
+def ecdsa_verify(ops: int = 1, **_ignored: Any) -> None:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -229,7 +229,7 @@ def ecdsa_verify(ops: int = 1, **_: Any) -> None:
         public.verify(signature, data, ec.ECDSA(hashes.SHA256()))
 
 
-def x25519(ops: int = 1, **_: Any) -> None:
+def x25519(ops: int = 1, **_ignored: Any) -> None:
     """One ECDHE key agreement (what a TLS 1.3 handshake does on each side)."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -238,7 +238,7 @@ def x25519(ops: int = 1, **_: Any) -> None:
         X25519PrivateKey.generate().exchange(peer)
 
 
-def noop(ops: int = 1, **_: Any) -> None:
+def noop(ops: int = 1, **_ignored: Any) -> None:
     """Nothing, `ops` times: the adapter's own cost per transaction, the floor under every kind."""
     for _ in range(ops):
         pass

@@ -15,11 +15,15 @@ overrides the cost for one request; the body is `bytes` bytes long (default 64).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from perflab.extras import require
 from perflab.sut.synthetic import burn_user
 
-web = require("aiohttp.web", extra="net", feature="the known-cost HTTP server")
+if TYPE_CHECKING:
+    from aiohttp import web
+else:
+    web = require("aiohttp.web", extra="net", feature="the known-cost HTTP server")
 
 
 def make_app(cost_us: float, body_bytes: int) -> web.Application:

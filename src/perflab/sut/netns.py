@@ -20,11 +20,13 @@ CAP_NET_ADMIN for the link); where that is refused, the run fails saying so.
 from __future__ import annotations
 
 import ctypes
+import errno
 import hashlib
 import ipaddress
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from perflab.errors import SutFailure
 from perflab.workload.model import ServiceNetwork
@@ -53,7 +55,7 @@ class NetworkNamespace:
         self.name = f"perflab-{tag}"
         self.host_if, self.ns_if = f"plh{tag}", f"pln{tag}"
         self.created = False
-        self._setns = None
+        self._setns: Callable[[int, int], int] | None = None  # libc's, resolved by create()
 
     @property
     def address(self) -> str:
@@ -95,6 +97,8 @@ class NetworkNamespace:
         """In the server's child process, before exec (and before dropping root): join it."""
         fd = os.open(os.path.join(NETNS_DIR, self.name), os.O_RDONLY | os.O_CLOEXEC)
         try:
+            if self._setns is None:
+                raise OSError(errno.EINVAL, "setns: the namespace was not created")
             if self._setns(fd, CLONE_NEWNET) != 0:
                 code = ctypes.get_errno()
                 raise OSError(code, f"setns: {os.strerror(code)}")

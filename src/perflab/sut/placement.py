@@ -44,6 +44,7 @@ def resolve_placement(driver_cpus: list[int] | None, sut_cpus: list[int] | None)
             return Placement([cpus[0]], cpus[1:])
         return Placement(cpus, cpus)
     if driver_cpus is None:
+        assert sut_cpus is not None  # (both None: above)
         rest = [c for c in cpus if c not in sut_cpus]
         return Placement(rest[:1] or list(sut_cpus), list(sut_cpus))
     if sut_cpus is None:

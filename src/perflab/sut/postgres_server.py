@@ -120,9 +120,10 @@ class PostgresServer:
         whether the database is loaded already."""
         self.template = template_dir(self.bin, self.spec, self.database, load_key) if (
             self.spec.template and load_key is not None) else None
-        self.from_template = self.template is not None and (self.template / "PG_VERSION").exists()
-        if self.from_template:
-            _copy_tree(self.template, self.data_dir)
+        template = self.template
+        self.from_template = template is not None and (template / "PG_VERSION").exists()
+        if template is not None and self.from_template:
+            _copy_tree(template, self.data_dir)
             self.account.chown_tree(self.data_dir)
             self._drop_pages_charged_elsewhere()
         else:
@@ -204,7 +205,7 @@ class PostgresServer:
                                                  database="postgres", timeout=5)
                     break
                 except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-                    if time.monotonic() > deadline or self.process.proc.poll() is not None:
+                    if time.monotonic() > deadline or self.process.exited():
                         raise SutFailure(f"PostgreSQL did not accept connections: {exc}"
                                          + self.process.log_tail()) from None
                     await asyncio.sleep(0.1)

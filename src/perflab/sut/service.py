@@ -55,25 +55,34 @@ class Account:
             raise SutFailure(f"OS user {name!r} does not exist (create it, e.g. `useradd --system {name}`)") from None
         return cls(name, entry.pw_uid, entry.pw_gid)
 
+    @property
+    def _user(self) -> tuple[str, int, int] | None:
+        """(name, uid, gid) of the user to run as; None: perflab's own (`resolve` sets all three or none)."""
+        if self.name is None or self.uid is None or self.gid is None:
+            return None
+        return self.name, self.uid, self.gid
+
     def chown(self, path: Path) -> None:
-        if self.uid is not None:
-            os.chown(path, self.uid, self.gid)
+        if (user := self._user) is not None:
+            os.chown(path, user[1], user[2])
 
     def chown_tree(self, path: Path) -> None:
         """The directory and everything in it (a copied data directory)."""
-        if self.uid is None:
+        if (user := self._user) is None:
             return
+        _, uid, gid = user
         for root, _dirs, files in os.walk(path):
-            os.chown(root, self.uid, self.gid)
+            os.chown(root, uid, gid)
             for name in files:
-                os.chown(os.path.join(root, name), self.uid, self.gid, follow_symlinks=False)
+                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
 
     def demote(self) -> None:
         """In the child, last: drop root (PostgreSQL refuses to run as root)."""
-        if self.uid is not None:
-            os.setgid(self.gid)
-            os.initgroups(self.name, self.gid)
-            os.setuid(self.uid)
+        if (user := self._user) is not None:
+            name, uid, gid = user
+            os.setgid(gid)
+            os.initgroups(name, gid)
+            os.setuid(uid)
 
     def can_reach(self, path: Path) -> bool:
         """Whether this user can enter `path` (every parent directory must let it through)."""
@@ -124,6 +133,10 @@ class ServiceProcess:
     @property
     def pid(self) -> int:
         return self.proc.pid if self.proc is not None else -1
+
+    def exited(self) -> bool:
+        """Whether the process was started and has exited since."""
+        return self.proc is not None and self.proc.poll() is not None
 
     def failure(self) -> str | None:
         """Why the server is gone, or None while it runs (or while perflab itself stops it)."""

@@ -20,6 +20,7 @@ from perflab.workload.model import (
     OpenLoad,
     PostgresTarget,
     RandomInt,
+    Service,
     TcpTarget,
     Workload,
 )
@@ -86,16 +87,16 @@ def check_references(workload: Workload) -> None:
     if workload.driver.kind in ("k6", "wrk"):
         _check_http_tool(workload, workload.driver.kind)
     if isinstance(workload.target, HttpTarget):
-        _check_tls(workload)
+        _check_tls(workload, workload.target)
     if workload.service is not None and workload.service.network is not None:
-        _check_network_target(workload)
+        _check_network_target(workload, workload.service)
     _check_remote(workload)
 
 
-def _check_network_target(workload: Workload) -> None:
+def _check_network_target(workload: Workload, service: Service) -> None:
     """A service in its own namespace is reached at its address there, nowhere else."""
 
-    server = workload.service.address
+    server = service.address
     target = workload.target
     hosts = (server, "{service_address}")
     if isinstance(target, TcpTarget) and target.unix is None and target.host not in hosts:
@@ -106,9 +107,8 @@ def _check_network_target(workload: Workload) -> None:
                                                    f"the base_url's host must be {server}")
 
 
-def _check_tls(workload: Workload) -> None:
+def _check_tls(workload: Workload, target: HttpTarget) -> None:
     """TLS options that some clients cannot honour are refused, not ignored."""
-    target = workload.target
     tls = target.tls
     if tls is not None and not target.base_url.startswith("https://"):
         raise LocatedError(("target", "tls"), "tls applies to an https:// base_url")
@@ -184,7 +184,8 @@ def _check_http_tool(workload: Workload, tool: str) -> None:
         if isinstance(workload.load, OpenLoad) and workload.load.arrival != "constant":
             raise LocatedError(("load", "arrival"), "k6 starts arrivals at a constant rate (its constant-arrival-rate "
                                                     "executor): write arrival: constant")
-        if workload.target.connections != "per_user":
+        # k6 and wrk drive an http target (_DRIVER_TARGETS, checked before)
+        if isinstance(workload.target, HttpTarget) and workload.target.connections != "per_user":
             raise LocatedError(("target", "connections"), "k6 keeps connections per virtual user: use per_user")
         for i, tx in enumerate(workload.transactions):
             for name, spec in tx.params.items():

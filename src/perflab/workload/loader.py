@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -201,7 +202,7 @@ def _field_path(data: Any, loc: tuple) -> str:
     return ".".join(parts).replace(".[", "[")
 
 
-def _describe(error: dict, data: Any) -> str:
+def _describe(error: ErrorDetails, data: Any) -> str:
     kind, msg = error["type"], error["msg"]
     loc = error["loc"]
     if kind == "extra_forbidden":
@@ -221,10 +222,10 @@ def _describe(error: dict, data: Any) -> str:
     return msg
 
 
-def _best_error(errors: list[dict], data: Any) -> dict:
+def _best_error(errors: list[ErrorDetails], data: Any) -> ErrorDetails:
     """pydantic reports one error per union member; show the one about what the user wrote."""
 
-    def rank(e: dict) -> tuple:
+    def rank(e: ErrorDetails) -> tuple:
         return (_depth_found(data, e["loc"]), e["type"] not in ("missing", "extra_forbidden"), -len(e["loc"]))
 
     return max(errors, key=rank)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from perflab.workload.model import Workload
 
 TOKEN = "{service_port}"
 
@@ -46,16 +49,16 @@ def replace_in_text(value: Any, old: str, new: str) -> Any:
         items = [replace_in_text(v, old, new) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
     if isinstance(value, dict):
-        items = {k: replace_in_text(v, old, new) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
+        entries = {k: replace_in_text(v, old, new) for k, v in value.items()}
+        return value if all(entries[k] is value[k] for k in value) else entries
     return value
 
 
-def names_service_port(workload: BaseModel, workload_dir: Path) -> bool:
+def names_service_port(workload: Workload, workload_dir: Path) -> bool:
     """Whether a workload's service listens on `{service_port}`: the token in its own text
     (command, env, ready, setup) or in a file it renders (`service.files`, read from
     `workload_dir`) -- and, for an HTTP target, in the base_url the driver sends to."""
-    service = getattr(workload, "service", None)
+    service = workload.service
     if service is None:
         return False
     base_url = getattr(workload.target, "base_url", None)

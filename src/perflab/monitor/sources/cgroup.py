@@ -90,6 +90,7 @@ class CgroupSource:
     def procs(self) -> list[int]:
         """Pids currently in the cgroup (lets the process tree find SUT processes by membership)."""
         d = self._v2 or self._cpuacct or self._memory
+        assert d is not None  # __init__ refuses a cgroup with none of them
         data = read_bytes(os.path.join(d, "cgroup.procs")) or b""
         return [int(p) for p in data.split()]
 
@@ -102,7 +103,7 @@ class CgroupSource:
         return out
 
     def _read_cpu(self) -> tuple[float, float] | None:
-        if self._cpu_from == "cpu.stat":
+        if self._cpu_from == "cpu.stat" and self._v2 is not None:  # (cpu.stat is v2's: _probe_cpu)
             v = parse_key_values(read_bytes(os.path.join(self._v2, "cpu.stat")) or b"")
             if b"user_usec" not in v or b"system_usec" not in v:
                 return None

@@ -92,6 +92,7 @@ class SharedCounters:
             raise ValueError(f"the column prefix must be [A-Za-z0-9_]+ (got {prefix!r})")
         size = _ITEM * len(names) * slots
         shm = shared_memory.SharedMemory(create=True, size=size)
+        assert shm.buf is not None  # None only once closed
         self._setup(SharedCountersHandle(shm.name, names, slots, prefix), shm, shm.buf, owner=True)
         self._cells[:] = bytes(size)  # ftruncate zero-fills, but say so
 

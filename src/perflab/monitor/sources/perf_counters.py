@@ -110,8 +110,9 @@ def probe() -> tuple[bool, str | None]:
                 paranoid = open("/proc/sys/kernel/perf_event_paranoid").read().strip()
             except OSError:
                 paranoid = "?"
-            why = _REASONS.get(e.errno, e.strerror or str(e)).format(paranoid=paranoid)
-            return False, f"perf_event_open({name}) failed: {errno.errorcode.get(e.errno, e.errno)}: {why}"
+            code = e.errno or 0  # perf_event_open's OSError has its errno
+            why = _REASONS.get(code, e.strerror or str(e)).format(paranoid=paranoid)
+            return False, f"perf_event_open({name}) failed: {errno.errorcode.get(code, code)}: {why}"
         os.close(fd)
     return True, None
 

@@ -231,6 +231,7 @@ class ProcessTreeSource:
         alive: dict[int, _Proc] = {}
         vanished: dict[int, _Proc] = {}
         known_children: dict[int, list[int]] = defaultdict(list)
+        rec: _Proc | None
         for pid, rec in procs.items():
             known_children[rec.ppid].append(pid)
 

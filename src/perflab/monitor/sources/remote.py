@@ -28,11 +28,14 @@ import json
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.extras import MissingExtra, require
 
 from . import SourceUnavailable
+
+if TYPE_CHECKING:
+    from aiohttp import ClientSession
 from .prometheus import NotPrometheus, cpus_in, node_exporter_columns, process_exporter_columns
 
 #: node_exporter collectors perflab reads (its `collect[]` filter): scraping only these costs
@@ -92,12 +95,13 @@ class Http:
         self._loop = asyncio.new_event_loop()
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._session = None
+        self._session: ClientSession | None = None  # made on the first request, in the loop
 
     async def _get(self, url: str, params) -> tuple[int, str]:
-        if self._session is None:
-            self._session = self._aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
-        async with self._session.get(url, params=params) as response:
+        session = self._session
+        if session is None:
+            session = self._session = self._aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
+        async with session.get(url, params=params) as response:
             return response.status, await response.text()
 
     def get(self, url: str, params=None) -> str:
@@ -158,7 +162,7 @@ def _node_params(url: str):
 def measure_clock(http: Http, url: str, tries: int = CLOCK_TRIES) -> tuple[float, float, float]:
     """(monotonic offset, its error bound, wall-clock offset) of the agent at `url` against this
     host: the agent's clock minus ours, from the try with the shortest round trip."""
-    best = None
+    best: tuple[float, float, float] | None = None
     for _ in range(tries):
         t1, w1 = time.monotonic(), time.time()
         answer = _agent_json(http, url, "/clock", ("monotonic", "realtime"))
@@ -167,6 +171,8 @@ def measure_clock(http: Http, url: str, tries: int = CLOCK_TRIES) -> tuple[float
         candidate = (half, answer["monotonic"] - (t1 + t2) / 2, answer["realtime"] - (w1 + w2) / 2)
         if best is None or candidate[0] < best[0]:
             best = candidate
+    if best is None:
+        raise ValueError("measure_clock needs tries >= 1")
     return best[1], best[0], best[2]
 
 
@@ -202,11 +208,11 @@ def probe(spec: RemoteSpec) -> HostInfo:
                 raise RemoteUnavailable(f"{spec.process_url}: no namedprocess_namegroup_* metrics: not a "
                                         "process-exporter, or no process matched its groups")
             provides += ["s", "v"]
-        wall = columns.get("remote.wall_time")
+        wall_time = columns.get("remote.wall_time")
         total = columns.get("h.mem.total_bytes")
         return HostInfo(kind="node_exporter", url=spec.url, cpus=cpus, provides=provides,
                         memory_bytes=int(total) if total else None,
-                        wall_offset_s=None if wall is None else wall - (w1 + w2) / 2,
+                        wall_offset_s=None if wall_time is None else wall_time - (w1 + w2) / 2,
                         clock_error_s=(w2 - w1) / 2)
     finally:
         http.close()
@@ -232,7 +238,7 @@ class RemoteSource:
         except RemoteUnavailable:
             self._http.close()
             raise
-        self._offset = self._state.get("clock_offset_s")
+        self._offset: float | None = self._state.get("clock_offset_s")  # an agent's (measured above)
 
     def _read_exporters(self) -> dict[str, float]:
         spec = self._spec
@@ -283,7 +289,7 @@ class RemoteSource:
     def close(self) -> None:
         try:
             gaps = self._state["gaps"]
-            if self._spec.kind == "agent" and not (gaps and gaps[-1]["to"] is None):
+            if self._spec.kind == "agent" and self._offset is not None and not (gaps and gaps[-1]["to"] is None):
                 offset, error, _ = measure_clock(self._http, self._spec.url, tries=3)
                 self._state.update(clock_offset_end_s=offset, clock_error_end_s=error,
                                    clock_drift_s=offset - self._offset)
