@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
 from perflab.errors import InputError
 from perflab.http_server import MIN_TOKEN_CHARS, check_token, is_loopback, url_of
 from perflab.http_server import listen as listen_on
+
+T = TypeVar("T")
 
 DEFAULT_LISTEN = "127.0.0.1:8766"
 
@@ -81,17 +85,16 @@ def agent_command(
         if not sep or not name or "." in name:
             raise InputError(f"expected NAME=REGEX with a NAME without '.', got {item!r}", field="--component")
         components[name] = pattern
-    group = None
-    checks = [("--cgroup", lambda: resolve_cgroup(cgroup) if cgroup is not None else None),
-              ("--pg", lambda: pg_counter_spec(pg) if pg is not None else None),
-              ("--pid-match", lambda: re.compile(pid_match) if pid_match is not None else None)]
-    for option, check in checks:
+
+    def checked(option: str, check: Callable[[], T]) -> T:
         try:
-            value = check()
+            return check()
         except (ValueError, re.error) as exc:  # the user's to fix
             raise InputError(str(exc), field=option) from None
-        if option == "--cgroup":
-            group = value
+
+    group = checked("--cgroup", lambda: resolve_cgroup(cgroup) if cgroup is not None else None)
+    checked("--pg", lambda: pg_counter_spec(pg) if pg is not None else None)
+    checked("--pid-match", lambda: re.compile(pid_match) if pid_match is not None else None)
     agent = Agent(AgentConfig(cgroup=group, pid_match=pid_match, components=components, pg_dsn=pg,
                               cpus=parse_cpus(cpus, "--cpus") if cpus else None))
     sock = listen_on(host, port, "--listen", backlog=64)

@@ -150,8 +150,9 @@ def mva(
     model = fit_closed_model(data, fit=_fit_levels(fit))
     preds = predictions(model, data, demand)
     held = [p for p in preds if not p.fit]
-    worst = {"etr_t": max((abs(p.etr_error) for p in held), default=None),
-             "avg_last_t": max((abs(p.avg_last_error) for p in held), default=None)}
+    worst_etr = max((abs(p.etr_error) for p in held), default=None)
+    worst_last = max((abs(p.avg_last_error) for p in held), default=None)
+    worst = {"etr_t": worst_etr, "avg_last_t": worst_last}
     if as_json:
         _json({"study_id": data.study_id, "demand": demand, "model": model.to_dict(),
                "levels": [p.to_dict() for p in preds], "held_out_max_abs_error": worst,
@@ -159,9 +160,9 @@ def mva(
         return
     render.model(out, model)
     render.predictions(out, preds, demand)
-    if held:
-        out.print(f"held-out levels: largest |error| ETR (T) {100 * worst['etr_t']:.1f}%, "
-                  f"AVG LAST (T) {100 * worst['avg_last_t']:.1f}%", highlight=False)
+    if worst_etr is not None and worst_last is not None:  # some levels held out
+        out.print(f"held-out levels: largest |error| ETR (T) {100 * worst_etr:.1f}%, "
+                  f"AVG LAST (T) {100 * worst_last:.1f}%", highlight=False)
     render.notes(out, [*data.notes, *model.notes])
 
 
@@ -330,6 +331,7 @@ def whatif(
             raise NoCurve(f"no curve: the sweep gives no users supported at {target_util:g}% ({s.note})",
                              field="--sweep")
         users, base_low, base_high, measured_max = s.users, s.low, s.high, data.max_n
+    assert users is not None  # given, or from the sweep (one of them: above)
     lo, hi = total.ci(confidence)
     projected = users * total.ratio
     # ends multiplied: conservative when the base users also have an interval

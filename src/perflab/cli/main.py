@@ -111,10 +111,12 @@ def schema(kind: str = typer.Argument("workload", help="workload or study")) -> 
 
     Example: `perflab schema study > study.schema.json`
     """
+    from pydantic import BaseModel
+
     from perflab.study.model import Study
     from perflab.workload.model import Workload
 
-    models = {"workload": Workload, "study": Study}
+    models: dict[str, type[BaseModel]] = {"workload": Workload, "study": Study}
     if kind not in models:
         raise InputError(f"unknown schema {kind!r}; expected 'workload' or 'study'", field="KIND")
     out.print_json(json.dumps(models[kind].model_json_schema(by_alias=True)))
@@ -184,6 +186,7 @@ def run(
         if progress:
             progress.close()
     metrics = reduce_run(result.run_dir)
+    assert metrics.record is not None  # the run was just stored, run.json with it
     outcome = judge_outcome(metrics.record, metrics)
     try:
         st.set_etr(result.run_id, metrics.values.get("etr_t"), outcome)
@@ -194,7 +197,7 @@ def run(
     render_thresholds(checked, err)
     err.print(outcome_markup(outcome) + (f": {escape(result.reason)}" if result.reason else ""))
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
-    code = run_exit_code(outcome, violated(checked))
+    code = run_exit_code(outcome, bool(violated(checked)))
     if code:
         raise typer.Exit(code)
 
@@ -508,7 +511,7 @@ def main() -> None:
     try:   # typer >= 0.22 carries its own copy of click
         from typer._click import exceptions as click_errors
     except ImportError:
-        from click import exceptions as click_errors
+        from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, older typer
 
     try:
         code = app(prog_name="perflab", standalone_mode=False)

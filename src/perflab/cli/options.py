@@ -15,12 +15,13 @@ markup would take `[ray]` for a style).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 #: typer's markup mode for every command's help (set on the root app; sub-apps inherit it).
-MARKUP_MODE = "markdown"
+MARKUP_MODE: Final = "markdown"
 
 
 def _store_location(value: Path | None) -> Path | None:
@@ -79,7 +80,7 @@ def plain_parameters(command) -> None:
     try:   # typer >= 0.22 carries its own copy of click (click itself may not be installed)
         from typer._click import Context
     except ImportError:
-        from click import Context
+        from click import Context  # type: ignore[assignment]  # the same class, older typer
 
     context = Context(command, info_name=command.name)
     help_option = command.get_help_option(context)   # made once and kept by the command
@@ -92,9 +93,10 @@ def plain_parameters(command) -> None:
         elif isinstance(param, TyperArgument):
             if param.metavar is None:
                 param.metavar = (param.name or "value").upper()
-            param.display_type_rich = lambda ctx: None   # its name says what it is
+            # typer has no setting for either: the argument's own methods are replaced.
+            param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]  # its name says what it is
             # Usage: `perflab run [OPTIONS] WORKLOAD` (click's way), not typer's `{WORKLOAD}`.
-            param._usage_display_name = _usage_name(param)
+            param._usage_display_name = _usage_name(param)  # type: ignore[method-assign]
     for sub in getattr(command, "commands", {}).values():
         plain_parameters(sub)
 

@@ -56,7 +56,7 @@ class ActiveRuns:
 
     def live(self, exclude: str | None = None) -> list[ActiveRun]:
         """The registered runs whose driver is alive (stale registrations are removed)."""
-        found = []
+        found: list[ActiveRun] = []
         try:
             paths = sorted(self.dir.glob("*.json"))
         except OSError:

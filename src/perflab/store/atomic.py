@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     """Call write(tmp) for a temporary file in the same directory, fsync it, rename into place."""
     path = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -166,7 +166,8 @@ def outcome_of(kind: str | None, reasons: list | None = None, judged: bool = Tru
     sentences). A kind this perflab does not know (a newer one wrote it) is not trusted."""
     caveats = tuple(cav.as_caveat(r) for r in reasons or [])
     try:
-        return RunOutcome(OutcomeKind(kind), caveats, judged)
+        # (None, no outcome stored, is as unknown as a newer kind: OutcomeKind("") is refused too)
+        return RunOutcome(OutcomeKind(kind or ""), caveats, judged)
     except ValueError:
         return RunOutcome(OutcomeKind.INVALID, (cav.note(f"outcome {kind!r} unknown to this perflab"), *caveats),
                           False)
