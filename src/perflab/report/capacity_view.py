@@ -15,6 +15,7 @@ built is a note ("no curve: <why>"), never a number.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from perflab.capacity.points import NUMERIC_FACTORS
@@ -48,7 +49,16 @@ def _users(value: float | None) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.1f}"
 
 
-def _interval(low, high, render=_users) -> str:
+def _pair(pair: tuple[float, float] | None) -> tuple[float | None, float | None]:
+    return (None, None) if pair is None else pair
+
+
+def _finite(pair: tuple[float, float]) -> tuple[float | None, float | None]:
+    low, high = pair
+    return (low if math.isfinite(low) else None), (high if math.isfinite(high) else None)
+
+
+def _interval(low: float | None, high: float | None, render: Callable[[float], str] = _users) -> str:
     if low is None or high is None:
         return fmt.NA
     return f"[{render(low)}, {render(high)}]"
@@ -67,14 +77,13 @@ def sweep_capacity(study: StudyDocument) -> CapacityView | None:
     etr = REGISTRY.label_of("etr_t")
     if summary.usl is not None:
         u = summary.usl
-        rows = [[name, f"{value:.4g}", _interval(*u.ci.get(key, (None, None)), render=lambda x: f"{x:.4g}")]
+        rows = [[name, f"{value:.4g}", _interval(*_pair(u.ci.get(key)), lambda x: f"{x:.4g}")]
                 for name, key, value in (("α (contention)", "alpha", u.alpha), ("β (coherency)", "beta", u.beta),
                                          ("γ (throughput of one)", "gamma", u.gamma))]
         rows.append([f"peak {summary.factor}", f"{u.peak_n:,.1f}" if math.isfinite(u.peak_n) else "none (β = 0)",
-                     _interval(*(x if math.isfinite(x) else None for x in u.peak_ci), render=lambda x: f"{x:,.1f}")])
+                     _interval(*_finite(u.peak_ci), lambda x: f"{x:,.1f}")])
         rows.append([f"peak {etr}", f"{u.peak_throughput:,.1f}",
-                     _interval(*(x if math.isfinite(x) else None for x in u.peak_throughput_ci),
-                               render=lambda x: f"{x:,.1f}")])
+                     _interval(*_finite(u.peak_throughput_ci), lambda x: f"{x:,.1f}")])
         view.tables.append(CapacityTable(f"Universal Scalability Law fit of {etr} ({100 * u.confidence:g}% intervals)",
                                          ["parameter", "estimate", "interval"], rows))
     if summary.supported:
@@ -121,12 +130,12 @@ def release_capacity(study: StudyDocument) -> CapacityView | None:
     for comparison in study.comparisons:
         entry = comparison.entry(key)
         if entry is None or entry.ratio is None:
-            rows.append([comparison.new, fmt.NA, fmt.NA, entry.no_comparison if entry else "not measured"])
+            rows.append([comparison.new, fmt.NA, fmt.NA, (entry.no_comparison or fmt.NA) if entry else "not measured"])
             continue
         ci = (fmt.ci_ratio(entry.ci_low, entry.ci_high))
         users = load.users * entry.ratio
         interval = (_interval(load.users * entry.ci_low, load.users * entry.ci_high)
-                    if entry.ci_low is not None else fmt.NA)
+                    if entry.ci_low is not None and entry.ci_high is not None else fmt.NA)
         rows.append([comparison.new, f"{fmt.ratio(entry.ratio)} {ci}", f"{_users(users)} {interval}",
                      entry.verdict or "no verdict"])
     view = CapacityView()

@@ -24,6 +24,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 from perflab.catalog.registry import REGISTRY
 from perflab.records.study import StudyDocument
@@ -36,7 +37,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 VERDICT_COLOURS = {"BETTER": "#1a7f37", "WORSE": "#c62828", "EQUIVALENT": "#6e7781", "INCONCLUSIVE": "#b7791f"}
 WIDTH = 7.2          # inches: fits a report column at 100 % zoom
 ROW_HEIGHT = 2.5
-STYLE = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
          "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
 
 
@@ -116,7 +117,8 @@ def colours(study: StudyDocument) -> dict[str, str]:
 
 def run_values(study: StudyDocument, config: str, key: str) -> tuple[list[float], list[float]]:
     """(valid, excluded) per-run values of one metric."""
-    valid, excluded = [], []
+    valid: list[float] = []
+    excluded: list[float] = []
     for run in study.runs_of(config):
         x = fmt.number(run.metrics.get(key))
         if x is not None:
@@ -200,8 +202,9 @@ def _levels(study: StudyDocument, key: str) -> dict[str, float]:
         entry = comparison.entry(key)
         if entry is not None:
             for side, value in ((comparison.base, entry.base_value), (comparison.new, entry.new_value)):
-                if fmt.number(value) is not None:
-                    levels.setdefault(side, float(value))
+                number = fmt.number(value)
+                if number is not None:
+                    levels.setdefault(side, number)
     return levels
 
 
@@ -223,6 +226,7 @@ def _ratio_panel(ax, study: StudyDocument, key: str, bounds: tuple[float, float]
     for y, (_name, entry) in enumerate(rows):
         colour = VERDICT_COLOURS.get(str(entry.verdict), "#333333")
         r, lo, hi = (fmt.number(v) for v in (entry.ratio, entry.ci_low, entry.ci_high))
+        assert r is not None  # the rows with a ratio (above)
         if lo is not None and hi is not None:
             ax.errorbar(r, y, xerr=[[r - lo], [hi - r]], fmt="o", color=colour, capsize=3)
         else:
@@ -408,7 +412,9 @@ def trend_chart(study: StudyDocument) -> Chart | None:
         ax.plot(0, 1.0, "s", color="#333333")
         for x, comparison in enumerate(comparisons, start=1):
             entry = comparison.entry(key)
-            r, lo, hi = (fmt.number(v) for v in ((entry.ratio, entry.ci_low, entry.ci_high) if entry else (None,) * 3))
+            if entry is None:
+                continue
+            r, lo, hi = (fmt.number(v) for v in (entry.ratio, entry.ci_low, entry.ci_high))
             if r is None:
                 continue
             drawn = True
@@ -419,7 +425,8 @@ def trend_chart(study: StudyDocument) -> Chart | None:
                 ax.plot(x, r, "o", color=colour, fillstyle="none")
             ax.annotate(_verdict_label(entry), (x, hi if hi is not None else r), xytext=(0, 4),
                         textcoords="offset points", ha="center", fontsize=7, color=colour)
-        direction = fmt.metric_of(key).direction.value if fmt.metric_of(key) else "none"
+        metric = fmt.metric_of(key)
+        direction = metric.direction.value if metric else "none"
         better = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(direction, "")
         ax.set_ylabel(f"{fmt.label_of(key)} ratio to the base")
         ax.set_title(f"{fmt.label_of(key)}: new / {plain(names[0])}{better}")

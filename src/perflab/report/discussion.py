@@ -316,7 +316,9 @@ def caveats(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
     for keys in (list(study.design.primary_metrics) or REGISTRY.role("capacity"), REGISTRY.role("response"),
                  REGISTRY.role("throughput")):
         entry = entry_for(comparison, keys)
-        for warning in entry.warnings if entry is not None else []:
+        if entry is None:
+            continue
+        for warning in entry.warnings:
             text = f"{fmt.label_of(entry.key, entry)}: {warning.text}"
             if text not in notes:
                 notes.append(text)
@@ -429,11 +431,11 @@ def duet_hint(study: StudyDocument) -> str | None:
     if study.design.duet or study.sweep is not None or len(study.comparisons) != 1:
         return None   # a duet runs exactly two configurations, and no sweep
     primary = set(study.design.primary_metrics)
-    noisy = [m for c in study.comparisons for m in c.metrics
-             if m.key in primary and m.verdict == "INCONCLUSIVE" and m.cv is not None and m.cv > DUET_HINT_CV]
+    noisy = [(cv, m) for c in study.comparisons for m in c.metrics
+             if m.key in primary and m.verdict == "INCONCLUSIVE" and (cv := m.cv) is not None and cv > DUET_HINT_CV]
     if not noisy:
         return None
-    worst = max(noisy, key=lambda m: m.cv)
+    worst = max(noisy, key=lambda cv_m: cv_m[0])[1]
     return (f"{fmt.label_of(worst.key, worst)} scattered {fmt.pct(worst.cv, signed=False)} from block to block. "
             f"Runs one after the other each meet the host's speed of their own moment; a duet (`duet: true` in the "
             f"study file, or `perflab study --duet`) runs each block's two configurations at the same time on the "

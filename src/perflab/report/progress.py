@@ -9,7 +9,7 @@ from collections import deque
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from perflab.catalog.registry import REGISTRY
 from perflab.safe_text import terminal as escape
@@ -34,7 +34,7 @@ class RunProgress:
             transient=False,
             refresh_per_second=2,
         )
-        self.task = None
+        self.task: TaskID | None = None
         self.history: deque = deque(maxlen=12)
 
     def started(self, run_id: str, run_dir: Path) -> None:
@@ -52,12 +52,14 @@ class RunProgress:
             (t_a, n_a), (t_b, n_b) = self.history[0], self.history[-1]
             etr = f"{(n_b - n_a) / (t_b - t_a):,.1f}/s"
         # The columns holding values are plain text (markup=False: no markup, no emoji codes).
-        fields = {k: visible(v) for k, v in dict(phase=phases.name_at(elapsed), tx=f"{done:,}", etr=etr,
-                                                  errors=f"{recorder.errors:,}").items()}
+        phase, tx, etr, errors = (visible(v) for v in (phases.name_at(elapsed), f"{done:,}", etr,
+                                                        f"{recorder.errors:,}"))
         if self.task is None:
             self.progress.start()
-            self.task = self.progress.add_task("run", total=phases.window_end, **fields)
-        self.progress.update(self.task, completed=min(elapsed, phases.window_end), **fields)
+            self.task = self.progress.add_task("run", total=phases.window_end, phase=phase, tx=tx, etr=etr,
+                                               errors=errors)
+        self.progress.update(self.task, completed=min(elapsed, phases.window_end), phase=phase, tx=tx, etr=etr,
+                             errors=errors)
 
     def close(self) -> None:
         if self.task is not None:

@@ -8,10 +8,9 @@ file. A new format is one more entry in EXPORTERS.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perflab.records.study import StudyDocument
 from perflab.report.html import render_html
@@ -24,7 +23,7 @@ from perflab.store.atomic import write_atomic
 class Exporter:
     format: str                                     # the key write_reports returns the path under
     filename: str
-    render: Callable[[Mapping[str, Any]], str]
+    render: Callable[[StudyDocument], str]
 
 
 EXPORTERS: tuple[Exporter, ...] = (
@@ -44,6 +43,9 @@ def write_reports(study: StudyDocument, directory: Path,
     for exporter in exporters:
         path = directory / exporter.filename
         text = texts[exporter.format]
-        write_atomic(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+        def write(tmp: Path, text: str = text) -> None:
+            tmp.write_text(text, encoding="utf-8")
+
+        write_atomic(path, write)
         paths[exporter.format] = path
     return paths

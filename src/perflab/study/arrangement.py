@@ -28,14 +28,14 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 
-from perflab.records.study import CalibrationStep, DesignBias, LoadRecord
+from perflab.records.study import Arrangement, CalibrationStep, DesignBias, LoadRecord
 from perflab.stats.bias import BiasBound
 from perflab.study.compare import DesignTraits
 
 ARRANGEMENTS = ("one-at-a-time", "duet", "split-duet")
 #: The order `auto` tries the arrangements in: the best measured first (docs/accuracy.md, "Study
 #: arrangements against known truths"); each is taken only if its drivers can keep up.
-PREFERENCE = ("split-duet", "duet", "one-at-a-time")
+PREFERENCE: tuple[Arrangement, ...] = ("split-duet", "duet", "one-at-a-time")
 #: Headroom `auto` leaves under the drivers' saturation limit: a driver measured near it in a
 #: calibration run would cross it in some block.
 DRIVER_HEADROOM = 0.85
@@ -91,7 +91,7 @@ class Sides:
 
 
 def choose(can_pair: bool, driver_util: float | None, sut_util: float | None, driver_cpus: int) -> \
-        tuple[str, str]:
+        tuple[Arrangement, str]:
     """`auto`: the first arrangement of PREFERENCE whose drivers can keep up, judged from the
     calibration run at the chosen load (one driver alone at the full load, % of one core; the
     SUT's UTIL/PROC (S)); (arrangement, why) -- the report prints why."""

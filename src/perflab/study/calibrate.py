@@ -151,8 +151,11 @@ def bottleneck(steps: list[dict], target: float) -> str | None:
                       f"the processor idle")
     if causes:
         return "; ".join(causes)
-    loads = [(s.get("users") or s.get("rate"), s.get("util_proc_s"), s.get("etr_t")) for s in steps]
-    loads = [x for x in loads if None not in x]
+    loads: list[tuple[float, float, float]] = []  # (load, UTIL/PROC (S), ETR (T)) of the steps that measured all three
+    for s in steps:
+        load, step_util, etr = s.get("users") or s.get("rate"), s.get("util_proc_s"), s.get("etr_t")
+        if load is not None and step_util is not None and etr is not None:
+            loads.append((load, step_util, etr))
     if len(loads) >= 2:
         (l0, u0, e0), (l1, u1, e1) = min(loads), max(loads)
         if l1 > l0 * 1.2 and u1 < target and e0 > 0 and (e1 / e0) < 1 + 0.5 * (l1 / l0 - 1):

@@ -34,7 +34,7 @@ from perflab import caveats as cav
 from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
 from perflab.caveats import Code
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
-from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, StudyRun, StudyVerdict
+from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, Role, StudyRun, StudyVerdict
 from perflab.stats import compare as stats_compare
 from perflab.stats.bias import BiasBound
 from perflab.stats.criteria import Criteria
@@ -57,7 +57,7 @@ class DesignTraits:
 SOLO = DesignTraits()
 
 
-def row_role(key: str, primary: Sequence[str], design: DesignTraits) -> str:
+def row_role(key: str, primary: Sequence[str], design: DesignTraits) -> Role:
     """primary, secondary, descriptive or pair (module doc)."""
     base = key.split(":", 1)[0]
     if design.concurrent and REGISTRY.machine_wide(base):
@@ -146,7 +146,7 @@ def sides_of(runs: Sequence[StudyRun], new: str) -> dict[int, int]:
     return out
 
 
-def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, criteria: Criteria, role: str,
+def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, criteria: Criteria, role: Role,
                    level: float | None = None, bias: BiasBound | None = None,
                    paired: bool = True, swapped: bool = False) -> MetricComparison | None:
     """One metric of one comparison with its interval at `level` (default 1 - alpha) and the

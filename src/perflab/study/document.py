@@ -16,7 +16,16 @@ from typing import Any
 
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord
-from perflab.records.study import ConfigurationRecord, Design, GatesRecord, StudyDocument, StudyRun, WorkloadSummary
+from perflab.records.study import (
+    ConfigurationRecord,
+    Design,
+    GatesRecord,
+    ScriptSummary,
+    StudyDocument,
+    StudyRun,
+    TransactionSummary,
+    WorkloadSummary,
+)
 from perflab.reduce.reduce import RunMetrics
 from perflab.stats.criteria import Criteria
 from perflab.study.compare import SOLO, DesignTraits, flatten_components, judge_all
@@ -43,8 +52,10 @@ def workload_summary(workload: dict[str, Any], path: str | Path | None, timing: 
     return WorkloadSummary(
         name=str(workload.get("name") or "?"), description=str(workload.get("description") or ""),
         path=None if path is None else str(path), target=workload.get("target"),
-        transactions=[{"name": t.get("name"), "class": t.get("class")} for t in workload.get("transactions") or []],
-        scripts=[{"name": s.get("name"), "weight": s.get("weight"), "steps": s.get("steps") or []}
+        transactions=[TransactionSummary.model_validate({"name": t.get("name"), "class": t.get("class")})
+                      for t in workload.get("transactions") or []],
+        scripts=[ScriptSummary.model_validate({"name": s.get("name"), "weight": s.get("weight"),
+                                               "steps": s.get("steps") or []})
                  for s in workload.get("scripts") or []],
         init_script=workload.get("init_script"), think=workload.get("think"), timing=timing)
 
@@ -56,7 +67,7 @@ def gate_settings(design: Design) -> GateSettings:
     return GateSettings(
         max_error_rate=defaults.max_error_rate if gates.max_error_rate is None else gates.max_error_rate,
         max_etr_trend=defaults.max_etr_trend if gates.max_etr_trend is None else gates.max_etr_trend,
-        util_band=tuple(gates.util_band) if gates.util_band is not None else None)
+        util_band=gates.util_band)
 
 
 def stored_criteria(design: Design) -> Criteria:
@@ -131,8 +142,7 @@ class StudyDocumentBuilder:
         answer. A one-configuration sweep has none: it is a curve, not a comparison."""
         doc = self.doc
         if pairs is None:
-            base = doc.configurations[0].name if doc.configurations else None
-            pairs = [(base, c.name) for c in doc.configurations[1:]]
+            pairs = [(doc.configurations[0].name, c.name) for c in doc.configurations[1:]]
         if not pairs:
             doc.comparisons, doc.verdict = [], None
             return

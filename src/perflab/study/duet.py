@@ -58,7 +58,8 @@ def _child(index: int, request: RunRequest, home: str, results, private_network:
         result = (executor or execute_run)(request, Store(Path(home)))
         results.put((index, str(result.run_dir), None))
     except BaseException as exc:  # noqa: BLE001 - the study hears of every ending, the partner too
-        request.duet.barrier.abort()
+        if request.duet is not None:  # (a duet's run has its slot)
+            request.duet.barrier.abort()
         results.put((index, None, f"{type(exc).__name__}: {exc}"))
 
 

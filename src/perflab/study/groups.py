@@ -33,7 +33,7 @@ from perflab.reduce.window import Window
 from perflab.stats.criteria import Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.store.catalog import Store, is_plain_name
-from perflab.study.compare import default_primary, judge_all
+from perflab.study.compare import SOLO, default_primary, judge_all
 from perflab.study.document import (
     StudyDocumentBuilder,
     gate_settings,
@@ -177,7 +177,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
                         status="complete", created=now_iso(),
                         design=Design(load=LoadRecord(mode="stored runs")),
                         configurations=new_configurations([(name_a, {}), (name_b, {})]))
-    builder = StudyDocumentBuilder(doc, gates, criteria, primary, keys, *([design] if design is not None else []))
+    builder = StudyDocumentBuilder(doc, gates, criteria, primary, keys, design if design is not None else SOLO)
     if source is not None:
         doc.design.arrangement, doc.design.duet, doc.design.bias = (source.design.arrangement, source.design.duet,
                                                                     source.design.bias)
@@ -191,8 +191,9 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
                 # The study's own decision: its gates, its pooled steadiness, its pair checks
                 # (re-derivable with perflab.study.validity and the study's stored gates).
                 doc.runs.append(_stored(stored, name))
-                conf = doc.configuration(name)
-                source_conf = owners[run_dir].configuration(stored.config)
+                conf, owner = doc.configuration(name), owners[run_dir]
+                assert conf is not None and owner is not None  # the document's two; the study a stored run is from
+                source_conf = owner.configuration(stored.config)
                 if not conf.software and source_conf is not None:
                     conf.hardware, conf.software = dict(source_conf.hardware), dict(source_conf.software)
                     conf.changes = dict(source_conf.changes)
@@ -213,8 +214,8 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     if len(identities) > 1:
         builder.warn(cav.note("the runs come from different machines or kernels (fingerprints differ): the comparison "
                               "mixes hardware with software"))
-    configs_a = {stored_runs[d].config for d in group_a.dirs if stored_runs[d] is not None}
-    configs_b = {stored_runs[d].config for d in group_b.dirs if stored_runs[d] is not None}
+    configs_a = {run.config for d in group_a.dirs if (run := stored_runs[d]) is not None}
+    configs_b = {run.config for d in group_b.dirs if (run := stored_runs[d]) is not None}
     if source is not None and len(configs_a) == 1 and len(configs_b) == 1 and source.configurations \
             and source.configurations[0].name in configs_a and configs_b <= {c.name for c in source.configurations[1:]}:
         # The study's family of comparisons, so the error control sees what the study saw.

@@ -207,7 +207,7 @@ class Study(Strict):
         return self.arrangement in ("duet", "split-duet") or (self.arrangement is None and self.duet)
 
     @property
-    def chosen_arrangement(self) -> str:
+    def chosen_arrangement(self) -> Literal["one-at-a-time", "duet", "split-duet", "auto"]:
         return self.arrangement or ("duet" if self.duet else "one-at-a-time")
 
 
@@ -253,8 +253,8 @@ def check_study(study: Study, aa: bool = False) -> None:
         raise LocatedError(("sweep", "factor"), "a sweep over the load cannot also calibrate the load")
     from perflab.catalog.registry import COMPONENT_COMPARED
 
-    for field in ("metrics", "gate_metrics"):
-        keys = getattr(study, field) or []
+    for name in ("metrics", "gate_metrics"):
+        keys = getattr(study, name) or []
         for i, key in enumerate(keys):
             if REGISTRY.unknown_keys([key], COMPONENT_COMPARED):
-                raise LocatedError((field, i), f"unknown metric key {key!r}: `perflab metrics` lists the keys")
+                raise LocatedError((name, i), f"unknown metric key {key!r}: `perflab metrics` lists the keys")

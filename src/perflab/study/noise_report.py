@@ -32,8 +32,8 @@ from perflab.stats.verdict import blocks_needed
 
 def _interval_cv(run: StudyRun, key: str) -> tuple[float, int] | None:
     """(CV of the per-interval values, number of intervals) of one run."""
-    values = [row.get(key) for row in run.per_interval]
-    values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    values = [float(v) for v in (row.get(key) for row in run.per_interval)
+              if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
     if len(values) < 3:
         return None
     mean = statistics.fmean(values)
@@ -49,7 +49,7 @@ def noise_rows(doc: StudyDocument) -> list[NoiseRow]:
     margin = doc.design.margin or DEFAULT_MARGIN
     confidence = doc.design.confidence or DEFAULT_CONFIDENCE
     for key in doc.design.primary_metrics:
-        paired = {}
+        paired: dict[str, float] = {}
         for comparison in doc.comparisons:
             entry = comparison.entry(key)
             if entry is not None and entry.cv is not None and entry.method != "welch":

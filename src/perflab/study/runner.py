@@ -23,7 +23,16 @@ from perflab.errors import InputError
 from perflab.limits import MAX_BLOCKS
 from perflab.outcome import judge_outcome
 from perflab.records.run import read_run_record
-from perflab.records.study import AAResult, CalibrationStep, Design, LoadRecord, StudyDocument, SweepPoint, SweepRecord
+from perflab.records.study import (
+    AAResult,
+    Arrangement,
+    CalibrationStep,
+    Design,
+    LoadRecord,
+    StudyDocument,
+    SweepPoint,
+    SweepRecord,
+)
 from perflab.reduce.reduce import reduce_run
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.noise import power
@@ -270,6 +279,7 @@ class StudyRunner:
         blocks = self.options.blocks or study.blocks
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
         timing = self._timing()
+        stored_timing: dict[str, float | None] = dict(timing)
         batch = self.workload.batch
         # A job stream is judged on its elapsed time and CPU per job (the seeds' batch tables),
         # unless the study names its primary metrics itself.
@@ -281,12 +291,12 @@ class StudyRunner:
             title=study.title or " -> ".join(c.name for c in configs), status="running", created=now_iso(),
             study_path=str(self.study_path), study=study.model_dump(mode="json"),
             workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
-                                      timing),
-            design=Design(blocks=blocks, seed=study.seed, schedule=[tuple(s) for s in schedule], timing=timing,
+                                      stored_timing),
+            design=Design(blocks=blocks, seed=study.seed, schedule=list(schedule), timing=stored_timing,
                           aa=self.options.aa),
             configurations=new_configurations([(c.name, c.changes()) for c in configs]))
         gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
-                             tuple(study.gates.util_band) if study.gates.util_band else None)
+                             study.gates.util_band)
         self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
         for remark in one_variable_warnings(study):
             self.builder.warn(remark)
@@ -332,7 +342,8 @@ class StudyRunner:
         self._save()
         return doc
 
-    def _run_together(self, schedule: list, by_name: dict[str, Configuration], loads: dict,
+    def _run_together(self, schedule: list, by_name: dict[str, Configuration],
+                      loads: dict[str, tuple[int | None, float | None]],
                       timing: dict[str, float], started: float) -> None:
         """Each block's two runs at the same time (study/duet.py), as a duet or a split duet
         (study/arrangement.py). Judged as a pair: each run's steadiness beside its partner, the
@@ -466,7 +477,7 @@ class StudyRunner:
         pair_only = [k for k in self.builder.primary if k in REGISTRY.role("response_rows") or REGISTRY.machine_wide(k)]
         return study.sweep is None and (len(study.configurations) == 2 or self.options.aa) and not pair_only
 
-    def _arrange(self, arrangement: str, why: str | None = None) -> None:
+    def _arrange(self, arrangement: Arrangement, why: str | None = None) -> None:
         """Fix the study's arrangement (and what its comparisons may say: study/arrangement.py)."""
         self.arrangement = arrangement
         design = self.doc.design
@@ -478,6 +489,7 @@ class StudyRunner:
 
     def _calibrate(self, config: Configuration, equal: bool) -> LoadRecord:
         cal = self.study.load.calibrate
+        assert cal is not None  # a study calibrates when its load says so (_decide_loads)
         w = self.workload
         closed = w.closed
 
@@ -512,7 +524,9 @@ class StudyRunner:
             runs = [r for r in doc.runs_of(p.config.name) if not r.excluded]
             out.append(SweepPoint(config=p.config.name, series=p.series, value=p.level, runs=len(runs),
                                   metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
-        return SweepRecord(factor=self.study.sweep.factor, values=list(self.study.sweep.values), points=out)
+        sweep = self.study.sweep
+        assert sweep is not None  # a sweep's summary (run)
+        return SweepRecord(factor=sweep.factor, values=list(sweep.values), points=out)
 
 
 def calibrated_step(load: LoadRecord | None) -> CalibrationStep | None:

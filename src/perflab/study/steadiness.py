@@ -82,7 +82,9 @@ class Series:
         for row in rows or []:
             s, e, v = _num(row.get("t_start")), _num(row.get("t_end")), _num(row.get(key))
             if math.isfinite(s) and math.isfinite(e) and e > s and math.isfinite(v) and v > 0:
-                start.append(s), end.append(e), value.append(v)
+                start.append(s)
+                end.append(e)
+                value.append(v)
         return cls(np.asarray(start), np.asarray(end), np.asarray(value))
 
     def __len__(self) -> int:

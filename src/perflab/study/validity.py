@@ -242,8 +242,9 @@ def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]],
     for run_id, mine in trends.items():
         out[run_id] = {}
         for key in mine:
-            others = [t[key].change for other, t in trends.items()
-                      if other != run_id and t.get(key) is not None and groups.get(other) == groups.get(run_id)]
+            others = [trend.change for other, t in trends.items()
+                      if other != run_id and (trend := t.get(key)) is not None
+                      and groups.get(other) == groups.get(run_id)]
             scale = Scale.between_runs(others)
             if scale is not None:
                 out[run_id][key] = scale

@@ -23,6 +23,7 @@ def error_table(run_dir: Path, window: Window | None) -> Table | None:
     path = Path(run_dir) / "transactions.parquet"
     if not path.exists():
         return None
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -30,7 +31,7 @@ def error_table(run_dir: Path, window: Window | None) -> Table | None:
         table = pq.read_table(path, columns=["ok", "error", "end", "transaction"])
     except Exception:  # pyarrow raises several types for a damaged file; the reduction reports it
         return None
-    failed = table.filter(pc.invert(pc.fill_null(table.column("ok"), False)))
+    failed = table.filter(pc.invert(pc.fill_null(table.column("ok"), pa.scalar(False))))
     if failed.num_rows == 0:
         return Table(list(COLUMNS), [])
     ends = failed.column("end").to_numpy(zero_copy_only=False)
