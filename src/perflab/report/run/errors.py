@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -31,7 +32,9 @@ def error_table(run_dir: Path, window: Window | None) -> Table | None:
         table = pq.read_table(path, columns=["ok", "error", "end", "transaction"])
     except Exception:  # pyarrow raises several types for a damaged file; the reduction reports it
         return None
-    failed = table.filter(pc.invert(pc.fill_null(table.column("ok"), pa.scalar(False))))
+    # a bool column stays one: pyarrow's stubs type fill_null's result as any value
+    ok = cast("pa.ChunkedArray[pa.BooleanScalar]", pc.fill_null(table.column("ok"), pa.scalar(False)))
+    failed = table.filter(pc.invert(ok))
     if failed.num_rows == 0:
         return Table(list(COLUMNS), [])
     ends = failed.column("end").to_numpy(zero_copy_only=False)
