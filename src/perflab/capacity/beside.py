@@ -71,10 +71,11 @@ def predictions(model: ClosedModel, data: SweepData, demand: str = "pooled") -> 
         raise InputError(f"demand must be 'pooled' or 'point', got {demand!r}", field="--demand")
     out = []
     for level in data.levels:
-        z = level.mean("avg_think_t")
-        d = model.demand if demand == "pooled" else level.mean("pbt_cmd_s") / 1000.0
+        # the metrics the model was fitted from (fit_closed_model requires them at every level)
+        z = level.measured("avg_think_t")
+        d = model.demand if demand == "pooled" else level.measured("pbt_cmd_s") / 1000.0
         p = model.predict(int(round(level.n)), think=z, demand=d)
-        x, r = level.mean("etr_t"), level.mean("avg_last_t")
+        x, r = level.measured("etr_t"), level.measured("avg_last_t")
         u = level.mean("util_proc_s")
         out.append(LevelPrediction(level.n, level.n in model.fit_levels, len(level.runs), z, d, p.x, x, p.r, r,
                                    100.0 * p.u, u, p.x / x - 1.0, p.r / r - 1.0))
@@ -96,11 +97,11 @@ def bounds(model: ClosedModel, data: SweepData) -> list[LevelBounds]:
     lo_d, hi_d = model.demand_ci if all(math.isfinite(v) for v in model.demand_ci) else (model.demand,) * 2
     c = int(round(model.processors))
     for level in data.levels:
-        z = level.mean("avg_think_t") + model.delay
+        z = level.measured("avg_think_t") + model.delay  # (as in predictions)
         b = asymptotic_bounds([model.demand / c] * c, level.n, think_time=z)
         loose_high = asymptotic_bounds([lo_d / c] * c, level.n, think_time=z).x_high
         loose_low = asymptotic_bounds([hi_d / c] * c, level.n, think_time=z).x_low
-        x, r = level.mean("etr_t"), level.mean("avg_last_t")
+        x, r = level.measured("etr_t"), level.measured("avg_last_t")
         # the measured ETR is a count over a window: allow 3 of its Poisson SEs, 1/√count
         count = sum(level.values("tx_ok"))
         slack = 3.0 / math.sqrt(count) if count > 0 else 0.0

@@ -235,7 +235,9 @@ def _fit_delay(runs: list[FitRun], processors: float) -> float:
 
 def _predict_one(n: int, demand: float, processors: float, delay: float, think: float) -> Prediction:
     steps = deque(mva_steps(demand, processors, delay, think, n), maxlen=1)
-    return steps[0] if steps else None
+    if not steps:
+        raise ValueError(f"no MVA prediction for {n} users")  # (a run has one user at least)
+    return steps[0]
 
 
 def supported_at_utilization(model: ClosedModel, target: float) -> Supported:
@@ -294,9 +296,9 @@ def _supported(model: ClosedModel, rule: str, limit: float) -> Supported:
     if users is not None and extrapolated:
         note = (f"extrapolated: {users} users is beyond {EXTRAPOLATION_FACTOR:g}× the largest measured "
                 f"point ({model.max_measured:g}); measure there before relying on it")
-    found = at is not None and at.n > 0
-    return Supported(rule, limit, users, low, high, at.x if found else None, at.r if found else None,
-                     at.u if found else None, extrapolated, note)
+    found = at if at is not None and at.n > 0 else None
+    return Supported(rule, limit, users, low, high, found.x if found else None, found.r if found else None,
+                     found.u if found else None, extrapolated, note)
 
 
 _num = finite

@@ -73,6 +73,14 @@ class Level:
             return float(math.exp(sum(math.log(x) for x in v) / len(v)))
         return float(sum(v) / len(v))
 
+    def measured(self, key: str) -> float:
+        """`mean(key)` of a metric a model requires (`require_metric` has refused a sweep
+        without it); "no curve" if it was not measured after all."""
+        value = self.mean(key)
+        if value is None:
+            raise NoCurve(f"no curve: {key} not measured at {self.label}")
+        return value
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -256,18 +264,18 @@ def check_monotone(data: SweepData, key: str = "etr_t", label: str = "ETR (T)") 
     system under one load law -- a changed configuration, a disturbed run -- and any fitted curve
     would be made up. "Noise" is the larger of 5 % and 3× the pooled run-to-run CV.
     """
-    means = [(level.n, level.mean(key)) for level in data.levels]
-    means = [(n, v) for n, v in means if v is not None and v > 0]
+    means = [(n, v) for n, v in ((level.n, level.mean(key)) for level in data.levels) if v is not None and v > 0]
     if len(means) < 3:
         return
     cv = noise_cv(data, key)
     tol = max(DEFAULT_NOISE, 3.0 * cv) if cv is not None else DEFAULT_NOISE
-    low_n, low_v = None, None
+    low_n: float | None = None
+    low_v: float | None = None
     peak_n, peak_v = means[0]
-    falling = False
+    falling = False  # (with the lowest point since the peak in low_n, low_v)
     for n, v in means[1:]:
         if v > peak_v:
-            if falling and v > low_v * (1 + tol) and low_v < peak_v * (1 - tol):
+            if falling and low_v is not None and v > low_v * (1 + tol) and low_v < peak_v * (1 - tol):
                 raise InputError(
                     f"no curve: {label} is not monotone in {data.factor}: it falls from {peak_v:.4g} at "
                     f"{peak_n:g} to {low_v:.4g} at {low_n:g} and rises again to {v:.4g} at {n:g} (more than "

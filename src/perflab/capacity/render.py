@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from perflab.caveats import Caveat
+
+if TYPE_CHECKING:
+    from perflab.capacity.closed import ClosedModel
+    from perflab.capacity.usl import USLFit
+    from perflab.capacity.uslsweep import LevelResidual
 from perflab.safe_text import terminal as escape
 
 
@@ -68,7 +74,7 @@ def measured(console: Console, s) -> None:
     console.print(t)
 
 
-def usl(console: Console, fit, residuals, factor: str) -> None:
+def usl(console: Console, fit: USLFit, residuals: list[LevelResidual], factor: str) -> None:
     conf = f"{100 * fit.confidence:.0f}% CI"
     t = _table(f"USL fit of ETR (T) over {factor}: X(N) = γN / (1 + α(N−1) + βN(N−1))", ["", "value", conf])
     _row(t, "α (contention)", num(_zero(fit.alpha), ".4g"), interval(*fit.ci["alpha"]))
@@ -85,11 +91,11 @@ def usl(console: Console, fit, residuals, factor: str) -> None:
     notes(console, fit.warnings)
 
 
-def model(console: Console, m) -> None:
+def model(console: Console, m: ClosedModel) -> None:
     conf = f"{100 * m.confidence:.0f}% CI"
     t = _table("closed-loop model (MVA): parameters", ["", "value", conf, "from"])
-    _row(t, "D = PBT/CMD (S)", f"{1000 * m.demand:.4f} ms", interval(*(1000 * v if v is not None and math.isfinite(v)
-                                                                        else None for v in m.demand_ci), ".4f"),
+    low, high = (1000 * v if v is not None and math.isfinite(v) else None for v in m.demand_ci)
+    _row(t, "D = PBT/CMD (S)", f"{1000 * m.demand:.4f} ms", interval(low, high, ".4f"),
               f"{m.n_runs} runs at {', '.join(num(v, 'g') for v in m.fit_levels)} users")
     _row(t, "Z = AVG THINK (T)", f"{m.think:.4f} s", "", "mean of the fitting runs")
     _row(t, "d (delay)", f"{1000 * m.delay:.4f} ms", "", "fitted to AVG LAST (T)")

@@ -72,15 +72,16 @@ def sweep_scaling(data: SweepData, key: str = "itr_s") -> Scaling:
     if len(data.levels) < 2:
         raise InputError("no curve: scaling per processor needs ≥ 2 processor counts")
     base = data.levels[0]
-    if base.mean(key) is None:
+    base_itr = base.mean(key)
+    if base_itr is None:
         raise InputError(f"no curve: {key} not measured at {base.label}")
     out = []
-    prev = None
+    prev: tuple[float, float] | None = None  # (processors, ITRR) of the level before
     for level in data.levels:
         itr = level.mean(key)
         if itr is None:
             raise InputError(f"no curve: {key} not measured at {level.label}")
-        itrr = itr / base.mean(key)
+        itrr = itr / base_itr
         lo = hi = None
         if level is not base:
             lo, hi = _interval(base, level, key, data.confidence)
@@ -152,7 +153,7 @@ def table_scaling(path: Path) -> Scaling:
     first = order[0]
     base = itr[first]
     out = []
-    prev = None
+    prev: tuple[float, float] | None = None  # (processors, ITRR) of the column before
     for i in order:
         n, value = procs[i].value or 0.0, itr[i].value or 0.0
         itrr = value / (base.value or 1.0)
@@ -167,7 +168,8 @@ def table_scaling(path: Path) -> Scaling:
         out.append(ScalingLevel(n, runs[i], 1, value, itrr, None, None, itrr / (n / (procs[first].value or 1.0)),
                                 per_added, p_val, p_ok))
         prev = (n, itrr)
-    return Scaling("itr_h", out, math.nan, ["one run per processor count in the table: no intervals"])
+    return Scaling("itr_h", out, math.nan, [cav.remark(Code.NO_INTERVAL, "one run per processor count in the table: "
+                                                                        "no intervals")])
 
 
 def _number(cell: Cell, path: Path, row: Row) -> Cell:

@@ -47,7 +47,8 @@ MIN_LEVELS = 6
 EXTRAPOLATION_FACTOR = 2.0
 
 
-def usl(n: np.ndarray | float, alpha: float, beta: float, gamma: float) -> np.ndarray:
+def usl(n: np.ndarray | float, alpha: np.ndarray | float, beta: np.ndarray | float,
+        gamma: np.ndarray | float) -> np.ndarray:
     """Throughput predicted by the USL at concurrency n."""
     n = np.asarray(n, dtype=float)
     return gamma * n / (1.0 + alpha * (n - 1.0) + beta * n * (n - 1.0))

@@ -45,7 +45,7 @@ def fit_sweep_usl(data: SweepData, key: str = "etr_t", confidence: float | None 
     fit = fit_usl(n, x, confidence=data.confidence if confidence is None else confidence)
     residuals = []
     for level in data.levels:
-        measured = level.mean(key)
+        measured = level.measured(key)  # (require_metric, above)
         fitted = float(fit.predict(level.n))
         residuals.append(LevelResidual(level.n, len(level.runs), measured, fitted,
                                        measured / fitted - 1.0 if fitted > 0 else math.nan))
