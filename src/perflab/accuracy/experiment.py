@@ -166,7 +166,7 @@ def calibrate_knob(case: Case, examples: Path, store: Store) -> KnobCalibration:
     return KnobCalibration(case=case.name, base_ms=mean[0], probe=case.probe, probe_ms=mean[case.probe], runs=runs)
 
 
-def calibrated_users(case: Case, examples: Path, store: Store) -> int | None:
+def calibrated_users(case: Case, examples: Path, store: Store) -> int:
     """The users at which the case's base runs its SUT at 90% of its processor alone (as a study
     calibrates), for the truth's runs; the fixed load of a case that has one."""
     from perflab.drive.run import RunRequest, execute_run
@@ -188,7 +188,9 @@ def calibrated_users(case: Case, examples: Path, store: Store) -> int | None:
         return {"util": values.get("util_proc_s"), "etr_t": values.get("etr_t"), "run_id": result.run_id,
                 "valid": result.valid, "driver_util": values.get("driver_cpu")}
 
-    return calibrate(rule, measure, True, case.start_users, None).users
+    users = calibrate(rule, measure, True, case.start_users, None).users
+    assert users is not None  # a closed loop's calibration chooses users
+    return users
 
 
 def measure_truth(case: Case, examples: Path, store: Store, knob: KnobCalibration,
@@ -295,10 +297,10 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
     have = {(r.repeat, r.case, r.effect, r.arrangement) for r in done}
     todo = [cell for cell in plan.order() if cell[1] in cases and cell not in have]
     for index, (repeat, name, effect, arrangement) in enumerate(todo, start=1):
-        knob = knobs[name].value_for(effect) if effect else 0
-        on_progress(f"[{index}/{len(todo)}] {name}, {arrangement}, +{100 * effect:g}% (knob {knob}), "
+        knob_value = knobs[name].value_for(effect) if effect else 0
+        on_progress(f"[{index}/{len(todo)}] {name}, {arrangement}, +{100 * effect:g}% (knob {knob_value}), "
                     f"repetition {repeat}")
-        result = run_study(cases[name], examples, arrangement, effect, knob, repeat, plan, store)
+        result = run_study(cases[name], examples, arrangement, effect, knob_value, repeat, plan, store)
         _append(results, result)
         done.append(result)
         shown = "na" if result.ratio is None else f"{result.ratio:.4f} [{result.ci_low or math.nan:.4f}, " \

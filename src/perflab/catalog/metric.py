@@ -366,8 +366,8 @@ class Registry:
         wanted = None if keys is None else self._closure(keys)
         out: dict[str, Value] = {}
         scope: dict[str, Value] = dict(outer or {})
-        for key, value in measured.items():
-            scope[key] = clean(value)
+        for key, raw in measured.items():
+            scope[key] = clean(raw)
         for metric in self._order:
             if metric.text or metric.per_component != component:
                 continue
@@ -430,9 +430,9 @@ class Registry:
             for formula in metric.formulas:
                 for dep in formula.inputs:
                     visit(dep, path + (key,))
-            for dep in (metric.relative_to, metric.fallback):
-                if dep:
-                    visit(dep, path + (key,))
+            for other in (metric.relative_to, metric.fallback):
+                if other:
+                    visit(other, path + (key,))
             state[key] = 2
             order.append(metric)
 

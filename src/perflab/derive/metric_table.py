@@ -193,7 +193,7 @@ class MetricTable:
         out: list[Check] = []
         for col in self.run_columns:
             column = self.table.columns[col]
-            if metric.relative:
+            if metric.relative_to is not None:  # metric.relative
                 outcome = self.relative(component, metric, col)
                 if outcome is not Gap.ABSENT:
                     base = self.table.columns[self.base_column(component, metric, col)]

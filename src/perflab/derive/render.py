@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table as RichTable
 
 from perflab.derive.checks import Check, Status
@@ -119,8 +119,10 @@ def render_metric_table(console: Console, title: str, header: list[str], rows: l
 def render_check_list(console: Console, title: str, checks: list[Check]) -> None:
     """Summary tables: one line per check (row, column, printed, recomputed, formula)."""
     table = RichTable(title=title, title_justify="left", header_style="bold")
-    for name, justify in (("row", "left"), ("column", "left"), ("printed", "right"), ("recomputed", "right"),
-                          ("", "center"), ("from", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("row", "left"), ("column", "left"), ("printed", "right"), ("recomputed", "right"), ("", "center"),
+        ("from", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for check in checks:
         table.add_row(escape(check.row), escape(check.column), escape(check.printed.text),

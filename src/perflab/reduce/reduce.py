@@ -220,7 +220,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
         warnings.append(cav.refaults_unmeasured())
     if _unmonitored(run):
         warnings.append(cav.sut_unmonitored(_target_name(run.workload.get("target") or {})))
-    attributes = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
+    attributes: dict[str, str | None] = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
                       per_component=per_component, caveats=_unique(warnings), interval_s=width, run_dir=run_dir,
@@ -306,7 +306,7 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
 # Columns of each raw count, by preference: the first group present is used (absent: na, never 0).
 # Refaults: the per-type counters, or the single one of kernels before 5.9. Major faults: the
 # cgroup's own count (it keeps the faults of exited processes), else the process tree's.
-_WINDOW_COUNTS = {
+_WINDOW_COUNTS: dict[str, list[tuple[str, ...]]] = {
     "refaults_s": [("s.cgroup_refault_file", "s.cgroup_refault_anon"), ("s.cgroup_refault",)],
     "refaults_h": [("h.vm.workingset_refault_file", "h.vm.workingset_refault_anon"), ("h.vm.workingset_refault",)],
     "majflt_s": [("s.cgroup_pgmajfault",), ("s.majflt",)],
@@ -479,10 +479,12 @@ def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Cave
     other = values.get("other_util_h")
     if other is not None and other < -cav.NEGATIVE_UTIL_PCT:
         notes.append(cav.negative_utilization("OTHER UTIL (H)", other, run.sut is not None and run.sut.host is not None))
-    deviation = values.get("little_dev")
+    deviation = values.get("little_dev")  # (from these two, when both were measured)
+    expected, etr = values.get("little_etr_t"), values.get("etr_t")
     tolerance = little_tolerance_pct(values, thinks)
-    if deviation is not None and tolerance is not None and abs(deviation) > tolerance:
-        notes.append(cav.little_law(values.get("little_etr_t"), values.get("etr_t"), deviation, tolerance))
+    if deviation is not None and tolerance is not None and expected is not None and etr is not None \
+            and abs(deviation) > tolerance:
+        notes.append(cav.little_law(expected, etr, deviation, tolerance))
     return notes
 
 

@@ -140,9 +140,9 @@ class Samples:
     def device_max(self, prefix: str, field: str, window: Window, what: str) -> float | None:
         """The largest window difference of `<prefix><dev>.<field>` over devices (the busiest one)."""
         # the quantity named as a reader names it: "DISK BUSY (vda)", not its column h.disk.vda.busy_ms
-        values = [self.delta([n], window, f"{what} ({n[len(prefix):].rsplit('.', 1)[0]})")
+        deltas = [self.delta([n], window, f"{what} ({n[len(prefix):].rsplit('.', 1)[0]})")
                   for n in self.prefixed(prefix) if n.rsplit(".", 1)[-1] == field]
-        values = [v for v in values if v is not None]
+        values = [v for v in deltas if v is not None]
         return max(values) if values else None
 
     def tx_counter(self, preferred: str | None) -> str | None:

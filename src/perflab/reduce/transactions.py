@@ -77,7 +77,8 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
 
     end = floats("end")
     inside = window.contains(end)        # NaN (unfinished) compares False: never in the window
-    ok = table.column("ok").fill_null(False).to_numpy(zero_copy_only=False).astype(bool)[inside]
+    # pyarrow-stubs 20 type fill_null's value as Scalar[Never] (a type variable left unbound)
+    ok = table.column("ok").fill_null(False).to_numpy(zero_copy_only=False).astype(bool)[inside]  # type: ignore[arg-type]
     intended_all = floats("intended_start")
     offered = int(window.contains(intended_all).sum())
     intended = intended_all[inside]
@@ -124,6 +125,7 @@ def _classes(table: pa.Table, inside: np.ndarray) -> tuple[np.ndarray, list[str]
     array = column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if isinstance(array, pa.ChunkedArray):      # an empty table combines to a ChunkedArray
         array = array.combine_chunks()
+    assert isinstance(array, pa.DictionaryArray)  # dictionary-encoded above
     names = [str(n) if n is not None else "(none)" for n in array.dictionary.to_pylist()]
     codes = array.indices.fill_null(len(names)).to_numpy(zero_copy_only=False).astype(np.int32)[inside]
     if (codes == len(names)).any():
@@ -146,6 +148,7 @@ def response_rows(tx: WindowTransactions, select: np.ndarray | None = None) -> d
     errors = (~tx.ok) if select is None else (~tx.ok & select)
     response = tx.response[ok]
     if tx.thinks is not None:
+        assert tx.think_class is not None  # set with thinks (read_window_transactions)
         thinks = tx.thinks if select is None else tx.thinks[np.isin(tx.think_class, np.unique(tx.class_code[select]))]
     else:  # a run from before thinks.parquet: the thinks of the window's completed transactions
         thinks = tx.think[ok]

@@ -61,14 +61,14 @@ class LogInterval:
     center ± t·se, with *sd* the per-unit SD it came from (of d for paired, pooled for Welch).
     """
 
-    center: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    se: np.ndarray
-    df: np.ndarray
-    sd: np.ndarray
+    center: np.ndarray | np.float64
+    low: np.ndarray | np.float64
+    high: np.ndarray | np.float64
+    se: np.ndarray | np.float64
+    df: np.ndarray | np.float64
+    sd: np.ndarray | np.float64
 
-    def p_value(self) -> np.ndarray:
+    def p_value(self) -> np.ndarray | float:
         """Two-sided p of H0: ratio = 1. With a 90 % interval, "CI excludes 1" ⇔ p < 0.10.
 
         An exact metric (se = 0) gives p = 1 for no change and 0 for any change.
@@ -257,7 +257,7 @@ def compare(
     xb = np.log([v for v in b.values() if v is not None])
     if len(xa) == 0 or len(xb) == 0:
         raise InputError("need at least one valid run of each configuration", field=metric)
-    d = np.array([math.log(b[j]) - math.log(a[j]) for j in complete])
+    d = np.array([math.log(bj) - math.log(aj) for j in complete if (aj := a[j]) is not None and (bj := b[j]) is not None])
     welch_ok = min(len(xa), len(xb)) >= MIN_BLOCKS
 
     if not paired:
@@ -284,7 +284,9 @@ def compare(
         warnings.append(cav.remark(Code.INTERVAL_METHOD, "the configurations swapped sides of the machine from block "
                                    "to block: the side's own speed is taken out of the paired analysis (a crossover's "
                                    "period effect)", method="crossover"))
+    iv: LogInterval | None
     if method == "crossover":
+        assert sides is not None  # a crossover is found from the sides (above)
         n_units = len(complete)
         iv = crossover_log_interval(d, sides, level)
         cv = float(iv.sd) / math.sqrt(2.0)

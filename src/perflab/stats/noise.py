@@ -103,7 +103,8 @@ def dimension(
     n = len(x)
     cv = float(x.std(ddof=1))
     # (n−1)s²/σ² ~ χ²(n−1) under normal log-noise.
-    q_small, q_large = stats.chi2.ppf([(1 - confidence) / 2, (1 + confidence) / 2], n - 1)
+    q_small = float(stats.chi2.ppf((1 - confidence) / 2, n - 1))
+    q_large = float(stats.chi2.ppf((1 + confidence) / 2, n - 1))
     cv_low, cv_high = cv * math.sqrt((n - 1) / q_large), cv * math.sqrt((n - 1) / q_small)
     blocks = max(DEFAULT_BLOCKS, blocks_needed(cv, margin, confidence=confidence, power=power))
     blocks_upper = max(
