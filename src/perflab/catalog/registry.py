@@ -320,6 +320,10 @@ _METRICS: list[Metric] = [
                decimals=3, direction=LOWER,
                measurement=f"nearest-rank p{q} of end − intended_start, completed transactions in the window")
       for q in (50, 90, 95, 99)],
+    _perflab("resp_max_t", "RESP MAX (T)", "s", "T", "Response Time",
+             "Longest external response time in the window: the slow outlier the percentiles can hide.",
+             decimals=3, direction=LOWER,
+             measurement="max of end − intended_start, completed transactions in the window"),
     _perflab("avg_service_t", "AVG SERVICE (T)", "s", "T", "Response Time",
              "Mean service time: from the actual send to completion (excludes schedule lag).",
              decimals=3, direction=LOWER, measurement="mean of end − actual_start"),
@@ -852,6 +856,7 @@ PHRASES = {
     "avg_last_t": "external response time", "avg_first_t": "time to first response",
     "resp_p50_t": "median response time", "resp_p90_t": "90th percentile response time",
     "resp_p95_t": "95th percentile response time", "resp_p99_t": "99th percentile response time",
+    "resp_max_t": "longest response time",
     "avg_service_t": "service time", "service_p90_t": "90th percentile service time",
     "avg_think_t": "think time", "error_pct_t": "the error rate", "errors_t": "errors",
     "pbt_cmd_s": "processor busy time per command", "pbt_cmd_h": "processor busy time per command",
@@ -904,7 +909,7 @@ ROLES: dict[str, tuple[str, ...]] = {
                 "driver_cpu", "monitor_cpu", "errors_t"),
     # response times: in a concurrent design (a duet) they depend on how the CPU was shared, so
     # they are described there, never given a verdict (perflab.study.compare)
-    "response_rows": ("avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t", "resp_p99_t",
+    "response_rows": ("avg_first_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p95_t", "resp_p99_t", "resp_max_t",
                       "avg_service_t", "service_p90_t"),
     # machine-wide rows that are not (H): system-wide paging and the block devices and network
     # interfaces of the whole machine. With every (H) row they are `REGISTRY.machine_wide`: in a

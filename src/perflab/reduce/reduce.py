@@ -29,15 +29,20 @@ from perflab.reduce.transactions import (
     harness_total,
     instructions_total,
     per_bucket,
+    read_run_transactions,
     read_window_transactions,
     response_rows,
 )
-from perflab.reduce.window import Window, bucket_width, coverage
+from perflab.reduce.window import Window, bucket_width, coverage, timeline_edges
 from perflab.values import finite
 
 # Rows reported per transaction class and per time bucket.
 CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
               "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
+#: Rows per transaction name: a load tester's per-request table (count, failures, rate, mean,
+#: percentiles, max), each a registry key computed by the registry as the run's own row is.
+TRANSACTION_KEYS = ("tx_ok", "errors_t", "error_pct_t", "etr_t", "avg_last_t", "resp_p50_t", "resp_p90_t",
+                    "resp_p95_t", "resp_p99_t", "resp_max_t")
 #: Response time percentiles per time bucket (the run report's response chart draws them).
 INTERVAL_PERCENTILES = (50, 90, 99)
 INTERVAL_KEYS = ("tx_ok", "errors_t", "etr_t", "avg_last_t", "resp_p50_t", "resp_p90_t", "resp_p99_t", "total_h",
@@ -61,6 +66,12 @@ class RunMetrics:
     per_interval: list[dict[str, float | None]] = field(default_factory=list)
     per_component: dict[str, dict[str, float | None]] = field(default_factory=dict)
     caveats: list[Caveat] = field(default_factory=list)
+    # Rows per transaction name (TRANSACTION_KEYS), over the window.
+    per_transaction: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # The per-interval rows of the whole run, from t0 to its last transaction (reduce_run's
+    # `timeline`): the same keys and bucket edges as per_interval, extended before and after
+    # the window, so a chart shows the ramp-up and marks the window. Empty unless asked for.
+    timeline: list[dict[str, float | None]] = field(default_factory=list)
     interval_s: float | None = None
     run_dir: Path | None = None
     record: RunRecord | None = None
@@ -93,6 +104,9 @@ class RunMetrics:
                               for c, row in self.per_component.items()},
             "interval_s": self.interval_s,
             "per_interval": [{k: _json_number(v) for k, v in row.items()} for row in self.per_interval],
+            "per_transaction": {c: {k: _json_number(v) for k, v in row.items()}
+                                for c, row in self.per_transaction.items()},
+            "timeline": [{k: _json_number(v) for k, v in row.items()} for row in self.timeline],
             "warnings": list(self.warnings),
             "caveats": [c.model_dump(mode="json") for c in self.caveats],
         }
@@ -105,6 +119,8 @@ class RunMetrics:
                    values=dict(data.get("values") or {}), attributes=dict(data.get("attributes") or {}),
                    per_class=dict(data.get("per_class") or {}), per_interval=list(data.get("per_interval") or []),
                    per_component=dict(data.get("per_component") or {}),
+                   per_transaction=dict(data.get("per_transaction") or {}),
+                   timeline=list(data.get("timeline") or []),
                    caveats=[cav.as_caveat(c) for c in data.get("caveats") or data.get("warnings") or []],
                    interval_s=data.get("interval_s"))
 
@@ -113,9 +129,10 @@ def _json_number(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
+def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = False) -> RunMetrics:
     """Every metric of one run over its measurement window. Raises InputError for a missing or
-    malformed run.json / parquet file."""
+    malformed run.json / parquet file. `timeline`: also the per-interval rows of the whole run
+    (RunMetrics.timeline; it reads every transaction a second time, so only reports ask)."""
     run_dir = Path(run_dir)
     run_path = run_dir / "run.json"
     run = read_run_record(run_path)
@@ -209,11 +226,17 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     values = {key: values_all.get(key) for key in REGISTRY.perflab_keys()}
 
     per_class = _per_class(tx, window) if tx is not None else {}
+    per_transaction = _per_transaction(tx, window) if tx is not None else {}
     per_component = _per_component(samples, window, values_all) if samples is not None and covered else {}
     if values_all.get("harness_sec") is not None:
         per_component[HARNESS_COMPONENT] = _harness_component(values_all)
     width = bucket_width(window, monitor_interval, interval_s)
-    per_interval = _per_interval(tx, samples if covered else None, window, width, h_cpus, measured)
+    per_interval = _per_interval(tx, samples if covered else None, window.bucket_edges(width), h_cpus, measured)
+    rows_of_run: list[dict[str, float | None]] = []
+    if timeline:
+        every = read_run_transactions(tx_path) if tx is not None else None
+        last = float(np.nanmax(every.end)) if every is not None and every.count else window.end
+        rows_of_run = _per_interval(every, samples, timeline_edges(window, width, last), h_cpus, measured)
 
     warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None)
     if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
@@ -224,7 +247,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None) -> RunMetrics:
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
                       per_component=per_component, caveats=_unique(warnings), interval_s=width, run_dir=run_dir,
-                      record=run)
+                      record=run, per_transaction=per_transaction, timeline=rows_of_run)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -399,6 +422,22 @@ def _per_class(tx: WindowTransactions, window: Window) -> dict[str, dict[str, fl
     return out
 
 
+def _per_transaction(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
+    """TRANSACTION_KEYS per transaction name, as _per_class does per class."""
+    out: dict[str, dict[str, float | None]] = {}
+    if tx.tx_code is None or tx.tx_names is None:
+        return out
+    for code, name in enumerate(tx.tx_names):
+        select = tx.tx_code == code
+        if not select.any():
+            continue
+        raw = response_rows(tx, select)
+        raw["window_s"] = window.duration
+        derived = REGISTRY.evaluate(raw, keys=TRANSACTION_KEYS)
+        out[name] = {key: derived.get(key) for key in TRANSACTION_KEYS}
+    return out
+
+
 def _per_component(samples: Samples, window: Window, outer: dict[str, float | None]) -> dict[str, dict[str, float | None]]:
     keys = REGISTRY.perflab_keys(per_component=True)
     out: dict[str, dict[str, float | None]] = {}
@@ -426,9 +465,10 @@ def _harness_component(outer: dict[str, float | None]) -> dict[str, float | None
     return {key: derived.get(key) for key in keys}
 
 
-def _per_interval(tx: WindowTransactions | None, samples: Samples | None, window: Window, width: float,
+def _per_interval(tx: WindowTransactions | None, samples: Samples | None, edges: np.ndarray,
                   h_cpus: list[int], measured: dict[str, float | None]) -> list[dict[str, float | None]]:
-    edges = window.bucket_edges(width)
+    """INTERVAL_KEYS per bucket between `edges` (the transactions completed in each, the
+    counters' differences across it)."""
     buckets = len(edges) - 1
     rows: list[dict[str, float | None]] = [{} for _ in range(buckets)]
     if tx is not None:

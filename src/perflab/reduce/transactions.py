@@ -16,6 +16,7 @@ Conventions (the registry's descriptions repeat them):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from perflab.reduce.window import Window
 from perflab.stats.quantiles import PERCENTILES, nearest_rank
 
 _REQUIRED = ("end", "ok", "intended_start")
-_OPTIONAL = ("actual_start", "first_response", "think", "class", "instructions", "harness_cpu")
+_OPTIONAL = ("actual_start", "first_response", "think", "class", "transaction", "instructions", "harness_cpu")
 
 
 @dataclass
@@ -46,7 +47,11 @@ class WindowTransactions:
     harness: np.ndarray       # the worker's CPU outside the SUT's call; NaN where not measured
     class_code: np.ndarray    # int; index into class_names
     class_names: list[str]
-    offered: int = 0          # every row whose intended start falls in the window (the arrivals offered)
+    offered: int = 0
+    # The transaction's name (the workload's `transactions[].name`): what a load tester's
+    # per-request table is keyed by; index into tx_names ("all" when the file has no column).
+    tx_code: np.ndarray | None = None
+    tx_names: list[str] | None = None          # every row whose intended start falls in the window (the arrivals offered)
     # Every think that *started* in the window (its transaction finished or not, or still
     # thinking at the end: thinks.parquet), and its class; None for runs without thinks.parquet.
     thinks: np.ndarray | None = None
@@ -68,7 +73,7 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", file=path, field=missing[0])
     columns = [c for c in _REQUIRED + _OPTIONAL if c in schema.names]
-    table = pq.read_table(path, columns=columns, read_dictionary=["class"] if "class" in columns else None)
+    table = pq.read_table(path, columns=columns, read_dictionary=[c for c in ("class", "transaction") if c in columns])
 
     def floats(name: str) -> np.ndarray:
         if name not in table.column_names:
@@ -84,11 +89,12 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
     intended = intended_all[inside]
     end = end[inside]
     codes, names = _classes(table, inside)
+    tx_codes, tx_names = _classes(table, inside, "transaction")
     result = WindowTransactions(
         ok=ok, end=end, response=end - intended, service=end - floats("actual_start")[inside],
         first=floats("first_response")[inside] - intended, think=floats("think")[inside],
         instructions=floats("instructions")[inside], harness=floats("harness_cpu")[inside], class_code=codes,
-        class_names=names, offered=offered)
+        class_names=names, offered=offered, tx_code=tx_codes, tx_names=tx_names)
     if thinks_path is not None and thinks_path.exists():
         think_all = floats("think")
         started = window.contains(intended_all - think_all) & ~np.isnan(think_all)
@@ -116,10 +122,12 @@ def _pending_thinks(path: Path, window: Window, names: list[str]) -> tuple[np.nd
     return think[keep], np.array(classes, dtype=np.int32)[keep]
 
 
-def _classes(table: pa.Table, inside: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    if "class" not in table.column_names:
+def _classes(table: pa.Table, inside: np.ndarray, name: str = "class") -> tuple[np.ndarray, list[str]]:
+    """A dictionary column (`class`, `transaction`) of the rows `inside` as codes into its names,
+    the names sorted; a file without the column has one name, "all"."""
+    if name not in table.column_names:
         return np.zeros(int(inside.sum()), dtype=np.int32), ["all"]
-    column = table.column("class")
+    column = table.column(name)
     if not pa.types.is_dictionary(column.type):
         column = column.dictionary_encode()
     array = column.unify_dictionaries().combine_chunks() if isinstance(column, pa.ChunkedArray) else column
@@ -162,9 +170,16 @@ def response_rows(tx: WindowTransactions, select: np.ndarray | None = None) -> d
     }
     for q, value in zip(PERCENTILES, nearest_rank(response)):
         rows[f"resp_p{q}_t"] = value
+    rows["resp_max_t"] = float(response.max()) if len(response) else None
     service = tx.service[ok]
     rows["service_p90_t"] = nearest_rank(service[~np.isnan(service)], (90,))[0]
     return rows
+
+
+def read_run_transactions(path: Path) -> WindowTransactions:
+    """Every finished transaction of the run, whatever its phase (stagger, stabilization, the
+    window, stopping): what a whole-run timeline is made of."""
+    return read_window_transactions(path, Window(-math.inf, math.inf))
 
 
 def instructions_total(tx: WindowTransactions) -> tuple[float | None, str | None]:

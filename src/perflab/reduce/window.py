@@ -23,6 +23,9 @@ from perflab.errors import InputError
 # most MAX_BUCKETS points and is no finer than the monitor's sampling.
 _NICE_WIDTHS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 MAX_BUCKETS = 300
+#: The most buckets a whole-run timeline has outside the window (timeline_edges): a long
+#: stabilization is drawn in buckets a whole multiple of the window's.
+MAX_OUTSIDE_BUCKETS = 600
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,27 @@ class Window:
         edges = self.start + width * np.arange(count + 1, dtype=np.float64)
         edges[-1] = self.end
         return edges
+
+
+def timeline_edges(window: Window, width: float, last_end: float, first: float = 0.0) -> np.ndarray:
+    """Bucket edges of the whole run: from t0 (or `first`, when earlier) to past `last_end`
+    (the run's last completion), through every edge of the window's own buckets
+    (Window.bucket_edges), so the timeline's rows inside the window are its per-interval rows
+    and the window's edges are bucket edges. Outside the window the buckets are `width` wide
+    (the first one shorter), or a whole multiple of it when they would be more than
+    MAX_OUTSIDE_BUCKETS."""
+    inner = window.bucket_edges(width)
+    start = min(0.0, float(first), window.start)
+    before_s = window.start - start
+    after_s = max(0.0, float(last_end) - window.end)
+    outside = math.ceil(before_s / width - 1e-9) + math.floor(after_s / width) + 1
+    step = width * max(1, math.ceil(outside / MAX_OUTSIDE_BUCKETS))
+    count = math.ceil(before_s / step - 1e-9)
+    before = [window.start - step * k for k in range(count - 1, 0, -1)]
+    if before_s > 0:
+        before.insert(0, start)
+    after = window.end + step * np.arange(1, math.floor(after_s / step) + 2, dtype=np.float64)
+    return np.concatenate([np.asarray(before, dtype=np.float64), inner, after])
 
 
 def bucket_width(window: Window, monitor_interval: float | None, requested: float | None = None) -> float:
