@@ -11,7 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from perflab.report import charts as ch
-from perflab.report.run.model import CLASSES_TITLE, RunReport, build_report, study_of
+from perflab.report.run.model import CLASSES_TITLE, OPEN_GROUPS, TRANSACTIONS_TITLE, RunReport, build_report, study_of
 
 
 def stylesheet() -> str:
@@ -25,8 +25,9 @@ def render_html(report: RunReport) -> str:
     # matplotlib's own output (its text already escaped) and perflab's stylesheet are the only
     # markup not escaped
     charts = [ch.Chart(c.id, c.title, None if c.svg is None else Markup(c.svg), c.note) for c in report.charts]
-    return environment().get_template("run_report.html.j2").render(r=report, charts=charts, css=Markup(stylesheet()),
-                                                                   classes_title=CLASSES_TITLE)
+    return environment().get_template("run_report.html.j2").render(
+        r=report, charts=charts, css=Markup(stylesheet()), classes_title=CLASSES_TITLE,
+        transactions_title=TRANSACTIONS_TITLE, open_groups=OPEN_GROUPS)
 
 
 def md_cell(value: Any) -> str:

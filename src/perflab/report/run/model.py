@@ -2,8 +2,8 @@
 
 Contents, in the seeds' order: the run (header, outcome, and why it is invalid when it is), a
 summary, its gates (perflab.report.run.gates), its thresholds (the workload's absolute limits:
-perflab.catalog.thresholds), the measurement data in the seeds' row groups, the transaction
-classes, the servers (V), the drivers of a Ray run, the Little's-law check, the errors, the
+perflab.catalog.thresholds), the measurement data in the seeds' row groups, the transactions
+by name, the transaction classes, the servers (V), the drivers of a Ray run, the Little's-law check, the errors, the
 per-interval charts, then the workload, the configuration, the hardware and the software.
 Numbers are printed by perflab.report.numbers (the registry's decimals, `na` when not measured)
 here and nowhere else.
@@ -22,7 +22,7 @@ from perflab.caveats import Caveat
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import Design, LoadRecord, StudyDocument, read_study_document
-from perflab.reduce.reduce import CLASS_KEYS, RunMetrics, reduce_run
+from perflab.reduce.reduce import CLASS_KEYS, TRANSACTION_KEYS, RunMetrics, reduce_run
 from perflab.report import charts as ch
 from perflab.report import numbers as fmt
 from perflab.report import view as v
@@ -35,6 +35,9 @@ from perflab.sut.fingerprint import split_fingerprint
 
 #: The seeds' groups, then perflab's raw window totals (what every other row is derived from).
 DATA_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
+#: The groups of the measurement data shown open in HTML (the others are folded: a run has
+#: some 120 rows): what a load test is read for first.
+OPEN_GROUPS = ("Response Time", "Throughput")
 #: The group whose rows are raw totals (shown dim on the terminal).
 RAW_GROUP = "Measurement"
 DATA_LEGEND = ["Suffixes: (T) driver, (H) whole machine, (S) system under test, (V) SUT component, "
@@ -76,7 +79,7 @@ class RunReport:
     invalid: list[Caveat]               # the run record's own reasons (run.json `invalid`)
     thresholds: list[ThresholdRow]
     data: v.DataTable | None
-    tables: list[TitledTable]           # transaction classes, servers (V), drivers: those the run has
+    tables: list[TitledTable]           # transactions, classes, servers (V), drivers: those the run has
     little: str
     errors: v.Table | None
     charts: list[ch.Chart]
@@ -118,7 +121,7 @@ def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool
     metrics: RunMetrics | None = None
     problem = None
     try:
-        metrics = reduce_run(run_dir)
+        metrics = reduce_run(run_dir, timeline=charts)
     except InputError as exc:
         if strict:
             raise
@@ -195,13 +198,19 @@ def data_table(metrics: RunMetrics) -> v.DataTable:
     return v.DataTable(["metric", "value", "unit", "key"], groups, verdict_column=-1, legend=list(DATA_LEGEND))
 
 
+TRANSACTIONS_TITLE = "Transactions"
 CLASSES_TITLE = "Transaction classes"
 SERVERS_TITLE = "Servers (V): per SUT component"
 
 
 def run_tables(record: RunRecord, metrics: RunMetrics | None) -> list[TitledTable]:
-    """The per-class, per-component and per-driver tables the run has, in that order."""
+    """The per-transaction, per-class, per-component and per-driver tables the run has, in
+    that order. Per transaction: the workload's transaction names, a load tester's per-request
+    table (count, failures, rate, mean, percentiles, max) over the window."""
     tables = []
+    if metrics is not None and metrics.per_transaction:
+        tables.append(TitledTable(TRANSACTIONS_TITLE, keyed_table("transaction", metrics.per_transaction,
+                                                                  TRANSACTION_KEYS)))
     if metrics is not None and metrics.per_class:
         tables.append(TitledTable(CLASSES_TITLE, keyed_table("class", metrics.per_class, CLASS_KEYS)))
     if metrics is not None and metrics.per_component:
