@@ -82,7 +82,8 @@ def test_recent_figures_are_those_of_the_transactions_since_the_previous_write(t
     assert status.users == 3 and status.rate is None
 
 
-def test_history_keeps_the_newest_points(tmp_path, monkeypatch):
+def test_history_covers_the_whole_run_in_a_bounded_number_of_points(tmp_path, monkeypatch):
+    """At most `history` points: when full, neighbours merge in pairs, so the first seconds stay."""
     monkeypatch.setattr(live, "_driver_cpu_seconds", lambda: 1.0)
     recorder = Recorder(["s"], ["t"], ["c"], 0.0)
     engine = FakeEngine(Phases(0.0, 0.0, 100.0), recorder)
@@ -91,7 +92,10 @@ def test_history_keeps_the_newest_points(tmp_path, monkeypatch):
         add(recorder, second, second + 0.5)
         writer.tick(engine, float(second))
     status = read_live(tmp_path)
-    assert [p.elapsed_s for p in status.history] == [3.0, 4.0, 5.0]
+    # points at 1..5 s: [1, 2, 3] become [1+2, 3]; 4 and 5 are gathered into one, and the
+    # full [1+2, 3, 4+5] becomes [1+2+3, 4+5]
+    assert [p.elapsed_s for p in status.history] == [3.0, 5.0]
+    assert [p.span_s for p in status.history] == [3.0, 2.0]
     assert all(p.etr_t == pytest.approx(1.0) for p in status.history)
 
 

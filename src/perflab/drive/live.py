@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from perflab.drive.live_stats import ErrorCounts, History, TransactionStats
 from perflab.monitor.sources.procfs import CLK_TCK, parse_key_values, read_bytes, read_pid_stat
 from perflab.records.live import LIVE_FILE, LivePoint, LiveStatus
 from perflab.stats.quantiles import nearest_rank
 from perflab.store.atomic import write_json_atomic
 
-#: Points kept for the live charts: five minutes at one write a second (~35 KB of JSON).
+#: Points kept for the live charts: five minutes at one write a second (~50 KB of JSON); a
+#: longer run's points are merged in pairs (live_stats.History), so the charts cover it whole.
 HISTORY_POINTS = 300
 #: The longest error message kept: an error can hold a whole server response.
 ERROR_CHARS = 300
@@ -118,7 +119,9 @@ class LiveWriter:
         self.sut_cpu = SutCpu(sut_cgroup, sut_pids)
         self.processors = max(1, int(processors))
         self.min_interval_s = min_interval_s
-        self.history: deque[LivePoint] = deque(maxlen=history)
+        self.history = History(history)
+        self.transactions = TransactionStats()
+        self.error_counts = ErrorCounts()
         self.last_error: str | None = None
         self.error: str | None = None
         self.writes = 0
@@ -152,15 +155,16 @@ class LiveWriter:
                      self.sut_cpu.seconds(), _driver_cpu_seconds())
         previous, self._mark = self._mark, mark
         recent = _Recent()
+        span = None if previous is None else elapsed - previous.elapsed
         if previous is not None and elapsed > previous.elapsed and n >= previous.index:
-            recent = _recent(recorder, previous, mark, self.processors)
+            recent = _recent(recorder, previous, mark, self.processors, self.transactions, self.error_counts)
         if recent.last_error is not None:
             self.last_error = recent.last_error
-        point = LivePoint(elapsed_s=elapsed, etr_t=recent.etr_t, avg_last_t=recent.avg_last_t,
-                          resp_p90_t=recent.resp_p90_t, util_proc_s=recent.util_proc_s,
-                          driver_cpu_pct=recent.driver_cpu_pct, errors=recent.errors)
+        point = LivePoint(elapsed_s=elapsed, span_s=span, etr_t=recent.etr_t, avg_last_t=recent.avg_last_t,
+                          resp_p50_t=recent.resp_p50_t, resp_p90_t=recent.resp_p90_t, resp_p99_t=recent.resp_p99_t,
+                          util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, errors=recent.errors)
         if previous is not None:
-            self.history.append(point)
+            self.history.add(point)
         now = time.time()
         return LiveStatus(
             run_id=self.run_id, pid=os.getpid(), phase=phases.name_at(elapsed), elapsed_s=elapsed,
@@ -168,11 +172,13 @@ class LiveWriter:
             time_left_s=max(0.0, phases.window_end - elapsed),
             users=getattr(engine, "users", None), rate=getattr(engine, "rate", None),
             tx_completed=mark.completed, errors=mark.errors,
-            recent_s=None if previous is None else elapsed - previous.elapsed,
+            recent_s=span,
             etr_t=recent.etr_t, avg_last_t=recent.avg_last_t, resp_p90_t=recent.resp_p90_t,
             util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, last_error=self.last_error,
             updated=now, updated_iso=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="seconds"),
-            history=list(self.history),
+            history=self.history.shown(),
+            transactions=self.transactions.rows(getattr(recorder, "tx_names", None) or [], span),
+            error_messages=self.error_counts.rows(),
         )
 
 
@@ -180,29 +186,44 @@ class LiveWriter:
 class _Recent:
     etr_t: float | None = None
     avg_last_t: float | None = None
+    resp_p50_t: float | None = None
     resp_p90_t: float | None = None
+    resp_p99_t: float | None = None
     util_proc_s: float | None = None
     driver_cpu_pct: float | None = None
     errors: int = 0
     last_error: str | None = None
 
 
-def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int) -> _Recent:
+def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int, transactions: TransactionStats | None = None,
+            error_counts: ErrorCounts | None = None) -> _Recent:
     """The figures of the transactions recorded between two marks (recorded = completed, so
-    this is the same "completed in the interval" rule as the reduction's per-interval rows)."""
+    this is the same "completed in the interval" rule as the reduction's per-interval rows);
+    `transactions` and `error_counts` are brought up to date with the same rows."""
     span = b.elapsed - a.elapsed
     rows = recorder.recent(a.index, b.index)  # a long run's older rows are spilled to disk
     ok = rows.ok
-    response = (rows.end - rows.intended)[ok]
+    all_responses = rows.end - rows.intended
+    response = all_responses[ok]
     out = _Recent(etr_t=(b.completed - a.completed) / span, errors=b.errors - a.errors,
                   driver_cpu_pct=100.0 * (b.driver_cpu - a.driver_cpu) / span)
     if len(response):
         out.avg_last_t = float(response.mean())
-        out.resp_p90_t = nearest_rank(response, (90,))[0]
+        out.resp_p50_t, out.resp_p90_t, out.resp_p99_t = nearest_rank(response, (50, 90, 99))
     if a.sut_cpu is not None and b.sut_cpu is not None:
         out.util_proc_s = 100.0 * (b.sut_cpu - a.sut_cpu) / span / processors
+    # A recorder without transaction names (a Ray run's drained rows) has no per-name table.
+    tx = getattr(rows, "tx", None)
+    names = getattr(recorder, "tx_names", None) or []
+    if transactions is not None and tx is not None and len(tx) == len(ok):
+        transactions.add(tx, ok, all_responses)
     failed = np.flatnonzero(~ok)
     if len(failed):
         message = recorder.error_at(rows.first + int(failed[-1]))
         out.last_error = None if message is None else str(message)[:ERROR_CHARS]
+        if error_counts is not None:
+            for i in failed:
+                text = recorder.error_at(rows.first + int(i))
+                name = str(names[int(tx[i])]) if tx is not None and 0 <= int(tx[i]) < len(names) else ""
+                error_counts.add(name, None if text is None else str(text)[:ERROR_CHARS])
     return out

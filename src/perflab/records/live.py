@@ -23,15 +23,48 @@ LIVE_VERSION = 1
 
 
 class LivePoint(BaseModel):
-    """One write's recent figures (one point of each live chart)."""
+    """One write's recent figures (one point of each live chart). A long run's older points
+    are merged in pairs (perflab.drive.live_stats.History): `span_s` is then the time one
+    point covers, and its percentiles the larger of the merged points' (an upper bound)."""
 
     elapsed_s: float
+    span_s: float | None = None
     etr_t: float | None = None
     avg_last_t: float | None = None
+    resp_p50_t: float | None = None
     resp_p90_t: float | None = None
+    resp_p99_t: float | None = None
     util_proc_s: float | None = None
     driver_cpu_pct: float | None = None
     errors: int = 0
+
+
+class LiveTransaction(BaseModel):
+    """One transaction name's figures since the start of the run: the live per-request table.
+    Keys as the stored table's (perflab.reduce.reduce.TRANSACTION_KEYS), units the registry's
+    (seconds, tx/s, %). The percentiles come from log-spaced buckets 1% apart, so each is
+    within 1% above the nearest-rank value (and never above the maximum); the stored table's
+    are exact."""
+
+    name: str
+    tx_ok: int = 0
+    errors_t: int = 0
+    error_pct_t: float | None = None
+    etr_t: float | None = Field(None, description="over the recent span, tx/s")
+    avg_last_t: float | None = None
+    resp_p50_t: float | None = None
+    resp_p90_t: float | None = None
+    resp_p95_t: float | None = None
+    resp_p99_t: float | None = None
+    resp_max_t: float | None = None
+
+
+class LiveError(BaseModel):
+    """One distinct error message of a transaction, and how often it occurred since the start."""
+
+    message: str
+    transaction: str
+    count: int
 
 
 class LiveStatus(BaseModel):
@@ -64,6 +97,9 @@ class LiveStatus(BaseModel):
     updated: float
     updated_iso: str
     history: list[LivePoint] = Field(default_factory=list)
+    transactions: list[LiveTransaction] = Field(default_factory=list)
+    error_messages: list[LiveError] = Field(default_factory=list,
+                                            description="distinct messages, the most frequent first")
 
 
 def read_live(run_dir: Path) -> LiveStatus | None:

@@ -96,6 +96,7 @@ class RecentRows:
     ok: np.ndarray
     intended: np.ndarray
     end: np.ndarray
+    tx: np.ndarray | None = None        # each row's transaction, an index into Recorder.tx_names
 
 
 class Recorder:
@@ -225,7 +226,7 @@ class Recorder:
         self.spilled += count
         # The last spilled chunk stays at hand for the live display (drive/live.py), whose
         # interval of a second or so can span a spill.
-        self._last = (first, self.ok, self.intended, self.end, errors)
+        self._last = (first, self.ok, self.intended, self.end, errors, self.tx)
         self.error_texts = {}
         self._new_columns()
 
@@ -296,22 +297,24 @@ class Recorder:
     def recent(self, a: int, b: int) -> RecentRows:
         """Rows [a, b) by their index in the run, or the part of them still at hand -- in memory,
         or in the last spilled batch (times relative to t0)."""
-        oks, intendeds, ends = [], [], []
+        oks, intendeds, ends, txs = [], [], [], []
         first = max(a, self.spilled)
         if self._last is not None and a < self.spilled:
-            last_first, ok, intended, end, _errors = self._last
+            last_first, ok, intended, end, _errors, tx = self._last
             lo, hi = max(a, last_first) - last_first, min(b, self.spilled) - last_first
             if hi > lo:
                 first = last_first + lo
                 oks.append(np.asarray(ok[lo:hi], dtype=bool))
                 intendeds.append(np.asarray(intended[lo:hi], dtype=np.float64) - self.t0)
                 ends.append(np.asarray(end[lo:hi], dtype=np.float64) - self.t0)
+                txs.append(np.asarray(tx[lo:hi], dtype=np.int64))
         lo, hi = max(a, self.spilled) - self.spilled, max(b, self.spilled) - self.spilled
         oks.append(np.asarray(self.ok[lo:hi], dtype=bool))
         intendeds.append(np.asarray(self.intended[lo:hi], dtype=np.float64) - self.t0)
         ends.append(np.asarray(self.end[lo:hi], dtype=np.float64) - self.t0)
+        txs.append(np.asarray(self.tx[lo:hi], dtype=np.int64))
         return RecentRows(first=first, ok=np.concatenate(oks), intended=np.concatenate(intendeds),
-                          end=np.concatenate(ends))
+                          end=np.concatenate(ends), tx=np.concatenate(txs))
 
     def error_at(self, index: int) -> str | None:
         """The error text of row `index` (None when it had none, or is no longer at hand)."""
