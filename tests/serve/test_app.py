@@ -232,8 +232,8 @@ def _rows(page: str) -> list[tuple[str, str, str]]:
                                     ("secondary", "pbt_cmd_s", "worse, untested")]),
     ("20260102-000000-worse-0002", 1, [("primary", "itr_s", "WORSE (material)"),
                                        ("secondary", "pbt_cmd_s", "EQUIVALENT")]),
-    ("20260102-000000-none-0003", 4, [("primary", "itr_s", "no valid comparison: "),
-                                      ("secondary", "pbt_cmd_s", "no valid comparison: ")]),
+    ("20260102-000000-none-0003", 4, [("primary", "itr_s", "no valid comparison"),
+                                      ("secondary", "pbt_cmd_s", "no valid comparison")]),
 ])
 def test_compare_shows_each_exit_code_and_verdict_of_perflab_compare(synthetic, study_id, code, rows):
     """Studies whose numbers are chosen so each outcome is known: exit 0 (with a secondary shown
@@ -253,6 +253,9 @@ def test_compare_shows_each_exit_code_and_verdict_of_perflab_compare(synthetic, 
         assert shown.startswith(expected), (shown, expected)
     if code == 4:
         assert "0 valid of 6 run(s) of B" in data["meaning"] and html.escape(data["meaning"], quote=False) in page
+        # the reason once, above the table, not repeated on every row
+        reasons = page.split('id="no-comparison"', 1)[1].split("</ul>", 1)[0]
+        assert reasons.count("<li>") == 1 and all(shown == "no valid comparison" for _, _, shown in got)
 
 
 def test_a_study_page_shows_its_answer_aa_noise_and_exclusions(synthetic):
@@ -262,8 +265,8 @@ def test_a_study_page_shows_its_answer_aa_noise_and_exclusions(synthetic):
     assert '<span id="meaning">every primary verdict is EQUIVALENT or BETTER</span>' in eq
     assert '<strong id="exit-code">0</strong>' in eq and '<strong id="exit-code">4</strong>' in none
     primary = eq.split('id="primary-verdicts"', 1)[1].split("</table>", 1)[0]
-    assert re.search(r'<th scope="row">ITR \(S\)</th><td>A</td><td>B</td><td class="verdict-equivalent">EQUIVALENT',
-                     primary)
+    assert re.search(r'<th scope="row">ITR \(S\)</th><td>A → B</td>.*<td class="verdict-equivalent">EQUIVALENT</td>',
+                     primary, re.S)
     aa = eq.split('id="aa"', 1)[1].split("</section>", 1)[0]
     for shown in ("<dd>1.23%</dd>", "<dd>6</dd>", "<dd>1</dd>", "B vs A: ITR (S) BETTER", "<dd>4</dd>",
                   "<dd>0.91</dd>"):

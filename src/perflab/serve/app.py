@@ -32,12 +32,15 @@ from perflab.errors import InputError
 from perflab.extras import require
 from perflab.records.live import LiveStatus
 from perflab.records.study import StudyDocument
+from perflab.reduce.reduce import TRANSACTION_KEYS
 from perflab.report import numbers as fmt
 from perflab.report import view as report_view
 from perflab.report.html import plain_text
 from perflab.report.run.export import RENDERERS
-from perflab.report.run.model import build_report, read_record
+from perflab.report.run.model import TRANSACTIONS_TITLE, build_report, heading, read_record
 from perflab.serve import compare as cmp
+from perflab.serve import run_data
+from perflab.serve.answer import answer_rows
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
@@ -69,6 +72,8 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
     r.add_get("/runs", runs_page)
     r.add_get("/runs/{run_id}", run_page)
     r.add_get("/runs/{run_id}/report.{kind:html|md|json}", run_report_file)
+    r.add_get("/runs/{run_id}/data.json", run_chart_data)
+    r.add_get("/runs/{run_id}/{table:intervals|transactions}.csv", run_csv)
     r.add_get("/runs/{run_id}/files/{name}", run_file)
     r.add_get("/studies", studies_page)
     r.add_get("/studies/{study_id}", study_page)
@@ -76,6 +81,7 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
     r.add_get("/studies/{study_id}/study.json", study_json)
     r.add_get("/compare", compare_page)
     r.add_get("/compare/report.{kind:html|md|json}", compare_report_file)
+    r.add_get("/compare/series.json", compare_series)
     r.add_get("/api/runs", api_runs)
     r.add_get("/api/compare", api_compare)
     r.add_get("/events/runs", events_runs)
@@ -100,6 +106,9 @@ def _templates() -> jinja2.Environment:
     env.filters["ci"] = lambda entry: fmt.ci_ratio(entry.ci_low, entry.ci_high)
     env.filters["label"] = fmt.label_of
     env.filters["percent"] = fmt.percent_level
+    # the per-transaction table's columns, stored (the report's) and live (app.js fills it)
+    env.globals["transaction_keys"] = list(TRANSACTION_KEYS)
+    env.globals["transaction_headings"] = ["transaction"] + [heading(k) for k in TRANSACTION_KEYS]
     return env
 
 
@@ -191,6 +200,7 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
         report = build_report(run_dir, study)
         texts: dict[str, Any] = {kind: render(report) for kind, (_, render) in RENDERERS.items()}
         texts["thresholds"] = report.thresholds
+        texts["report"] = report            # the page's own views and the CSV files read it
         return texts
 
     return cache.get(key, make)
@@ -209,14 +219,17 @@ async def run_page(request: web.Request) -> web.Response:
             study = study_summary(store.study(record.study), record.study)
         except (NotFound, InputError, OSError):
             study = None
-    thresholds = []
+    thresholds, report = [], None
     if status != "running":
-        thresholds = (await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"]))["thresholds"]
+        texts = await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"])
+        thresholds, report = texts["thresholds"], texts["report"]
     outcome = await asyncio.to_thread(store.run_outcome, record)
     return _page(request, "run.html.j2", title=f"Run {run_id}", run=record, run_id=run_id, status=status,
                  outcome=outcome,
                  live=store.live(run_id) if status == "running" else None, files=files, study=study,
-                 workload=record.workload_name, thresholds=thresholds)
+                 workload=record.workload_name, thresholds=thresholds, report=report,
+                 transactions=report.table(TRANSACTIONS_TITLE) if report is not None else None,
+                 units=json.dumps(run_data.units()))
 
 
 async def run_report_file(request: web.Request) -> web.Response:
@@ -225,6 +238,39 @@ async def run_report_file(request: web.Request) -> web.Response:
     run_dir = store.run_dir(run_id)
     texts = await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"])
     return _document(texts[kind], kind, f"{run_id}-report.{kind}", "download" in request.query)
+
+
+async def _run_report(request: web.Request) -> Any:
+    store = request.app[STORE]
+    run_dir = store.run_dir(request.match_info["run_id"])
+    return (await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"]))["report"]
+
+
+def _no_data(request: web.Request, why: run_data.NoData) -> web.Response:
+    return _page(request, "error.html.j2", code=404, title="No data",
+                 message=f"run {request.match_info['run_id']} has no measurements to give: {why}")
+
+
+async def run_chart_data(request: web.Request) -> web.Response:
+    """The run page's charts: every interval of the run (run_data.chart_data)."""
+    report = await _run_report(request)
+    try:
+        return web.json_response(run_data.chart_data(report))
+    except run_data.NoData as exc:
+        return _no_data(request, exc)
+
+
+async def run_csv(request: web.Request) -> web.Response:
+    """intervals.csv (every interval of the run) or transactions.csv (per transaction name)."""
+    run_id, table = request.match_info["run_id"], request.match_info["table"]
+    report = await _run_report(request)
+    try:
+        text = run_data.intervals_csv(report) if table == "intervals" else run_data.transactions_csv(report)
+    except run_data.NoData as exc:
+        return _no_data(request, exc)
+    return web.Response(text=text, content_type="text/csv", charset="utf-8",
+                        headers={"Content-Security-Policy": DOWNLOAD_CSP,
+                                 "Content-Disposition": f'attachment; filename="{run_id}-{table}.csv"'})
 
 
 async def run_file(request: web.Request) -> web.StreamResponse:
@@ -279,7 +325,7 @@ async def study_page(request: web.Request) -> web.Response:
     return _page(request, "study.html.j2", title=f"Study {study_id}", study_id=study_id, doc=doc, status=status,
                  summary=study_summary(doc, study_id), current=current,
                  live=store.live(current.row.run_id) if current else None, noise=report_view.noise_table(doc),
-                 aa=_aa_rows(doc))
+                 aa=_aa_rows(doc), answer=answer_rows(doc), units=json.dumps(run_data.units()))
 
 
 def _aa_rows(doc: StudyDocument) -> list[tuple[str, str]]:
@@ -331,7 +377,7 @@ async def compare_page(request: web.Request) -> web.Response:
         return _page(request, "compare.html.j2", code=400, title="Compare", form=form, refs=refs, result=None,
                      error=str(exc), words=cmp.EXIT_WORD)
     return _page(request, "compare.html.j2", title="Compare", form=form, refs=refs, result=result, error=None,
-                 words=cmp.EXIT_WORD)
+                 words=cmp.EXIT_WORD, units=json.dumps(run_data.units()), overlay_runs=cmp.OVERLAY_RUNS)
 
 
 async def compare_report_file(request: web.Request) -> web.Response:
@@ -341,6 +387,15 @@ async def compare_report_file(request: web.Request) -> web.Response:
     kind = request.match_info["kind"]
     result = await _compare(request, query)
     return _document(result.texts[f"report.{kind}"], kind, f"compare-report.{kind}", "download" in request.query)
+
+
+async def compare_series(request: web.Request) -> web.Response:
+    """The runs of both groups per interval, for the compare page's overlay."""
+    query = cmp.CompareQuery.from_query(request.query)
+    if query is None:
+        raise InputError("give both groups, A (base) and B (new)", field="A")
+    result = await _compare(request, query)
+    return web.json_response(result.series())
 
 
 async def api_compare(request: web.Request) -> web.Response:

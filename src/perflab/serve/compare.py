@@ -25,6 +25,8 @@ from perflab.serve.data import ID
 EXIT_WORD = {EXIT_OK: "EQUIVALENT or BETTER", EXIT_FAILED: "WORSE", EXIT_INCONCLUSIVE: "INCONCLUSIVE",
              EXIT_NO_COMPARISON: "no valid comparison"}
 _KEY = re.compile(r"^[a-z0-9_]+(:[A-Za-z0-9_.@/ -]+)?$")
+#: Runs per group the compare page overlays (a group of many runs shows its first ones).
+OVERLAY_RUNS = 8
 #: The criteria fields of the form, in the order perflab.stats.criteria.Criteria takes them.
 CRITERIA_FIELDS = ("margin", "alpha")
 
@@ -141,6 +143,17 @@ class CompareResult:
     @property
     def primary(self) -> list[VerdictRow]:
         return [r for r in self.rows if r.primary]
+
+    def series(self, limit: int = OVERLAY_RUNS) -> dict[str, Any]:
+        """Each group's runs and their per-interval rows (the window's, as the comparison judged
+        them: study.json's `per_interval`), for the page's overlay: `limit` runs per group."""
+        groups = []
+        for config in self.doc.configurations[:2]:
+            runs = [r for r in self.doc.runs if r.config == config.name]
+            groups.append({"name": config.name, "runs_total": len(runs),
+                           "runs": [{"run_id": r.run_id, "excluded": r.excluded, "intervals": r.per_interval}
+                                    for r in runs[:limit]]})
+        return {"groups": groups}
 
 
 def run_compare(store: Any, query: CompareQuery) -> CompareResult:
