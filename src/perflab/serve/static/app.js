@@ -19,17 +19,31 @@ function fixed(x, decimals, significant) {
     places = Math.max(places, Math.min(12, (significant || 1) - 1 - Math.floor(Math.log10(Math.abs(value)))));
   }
   if (places < 0) {
-    const unit = Math.pow(10, -places);
-    value = Math.round(value / unit) * unit;
+    const unit = Math.pow(10, -places), q = value / unit;
+    let r = Math.round(q);
+    if (Math.abs(q % 1) === 0.5 && r % 2 !== 0) r -= 1;        // a tie: to even, as Python rounds
+    value = r * unit;
     places = 0;
   }
-  let text = value.toFixed(places);
+  let text = toFixedEven(value, places);
   const negative = text.startsWith("-");
   let [whole, fraction] = (negative ? text.slice(1) : text).split(".");
   whole = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   text = (negative ? "-" : "") + whole + (fraction !== undefined ? "." + fraction : "");
   if (text.replace(/[-+0.,]/g, "") === "") text = (0).toFixed(places);
   return text;
+}
+
+// Number.toFixed, except that an exact tie (the value's binary expansion ends in a 5 just past
+// the last place kept) rounds to the even digit, as Python's format does: 104.625 -> "104.62".
+function toFixedEven(value, places) {
+  const text = value.toFixed(places);
+  const exact = Math.abs(value).toFixed(100);
+  const dot = exact.indexOf(".");
+  if (dot < 0 || !/^50*$/.test(exact.slice(dot + 1 + places))) return text;
+  const kept = exact.slice(0, dot + 1 + places).replace(/\.$/, "");
+  if (Number(kept.slice(-1)) % 2 !== 0) return text;          // toFixed rounded away from zero: to even
+  return (value < 0 ? "-" : "") + kept;
 }
 
 // A metric's value with the registry's decimals; `withUnit` adds its unit ("0.012 s", "45.10%").
