@@ -67,7 +67,9 @@ def import_all() -> dict[str, dict[str, str]]:
     from perflab.extras import MissingExtra
 
     results = {}
-    names = ["perflab"] + [m.name for m in pkgutil.walk_packages(perflab.__path__, "perflab.")]
+    # A __main__ module is a program (importing perflab.cli.__main__ runs the CLI), not a module.
+    names = ["perflab"] + [m.name for m in pkgutil.walk_packages(perflab.__path__, "perflab.")
+                           if not m.name.endswith(".__main__")]
     for name in names:
         try:
             importlib.import_module(name)

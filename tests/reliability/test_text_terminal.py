@@ -98,10 +98,10 @@ def _console() -> tuple[Console, io.StringIO]:
 
 
 def test_the_cli_consoles_do_not_turn_codes_into_emoji():
-    from perflab import cli
-    from perflab.capacity import command
+    from perflab.cli.capacity import out as capacity_out
+    from perflab.cli.main import err, out
 
-    for c in (cli.out, cli.err, command.out):
+    for c in (out, err, capacity_out):
         buffer = io.StringIO()
         c.file = buffer
         try:

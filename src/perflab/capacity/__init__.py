@@ -8,25 +8,14 @@
 statistics-and-capacity.md §3 is the specification; vmesa-methodology.md §1.8 the seeds' rule.
 """
 
-import importlib
-from typing import Any
-
-# Imported on first use (PEP 562): the command line registers `perflab capacity` from
-# perflab/cli/capacity.py, and a plain `perflab --help` should not load scipy to do it.
-_HOME = {
-    "ITRR": "compose", "compose": "compose", "transition": "compose",
-    "Bounds": "laws", "Supported": "laws", "asymptotic_bounds": "laws", "response_time": "laws",
-    "users_supported": "laws",
-    "MVAPoint": "mva", "MVAResult": "mva", "mva": "mva", "schweitzer": "mva",
-    "USLFit": "usl", "fit_usl": "usl", "usl": "usl",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'perflab.capacity' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"perflab.capacity.{_HOME[name]}"), name)
-
+# Imported eagerly, unlike perflab.stats: three names here are both a module and the function
+# it exports (compose, mva, usl), and a lazy package attribute would turn into the module the
+# moment anything imports the module. None of these modules loads scipy at import (usl.py
+# imports it inside the fit), so `perflab --help` stays fast.
+from perflab.capacity.compose import ITRR, compose, transition
+from perflab.capacity.laws import Bounds, Supported, asymptotic_bounds, response_time, users_supported
+from perflab.capacity.mva import MVAPoint, MVAResult, mva, schweitzer
+from perflab.capacity.usl import USLFit, fit_usl, usl
 
 __all__ = [
     "ITRR",
