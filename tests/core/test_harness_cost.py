@@ -39,8 +39,10 @@ def test_sut_cpu_per_command_leaves_the_worker_out(tmp_path, store):
     # caches cold; at 75% utilization about 0.2%). Noise: the cgroup counter is interpolated
     # between samples 0.05 s apart at each window edge (about 12 arrivals per sample: a standard
     # error of about 0.1% of the window's 2,000 transactions), so 1% is eight standard errors
-    # beyond that bias (a false failure < 1e-9).
-    assert values["sut_cmd_s"] == pytest.approx(3.0, rel=0.01)
+    # beyond that bias (a false failure < 1e-9). The calling cost only adds: it grows when another
+    # process shares the CPU and evicts the worker's caches between calls (CI, beside another job:
+    # +33 us, 1.1%), so the bound above is 2% and the bound below is the burn itself.
+    assert 3.0 * (1 - 0.001) <= values["sut_cmd_s"] <= 3.0 * 1.02
     harness = 1000 * values["harness_sec"] / values["tx_ok"]
     assert values["pbt_cmd_s"] == pytest.approx(values["sut_cmd_s"] + harness, rel=1e-9)
     component = reduce_run(run_dir).per_component[HARNESS_COMPONENT]

@@ -180,7 +180,7 @@ def test_a_run_with_errors_shows_errors_and_exits_5(tmp_path, store):
     assert 0.05 < (~tx["ok"]).mean() < 0.2                        # about one script in ten fails
     shown = perflab("show", errors_id, store=store)
     assert shown.returncode == 0, shown.stderr
-    assert "outcome errors (" in shown.stdout
+    assert "outcome: errors (" in shown.stdout
     listed = runs_json(store)[errors_id]
     assert listed["outcome"] == "errors" and listed["status"] == "complete"
     assert listed["outcome_reasons"][0].startswith("error rate ")

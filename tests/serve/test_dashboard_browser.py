@@ -44,6 +44,9 @@ def texts(page, selector: str) -> list[str]:
 def hover_middle(page, svg: str) -> list[str]:
     """Move the pointer to the middle of a chart; the tooltip's lines."""
     area = page.locator(f"{svg} rect.hover-area")
+    # A chart below the fold (compare's overlay under its tables) takes no pointer events at
+    # coordinates outside the viewport: bring it into view first.
+    area.scroll_into_view_if_needed()
     box = area.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
     expect(page.locator(f"{svg} g.tip")).to_have_attribute("visibility", "visible")
