@@ -13,6 +13,7 @@ Reduction is a pure function of the stored files: re-reducing a run gives identi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -409,33 +410,30 @@ def _driver_from_run(run: RunRecord, measured: dict[str, float | None]) -> None:
         measured["driver_cpu"] = _number(driver.util_pct)
 
 
-def _per_class(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
+def _per_group(tx: WindowTransactions, window: Window, codes: np.ndarray, names: Sequence[str],
+               keys: Sequence[str]) -> dict[str, dict[str, float | None]]:
+    """`keys` for each group of the window's transactions (rows whose code is the group's index)."""
     out: dict[str, dict[str, float | None]] = {}
-    for code, name in enumerate(tx.class_names):
-        select = tx.class_code == code
+    for code, name in enumerate(names):
+        select = codes == code
         if not select.any():
             continue
         raw = response_rows(tx, select)
         raw["window_s"] = window.duration
-        derived = REGISTRY.evaluate(raw, keys=CLASS_KEYS)
-        out[name] = {key: derived.get(key) for key in CLASS_KEYS}
+        derived = REGISTRY.evaluate(raw, keys=keys)
+        out[name] = {key: derived.get(key) for key in keys}
     return out
+
+
+def _per_class(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
+    return _per_group(tx, window, tx.class_code, tx.class_names, CLASS_KEYS)
 
 
 def _per_transaction(tx: WindowTransactions, window: Window) -> dict[str, dict[str, float | None]]:
     """TRANSACTION_KEYS per transaction name, as _per_class does per class."""
-    out: dict[str, dict[str, float | None]] = {}
     if tx.tx_code is None or tx.tx_names is None:
-        return out
-    for code, name in enumerate(tx.tx_names):
-        select = tx.tx_code == code
-        if not select.any():
-            continue
-        raw = response_rows(tx, select)
-        raw["window_s"] = window.duration
-        derived = REGISTRY.evaluate(raw, keys=TRANSACTION_KEYS)
-        out[name] = {key: derived.get(key) for key in TRANSACTION_KEYS}
-    return out
+        return {}
+    return _per_group(tx, window, tx.tx_code, tx.tx_names, TRANSACTION_KEYS)
 
 
 def _per_component(samples: Samples, window: Window, outer: dict[str, float | None]) -> dict[str, dict[str, float | None]]:
