@@ -16,7 +16,7 @@ from perflab.reduce.reduce import INTERVAL_KEYS, TRANSACTION_KEYS, reduce_run
 from perflab.report import numbers as fmt
 from perflab.report.run.model import heading
 from perflab.serve.app import create_app
-from perflab.serve.run_data import cell
+from perflab.report.run.data import cell
 from perflab.serve.security import DOWNLOAD_CSP
 
 from .serve_data import XSS_TX, fake_running_run, write_synthetic_study

@@ -39,8 +39,8 @@ from perflab.report.html import plain_text
 from perflab.report.run.export import RENDERERS
 from perflab.report.run.model import TRANSACTIONS_TITLE, build_report, heading, read_record
 from perflab.serve import compare as cmp
-from perflab.serve import run_data
-from perflab.serve.answer import answer_rows
+from perflab.report.run import data as run_data
+from perflab.report.answer import answer_rows
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
