@@ -32,7 +32,8 @@ from perflab.sut.postgres_server import PostgresServer
 from perflab.sut.service import Service
 from perflab.workload.model import PostgresTarget, Workload
 
-PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit"]
+PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit", "wal_records", "wal_fpi", "wal_bytes",
+               "wal_write", "wal_sync", "wal_lsn"]
 
 
 def manages_sut(plan: RunPlan) -> bool:
@@ -108,16 +109,18 @@ async def _setup_sql(dsn: str, statements: list[str], want_version: bool) -> dic
 def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
                   tokens: dict[str, str] | None = None, counts: Any = None):
     """The driver-side executor. `tokens` ({run_dir}, {workload_dir}) fill the target's paths (a
-    CA file, a Unix socket); `counts` (ConnectionCounts) receives the connections and TLS
-    handshakes the HTTP and TCP executors make."""
+    CA file, a Unix socket); `counts` receives what only the driver sees: the connections and TLS
+    handshakes the HTTP and TCP executors make (ConnectionCounts), the commits the PostgreSQL
+    executor waits for (CommitCounts)."""
     kind = workload.target.kind
+    from perflab.drive.adapters.counts import NO_COMMIT_COUNTS, NO_COUNTS
+
     if kind == "postgres":
         from perflab.drive.adapters.postgres import PostgresExecutor
 
         if dsn is None:  # prepare_postgres made it (server_run), or the coordinator sent it (ray_driver)
             raise ValueError("a postgres target's executor needs the server's DSN")
-        return PostgresExecutor(workload, dsn, failure, pool_size)
-    from perflab.drive.adapters.counts import NO_COUNTS
+        return PostgresExecutor(workload, dsn, failure, pool_size, counts or NO_COMMIT_COUNTS)
 
     if kind == "http":
         from perflab.drive.adapters.http import HttpExecutor
@@ -184,9 +187,14 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                     from perflab.drive.adapters.counts import ConnectionCounts
 
                     counts = ConnectionCounts()  # driver.connects, driver.tls_*: sampled with the SUT's counters
+                elif driver_kind == "native" and workload.target.kind == "postgres":
+                    from perflab.drive.adapters.counts import CommitCounts
+
+                    counts = CommitCounts()  # driver.commits, driver.commit_us
                 from perflab.monitor.sources.counters import combine_counter_specs
 
-                monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None)
+                device = server.device_counters() if isinstance(server, PostgresServer) else None
+                monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None, device)
                 # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
                 life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
                 if driver_kind == "native":

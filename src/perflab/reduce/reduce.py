@@ -339,6 +339,23 @@ _WINDOW_COUNTS: dict[str, list[tuple[str, ...]]] = {
     "connects_t": [("driver.connects",)],
     "handshakes_t": [("driver.tls_handshakes",)],
     "resumed_t": [("driver.tls_resumed",)],
+    "wal_lsn_bytes": [("sut.wal_lsn",)],
+    "wal_bytes": [("sut.wal_bytes",)],
+    "wal_records": [("sut.wal_records",)],
+    "wal_fpi": [("sut.wal_fpi",)],
+    "wal_writes": [("sut.wal_write",)],
+    "wal_syncs": [("sut.wal_sync",)],
+    "commits_t": [("driver.commits",)],
+    "dev_ios": [("dev.reads", "dev.writes", "dev.flushes")],
+    "dev_flushes": [("dev.flushes",)],
+    "dev_bytes": [("dev.read_bytes", "dev.write_bytes")],
+}
+# Counts kept in another unit: (columns, factor to the registry's unit). Every column must be there.
+_SCALED_COUNTS = {
+    "wal_sync_sec": (("sut.wal_sync_time",), 1e-3),
+    "commit_sec_t": (("driver.commit_us",), 1e-6),
+    "dev_busy_sec": (("dev.busy_ms",), 1e-3),
+    "dev_io_sec": (("dev.read_ms", "dev.write_ms", "dev.flush_ms"), 1e-3),
 }
 
 
@@ -360,10 +377,17 @@ def _memory_and_connection_totals(samples: Samples, window: Window, measured: di
                     value = float(round(value))
                 measured[key] = value
                 break
+    for key, (columns, factor) in _SCALED_COUNTS.items():
+        if all(samples.has(c) for c in columns):
+            total = samples.delta(list(columns), window, REGISTRY[key].label)
+            measured[key] = None if total is None else total * factor
 
 
-# The driver's own counts as it read them at the window's edges (DriverRecord.window_counts).
-_DRIVER_COUNT_KEYS = {"connects_t": "connects", "handshakes_t": "tls_handshakes", "resumed_t": "tls_resumed"}
+# The driver's own counts as it read them at the window's edges (DriverRecord.window_counts), and
+# the factor to the registry's unit.
+_DRIVER_COUNT_KEYS = {"connects_t": ("connects", 1.0), "handshakes_t": ("tls_handshakes", 1.0),
+                      "resumed_t": ("tls_resumed", 1.0), "commits_t": ("commits", 1.0),
+                      "commit_sec_t": ("commit_us", 1e-6)}
 
 
 def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> None:
@@ -374,9 +398,9 @@ def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> N
     counts = run.driver.window_counts if run.driver is not None else None
     if not counts:
         return
-    for key, name in _DRIVER_COUNT_KEYS.items():
+    for key, (name, factor) in _DRIVER_COUNT_KEYS.items():
         if name in counts:
-            measured[key] = float(counts[name])
+            measured[key] = float(counts[name]) * factor
 
 
 def _unmonitored(run: RunRecord) -> bool:

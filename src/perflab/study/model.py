@@ -18,27 +18,7 @@ from perflab import limits
 from perflab.catalog.registry import REGISTRY
 from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
-from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_duration
-
-
-def parse_bytes(value: Any) -> int:
-    """Bytes from a number or '512M', '2G', '256MiB'."""
-    if isinstance(value, bool):
-        raise ValueError("expected a size such as 512M")
-    text = str(value).strip().upper().removesuffix("B").removesuffix("I")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    try:
-        if isinstance(value, (int, float)):
-            size = float(value)
-        elif text and text[-1] in units:
-            size = float(text[:-1]) * units[text[-1]]
-        else:
-            size = float(text)
-    except (ValueError, OverflowError):
-        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}") from None
-    if not math.isfinite(size) or size > 1 << 60:
-        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}")
-    return int(size)
+from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_bytes, parse_duration
 
 
 class Configuration(Strict):

@@ -12,6 +12,10 @@ running initdb and the load. Every run then starts from the same physical data (
 layout, the same freshly vacuumed tables), and a study saves the reload (pgbench -i -s 8:
 about 10 s a run). The template's key covers everything that shapes the data: the server's
 version, the settings, the database, the pgbench scale and options, the setup SQL.
+
+The log volume (`target.server.wal_device`): pg_wal moved onto a block device of the run's own
+(wal_device.py) before the server starts, so the kernel's counters of that device are the WAL's
+alone; the template keeps its WAL in its own directory, whatever device a run put it on.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from perflab.errors import SutFailure
 from perflab.extras import missing_extra, require
 from perflab.sut.service import Account, ServiceProcess, describe_exit, tcp_probe
+from perflab.sut.wal_device import WalDevice
 from perflab.workload.model import PostgresServer as PostgresServerSpec
 from perflab.workload.service_port import free_port
 
@@ -86,6 +91,7 @@ class PostgresServer:
                                       env={**os.environ, "LC_ALL": "C"})
         self.components = dict(spec.components or POSTGRES_COMPONENTS)
         self.version: str | None = None
+        self.wal_device = WalDevice(spec.wal_device, run_id) if spec.wal_device is not None else None
 
     def _data_dir(self, run_id: str) -> tuple[Path, str | None]:
         # initdb into the run directory; when the server's user cannot reach it (a private
@@ -131,6 +137,9 @@ class PostgresServer:
             self.account.chown(self.data_dir)
             self._as_server_user([str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", self.SUPERUSER, "-A",
                                   "trust", "-E", "UTF8", "--locale=C", "--no-sync"], "initdb")
+        if self.wal_device is not None:
+            self.wal_device.create()  # removed by stop(), which the caller calls whatever happened here
+            self.wal_device.adopt(self.data_dir, self.account)
         settings = self._write_settings()
         self._start_process()
         facts = {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
@@ -138,7 +147,17 @@ class PostgresServer:
                  "postgres_data": "template copy" if self.from_template else "initdb"}
         if self.data_note:
             facts["postgres_data_note"] = self.data_note
+        if self.wal_device is not None:
+            facts["postgres_wal_device"] = self.wal_device.describe()
         return facts
+
+    def device_counters(self) -> Any:
+        """What the monitor samples of the WAL device (dev.* columns), or None without one."""
+        if self.wal_device is None or self.wal_device.name is None:
+            return None
+        from perflab.monitor.sources.diskstats import DeviceSpec
+
+        return DeviceSpec(self.wal_device.name)
 
     def _drop_pages_charged_elsewhere(self) -> None:
         """Under a memory limit, drop the data directory's pages from the page cache. A copy made
@@ -179,6 +198,11 @@ class PostgresServer:
                 shutil.rmtree(staging, ignore_errors=True)
                 _copy_tree(self.data_dir, staging)
                 (staging / "postmaster.pid").unlink(missing_ok=True)
+                wal = staging / "pg_wal"
+                if wal.is_symlink():  # on this run's WAL device: the template keeps a copy of its own
+                    target = wal.readlink()
+                    wal.unlink()
+                    _copy_tree(target, wal)
                 os.replace(staging, self.template)
         self._drop_pages_charged_elsewhere()
         self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
@@ -239,6 +263,11 @@ class PostgresServer:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             if self.data_dir != self.run_dir / "pgdata":
                 (self.run_dir / "pgdata").unlink(missing_ok=True)
+        if self.wal_device is not None:
+            try:
+                self.wal_device.remove()  # the WAL goes with it, kept data or not: it was the device's
+            except SutFailure as exc:
+                note = f"{note}; {exc}" if note else str(exc)
         return note
 
 

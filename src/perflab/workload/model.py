@@ -41,6 +41,26 @@ def parse_duration(value: Any) -> float:
     return limits.check_duration(seconds)
 
 
+def parse_bytes(value: Any) -> int:
+    """Bytes from a number or '512M', '2G', '256MiB'."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 512M")
+    text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    try:
+        if isinstance(value, (int, float)):
+            size = float(value)
+        elif text and text[-1] in units:
+            size = float(text[:-1]) * units[text[-1]]
+        else:
+            size = float(text)
+    except (ValueError, OverflowError):
+        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}") from None
+    if not math.isfinite(size) or size > 1 << 60:
+        raise ValueError(f"expected a size such as 512M or 2G, got {value!r}")
+    return int(size)
+
+
 Duration = Annotated[float, Field(json_schema_extra={"examples": [30, "30s", "5m"]})]
 
 
@@ -410,6 +430,28 @@ class CommandTarget(Strict):
     valgrind: bool = Field(default=False, description="count instructions per transaction with valgrind (slow)")
 
 
+class WalDevice(Strict):
+    """PostgreSQL's write-ahead log on a block device of the run's own (sut/wal_device.py): a loop
+    device perflab makes, formats (ext4) and mounts before the server starts, and removes after it
+    stops. Its kernel counters (/proc/diskstats: operations, flushes, busy time) are the log
+    volume's rows, as the seeds' VMPRF reported a DASD volume's. Needs root."""
+
+    backing: Literal["memory", "disk"] = Field(description="where the device's blocks live: `memory` (a file on "
+                                               "/dev/shm: a write or a flush returns once it is in memory, as a "
+                                               "3990's fast write returned once the record was in NVS) or `disk` "
+                                               "(a file on the machine's disk, written around the page cache: a "
+                                               "flush waits for the disk)")
+    size: int = Field(default=2 << 30, ge=64 << 20, le=1 << 40, description="the device's size (e.g. 2G): room for "
+                      "max_wal_size and more")
+    directory: str | None = Field(default=None, description="where the backing file is made (default: /dev/shm for "
+                                  "memory, /var/tmp for disk)")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> int:
+        return parse_bytes(v)
+
+
 class PostgresServer(Strict):
     """A PostgreSQL server perflab starts fresh for every run (initdb into the run directory)."""
 
@@ -424,6 +466,8 @@ class PostgresServer(Strict):
     components: dict[str, str] | None = Field(default=None, description="component -> regex on process titles "
                                               "(default: backends, checkpointer, bgwriter, walwriter, autovacuum, ...)")
     ready_timeout: Duration = 60.0
+    wal_device: WalDevice | None = Field(default=None, description="put pg_wal on a block device of the run's own "
+                                         "(memory- or disk-backed): the log volume's own I/O rows")
 
     @field_validator("ready_timeout", mode="before")
     @classmethod

@@ -1,5 +1,5 @@
 """The driver's own counts of what it does to reach the SUT: connections opened, TLS handshakes
-(and how many of them resumed a session).
+(and how many of them resumed a session), PostgreSQL commits and the time it waited for them.
 
 Only the driver knows them -- the kernel's TCP counters are system-wide, shared with every other
 process that connects -- so the executors count them here, in shared memory the monitor samples
@@ -45,6 +45,44 @@ class ConnectionCounts:
     def close(self) -> None:
         self._shared.close()
         self._shared.unlink()
+
+
+class CommitCounts:
+    """The commits a PostgreSQL executor waited for, and how long (`driver.commits`,
+    `driver.commit_us`): COMMIT TIME (T), the commit's own response time -- the round trip of the
+    COMMIT of a transaction of several statements, which returns once the server's commit is as
+    durable as synchronous_commit asks (the WAL flushed, or the standby's reply)."""
+
+    NAMES = ("commits", "commit_us")
+
+    def __init__(self) -> None:
+        self._shared = SharedCounters(self.NAMES, slots=1, prefix="driver")
+        self._slot = self._shared.writer(0)
+
+    @property
+    def spec(self):
+        return self._shared.handle
+
+    def committed(self, seconds: float) -> None:
+        self._slot.add("commits")
+        self._slot.add("commit_us", round(seconds * 1e6))
+
+    def totals(self) -> dict[str, int]:
+        return self._shared.totals()
+
+    def close(self) -> None:
+        self._shared.close()
+        self._shared.unlink()
+
+
+class NoCommitCounts:
+    """Where nobody samples them."""
+
+    def committed(self, seconds: float) -> None:
+        pass
+
+
+NO_COMMIT_COUNTS = NoCommitCounts()
 
 
 class NoCounts:

@@ -8,7 +8,9 @@ seeds' one terminal per session) or the users share a pool.
 A transaction's `sql` is one statement (autocommit: one commit) or several run inside
 BEGIN .. COMMIT. Parameters are written `:name` as in the other SQL adapters and bound as
 $1, $2, ... ; `prepared: true` prepares each statement once per connection.
-first_response is when the first statement's result arrived.
+first_response is when the first statement's result arrived. The COMMIT of a transaction of
+several statements is timed on its own (counts.CommitCounts: COMMIT TIME (T)); a single
+statement's commit happens inside its one round trip and cannot be told apart.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from perflab.drive.adapters.counts import NO_COMMIT_COUNTS
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
 from perflab.errors import SutFailure
@@ -79,8 +82,9 @@ class PostgresExecutor:
     """execute(tx_index, params, user) -> Reply, on asyncpg connections."""
 
     def __init__(self, workload: Workload, dsn: str, failure: Callable[[], str | None] | None = None,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, commits: Any = NO_COMMIT_COUNTS):
         _import_asyncpg()
+        self.commits = commits
         target = workload.target
         assert isinstance(target, PostgresTarget)
         self.dsn = dsn
@@ -125,6 +129,8 @@ class PostgresExecutor:
                 await self._statement(conn, plan, params)
                 if first is None:
                     first = time.monotonic()
+            sent = time.monotonic()
+        self.commits.committed(time.monotonic() - sent)  # leaving the block sent COMMIT and had its reply
         return first
 
     async def _statement(self, conn: asyncpg.Connection, plan: tuple[str, list[str]], params: dict | None):

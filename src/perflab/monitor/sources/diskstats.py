@@ -8,6 +8,12 @@ Which devices: whole disks backed by a device, i.e. those with /sys/block/<dev>/
   - dm-* and md* devices: stacked on top of physical disks, so counting them as well would
     count the same I/O twice.
 The set is fixed when the source opens, so columns are stable for the whole run.
+
+One device by name (`DeviceSpec`, a counter spec for the monitor): a device perflab made for the
+SUT alone (the WAL device, sut/wal_device.py), whatever its kind, as `dev.*` columns -- the same
+fields plus the cache flushes it completed (`flushes`, kernels 5.5+: the kernel's own count of
+the fsyncs that reached the device) and the milliseconds spent on each kind of operation (the
+device's response time). Being the SUT's own, it is not part of the machine's h.disk rows.
 """
 
 from __future__ import annotations
@@ -57,6 +63,51 @@ class DiskstatsSource:
             out[p + "write_bytes"] = float(int(f[9]) * SECTOR_BYTES)
             out[p + "busy_ms"] = float(f[12])
         return out
+
+    def close(self) -> None:
+        pass
+
+
+# /proc/diskstats after major, minor, name (Documentation/admin-guide/iostats.rst): field index
+# -> column. Fields 15-18 (discards) came with 4.18, 19-20 (flushes) with 5.5; a shorter line
+# leaves those columns out rather than reading them as zero.
+DEVICE_FIELDS = {3: "reads", 6: "read_ms", 7: "writes", 10: "write_ms", 12: "busy_ms", 18: "flushes",
+                 19: "flush_ms"}
+DEVICE_SECTORS = {5: "read_bytes", 9: "write_bytes"}
+
+
+def device_line(text: bytes, device: str) -> dict[str, float]:
+    """One device's counters from /proc/diskstats text (dev.* column names); {} when absent."""
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 14 or f[2].decode() != device:
+            continue
+        out = {f"dev.{name}": float(f[i]) for i, name in DEVICE_FIELDS.items() if i < len(f)}
+        out.update({f"dev.{name}": float(int(f[i]) * SECTOR_BYTES) for i, name in DEVICE_SECTORS.items()})
+        return out
+    return {}
+
+
+class DeviceSpec:
+    """CounterSpec (picklable): one named block device's counters, `dev.*`."""
+
+    def __init__(self, device: str, path: str = "/proc/diskstats") -> None:
+        self.device, self.path = device, path
+
+    def open(self) -> DeviceSource:
+        return DeviceSource(self.device, self.path)
+
+
+class DeviceSource:
+    name = "device"
+
+    def __init__(self, device: str, path: str = "/proc/diskstats") -> None:
+        self._device, self._path = device, path
+        if not device_line(read_bytes(path) or b"", device):
+            raise SourceUnavailable(f"no device {device} in {path}")
+
+    def read(self) -> dict[str, float]:
+        return device_line(read_bytes(self._path) or b"", self._device)
 
     def close(self) -> None:
         pass
