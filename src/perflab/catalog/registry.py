@@ -72,7 +72,7 @@ SEED = Origin.SEED
 # The row groups, in the order the seed tables print them (plus perflab's own "Measurement"
 # block of raw window totals, which every other row is traced back to).
 GROUPS = ("Environment", "Measurement", "Response Time", "Throughput", "Proc. Usage", "Processor Util.",
-          "Storage", "Paging", "I/O", "Batch", "Servers")
+          "Storage", "Paging", "I/O", "Batch", "Restart", "Servers")
 # Groups that only seed tables have.
 SEED_GROUPS = ("PRIVOPs", "SFS Counters", "Server Capacity", "Communications", "Capacity")
 
@@ -597,6 +597,44 @@ _METRICS: list[Metric] = [
              F("3600 * tx_ok / window_s"), decimals=1, direction=HIGHER),
     _perflab("cpu_job_s", "CPU/JOB (S)", "s", "S", "Batch", "SUT CPU seconds per job (user + system).",
              F("busy_sec_s / tx_ok"), decimals=4, direction=LOWER),
+
+    # -- Restart: the server crashed when the load ended, recovered, then restarted cleanly -----
+    # (target.server.measure_restart; sut/pg_restart.py). IMS V8's emergency and normal restart.
+    _perflab("wal_ckpt_bytes", "WAL SINCE CKPT BYTES", "bytes", "", "Measurement",
+             "Bytes of write-ahead log between the last checkpoint's redo point and the insert position when the "
+             "server was crashed: what its recovery has to replay.", decimals=0,
+             measurement="run.json sut.restart.wal_since_checkpoint (pg_control_checkpoint().redo_lsn and "
+                         "pg_current_wal_insert_lsn(), read after a synchronous commit flushed the log)"),
+    _perflab("redo_bytes", "REDO BYTES", "bytes", "", "Measurement",
+             "Bytes of write-ahead log the recovery replayed, by its log: from where redo started to the start of "
+             "the last record replayed.", decimals=0,
+             measurement="run.json sut.restart.redo_bytes (the server log's 'redo starts at' and 'redo done at')"),
+    _perflab("wal_ckpt_mb", "WAL SINCE CKPT", "MB", "", "Restart",
+             "Megabytes (10^6 bytes) of write-ahead log since the last checkpoint when the server crashed.",
+             F("wal_ckpt_bytes / 1000000"), decimals=1),
+    _perflab("restart_t", "RESTART TIME (T)", "s", "T", "Restart",
+             "Emergency restart: from starting the crashed server to its first answered query -- start-up, redo "
+             "and the end-of-recovery checkpoint it waits for.", decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.restart_s (perflab's clock; the server polled every 5 ms)"),
+    _perflab("redo_s", "REDO TIME", "s", "", "Restart",
+             "The recovery's redo, as the server's log times it.", decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.redo_s (the log's 'redo done at ... elapsed: N s'; 0 when 'redo is "
+                         "not required')"),
+    _perflab("redo_cpu_s", "REDO CPU", "s", "", "Restart",
+             "Processor time of the redo (the startup process, user + system), as the server's log says.",
+             decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.redo_cpu_s (the log's 'CPU: user: N s, system: N s')"),
+    _perflab("redo_mb_sec", "REDO MB/SEC", "MB/s", "", "Restart",
+             "Replay rate: megabytes of write-ahead log replayed per second of redo.",
+             F("redo_bytes / redo_s / 1000000"), decimals=1, direction=HIGHER),
+    _perflab("recovery_ckpt_s", "RECOVERY CKPT TIME", "s", "", "Restart",
+             "The end-of-recovery checkpoint (writing what redo dirtied), as the server's log times it.",
+             decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.recovery_checkpoint_s (the log's 'checkpoint complete: ... total=N s' "
+                         "after 'checkpoint starting: end-of-recovery'; needs log_checkpoints)"),
+    _perflab("startup_t", "START-UP TIME (T)", "s", "T", "Restart",
+             "Normal restart: after a clean shutdown, from starting the server to its first answered query.",
+             decimals=3, direction=LOWER, measurement="run.json sut.restart.startup_s (perflab's clock)"),
 
     # -- I/O --------------------------------------------------------------------------------
     _perflab("vio_rate", "VIO RATE", "ops/s", "", "I/O", "Block-device I/O operations per second.",

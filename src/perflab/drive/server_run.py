@@ -228,6 +228,9 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             gone = server.failure()
             if gone and life.ending.status == "complete":
                 life.ending.status, life.ending.reason = "failed", gone
+            if not gone and life.ending.status == "complete" and isinstance(server, PostgresServer) \
+                    and server.spec.measure_restart:
+                _measure_restart(life, server)
             note = server.stop()
             if note:
                 sut = record.sut if record.sut is not None else life.describe_sut()
@@ -248,6 +251,23 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             if recorder is not None:
                 recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
+
+
+def _measure_restart(life: RunLifecycle, server: PostgresServer) -> None:
+    """The server crashed and restarted once the load is over (sut/pg_restart.py): its restart
+    times into run.json (sut.restart). A server that does not come back fails the run, saying why."""
+    from perflab.records.run import RestartRecord
+    from perflab.sut.pg_restart import measure_restart
+
+    if life.record.sut is None:
+        life.describe_sut()
+    try:
+        restart = measure_restart(server)
+    except Exception as exc:  # the server's, asyncpg's or the OS's: the run keeps what it measured
+        why = str(exc) if isinstance(exc, SutFailure) else f"{type(exc).__name__}: {exc}"
+        restart = RestartRecord(error=why)
+        life.ending.status, life.ending.reason = "failed", f"restart after the load: {why}"
+    life.record.sut.restart = restart
 
 
 def _drive_distributed(life: RunLifecycle, cluster: Any, pids, counter_spec, components, dsn, failure) -> None:

@@ -140,6 +140,30 @@ class DriverHostRecord(DriverRecord):
     lost: str | None = Field(default=None, description="why it stopped answering, when it did")
 
 
+class RestartRecord(Record):
+    """A PostgreSQL server crashed when the load ended and started again (sut/pg_restart.py): how
+    long its recovery took against the WAL it had to replay, then a clean restart's start-up. The
+    times marked (T) perflab measured from outside; the redo lines are the server's own log."""
+
+    wal_since_checkpoint: int | None = Field(default=None, description="bytes of WAL from the last checkpoint's "
+                                             "redo point to the insert position when it crashed")
+    checkpoint_redo_lsn: str | None = Field(default=None, description="that redo point (pg_control_checkpoint())")
+    crash_lsn: str | None = Field(default=None, description="the insert position just before the crash, all of it "
+                                  "flushed")
+    restart_s: float | None = Field(default=None, description="(T) from starting the crashed server to its first "
+                                    "answered query: recovery and all")
+    redo_start_lsn: str | None = Field(default=None, description="where its log says redo started")
+    redo_end_lsn: str | None = Field(default=None, description="where it says redo ended: the last record replayed")
+    redo_bytes: int | None = Field(default=None, description="redo_end_lsn - redo_start_lsn")
+    redo_s: float | None = Field(default=None, description="the redo's elapsed time, as its log says")
+    redo_cpu_s: float | None = Field(default=None, description="the redo's user + system CPU, as its log says")
+    recovery_checkpoint_s: float | None = Field(default=None, description="the end-of-recovery checkpoint's total "
+                                                "time, as its log says (na when log_checkpoints is off)")
+    startup_s: float | None = Field(default=None, description="(T) after a clean shutdown, from starting the server "
+                                    "to its first answered query: start-up without recovery")
+    error: str | None = Field(default=None, description="why it could not be measured")
+
+
 class SutRecord(Record):
     pids: list[int] = Field(default_factory=list, description="the SUT's processes (workers or server)")
     service: str | None = Field(default=None, description='the server class perflab started, if any')
@@ -154,6 +178,8 @@ class SutRecord(Record):
     stop_note: str | None = Field(default=None, description='how the server stopped, when not cleanly')
     host: SutHostRecord | None = Field(default=None, description="the SUT's own host, when a monitor there measured "
                                                                  "it (workload `monitor:`)")
+    restart: RestartRecord | None = Field(default=None, description="a PostgreSQL server's crash recovery and "
+                                          "start-up after the load (target.server.measure_restart)")
 
 
 class MonitorRecord(Record):

@@ -215,6 +215,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
                                               host.clock_error_s, host.clock_drift_s, host.samples, host.failures))
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
+    _restart_values(run, measured)
     if run.driver is not None and run.driver.spilled_bytes:
         warnings.append(cav.note(f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
                                  f"directory during the run (its transactions, spilled): the device rows (MB/SEC, "
@@ -401,6 +402,20 @@ def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> N
     for key, (name, factor) in _DRIVER_COUNT_KEYS.items():
         if name in counts:
             measured[key] = float(counts[name]) * factor
+
+
+# A server's restart after the load (run.json sut.restart): registry key -> its field.
+_RESTART_FIELDS = {"wal_ckpt_bytes": "wal_since_checkpoint", "redo_bytes": "redo_bytes", "restart_t": "restart_s",
+                   "redo_s": "redo_s", "redo_cpu_s": "redo_cpu_s", "recovery_ckpt_s": "recovery_checkpoint_s",
+                   "startup_t": "startup_s"}
+
+
+def _restart_values(run: RunRecord, measured: dict[str, float | None]) -> None:
+    restart = run.sut.restart if run.sut is not None else None
+    if restart is None:
+        return
+    for key, name in _RESTART_FIELDS.items():
+        measured[key] = _number(getattr(restart, name))
 
 
 def _unmonitored(run: RunRecord) -> bool:

@@ -86,12 +86,17 @@ class PostgresServer:
         self.host = "127.0.0.1"
         self.data_dir, self.data_note = self._data_dir(run_id)
         self.max_connections = max_connections
-        self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
-                                      run_dir / "postgres.log", account=self.account, cpus=cpus, cgroup=cgroup,
-                                      env={**os.environ, "LC_ALL": "C"})
+        self.cpus, self.cgroup = cpus, cgroup
+        self.process = self._new_process()
         self.components = dict(spec.components or POSTGRES_COMPONENTS)
         self.version: str | None = None
         self.wal_device = WalDevice(spec.wal_device, run_id) if spec.wal_device is not None else None
+
+    def _new_process(self) -> ServiceProcess:
+        """The postmaster (not started): the first, or the next after a stop or a crash."""
+        return ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+                              self.run_dir / "postgres.log", account=self.account, cpus=self.cpus, cgroup=self.cgroup,
+                              env={**os.environ, "LC_ALL": "C"})
 
     def _data_dir(self, run_id: str) -> tuple[Path, str | None]:
         # initdb into the run directory; when the server's user cannot reach it (a private
@@ -205,9 +210,7 @@ class PostgresServer:
                     _copy_tree(target, wal)
                 os.replace(staging, self.template)
         self._drop_pages_charged_elsewhere()
-        self.process = ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
-                                      self.run_dir / "postgres.log", account=self.account, cpus=self.process.cpus,
-                                      cgroup=self.process.cgroup, env=self.process.env)
+        self.process = self._new_process()
         self._start_process()
 
     def _start_process(self) -> None:
@@ -242,6 +245,48 @@ class PostgresServer:
                 await conn.close()
 
         self.version = asyncio.run(setup())
+
+    # -- restarts (pg_restart.py) ---------------------------------------------------------------
+
+    def crash(self) -> None:
+        """SIGKILL to the postmaster's whole session at once, as a machine's processes die; return
+        once none of them runs (a zombie holds no shared memory: the next start may begin)."""
+        proc = self.process.proc
+        if proc is None or proc.poll() is not None:
+            raise SutFailure("PostgreSQL was not running when it was to be crashed" + self.process.log_tail())
+        self.process.stopping = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while _session_running(proc.pid):
+            if time.monotonic() > deadline:
+                raise SutFailure(f"PostgreSQL's processes (session {proc.pid}) outlived SIGKILL by 30 s")
+            time.sleep(0.005)
+
+    def shut_down(self) -> None:
+        """A fast shutdown (SIGINT: roll back, checkpoint, exit), kept running nothing."""
+        note = self.process.stop(signal.SIGINT, timeout=60.0)
+        if note:
+            raise SutFailure(note)
+
+    def start_again(self) -> float:
+        """Start the stopped or crashed server on its data; -> seconds from its start to its first
+        answered query (recovery, when there is one to do, included)."""
+        import asyncio
+
+        from perflab.sut.pg_restart import first_answer
+
+        self.process = self._new_process()
+        loop = asyncio.new_event_loop()
+        try:
+            began = time.monotonic()
+            self.process.start()
+            alive = self.process.proc.poll if self.process.proc is not None else (lambda: 0)
+            loop.run_until_complete(first_answer(self.host, self.port, self.SUPERUSER, self.spec.ready_timeout,
+                                                 lambda: alive() is None))
+            return time.monotonic() - began
+        finally:
+            loop.close()
 
     def pgbench_init(self, scale: int, options: list[str]) -> None:
         program = self.bin / "pgbench" if (self.bin / "pgbench").exists() else shutil.which("pgbench")
@@ -279,6 +324,21 @@ def template_dir(bin_dir: Path, spec: PostgresServerSpec, database: str, load_ke
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = Path(os.environ.get("PERFLAB_CACHE") or Path.home() / ".cache" / "perflab") / "pg-templates"
     return root / digest
+
+
+def _session_running(sid: int) -> bool:
+    """Whether a process of session `sid` still runs (zombies do not count)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
+            return True
+    return False
 
 
 def _copy_tree(source: Path, target: Path) -> None:

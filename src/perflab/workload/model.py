@@ -468,6 +468,9 @@ class PostgresServer(Strict):
     ready_timeout: Duration = 60.0
     wal_device: WalDevice | None = Field(default=None, description="put pg_wal on a block device of the run's own "
                                          "(memory- or disk-backed): the log volume's own I/O rows")
+    measure_restart: bool = Field(default=False, description="when the load ends, crash the server (SIGKILL to all "
+                                  "its processes) and time its recovery against the WAL since the last checkpoint, "
+                                  "then a clean restart (sut/pg_restart.py): the Restart rows")
 
     @field_validator("ready_timeout", mode="before")
     @classmethod

@@ -1,0 +1,147 @@
+"""Restart time: a PostgreSQL server crashed when the load ends, its recovery timed against the WAL
+it has to replay, then a clean restart timed -- the seeds' emergency and normal restart (IMS V8,
+002_e28377aadc48f3c4.txt, "Parallel Database Open": normal restart up to 56% and emergency
+restart up to 39% faster than V7).
+
+Why after the load: recovery replays the WAL written since the last checkpoint, so the load is
+what makes the volume to replay (perflab checkpoints once the database is loaded, just before the
+window; a workload that wants all of its WAL replayed sets checkpoint_timeout and max_wal_size
+beyond what the load writes). The steps:
+
+1. the WAL made durable up to now (a transaction that commits with synchronous_commit on flushes
+   everything before it), then the checkpoint's redo point and the insert position read: WAL
+   SINCE CKPT is the bytes between them -- measured before the crash, on the server's own word;
+2. the crash: SIGKILL to the postmaster's whole session at once (every backend, the checkpointer,
+   the WAL writer), as a machine's processes die; the operating system survives, so what the
+   server wrote but did not sync is still in the page cache, as after a process crash;
+3. the server started again and timed from its start to its first answered query (RESTART TIME
+   (T)); its log says where redo started and ended, its elapsed time and CPU (the startup process's
+   rusage), and how long the end-of-recovery checkpoint took, which it waits for before it
+   accepts connections;
+4. a fast shutdown (a checkpoint; little is left to write after the end-of-recovery one) and a
+   start again, timed the same way: START-UP TIME (T), a start with nothing to recover.
+
+The redo range in the log is checked against the positions read before the crash
+(tests/net/test_restart_time.py): redo starts at the checkpoint's redo point exactly, and ends at
+the start of the last record at or before the crash position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import SutFailure
+from perflab.extras import require
+from perflab.records.run import RestartRecord
+
+_LSN = r"([0-9A-F]+/[0-9A-F]+)"
+REDO_STARTS = re.compile(rf"redo starts at {_LSN}")
+REDO_DONE = re.compile(rf"redo done at {_LSN} system usage: CPU: user: ([\d.]+) s, system: ([\d.]+) s, "
+                       r"elapsed: ([\d.]+) s")
+REDO_NOT_REQUIRED = re.compile(r"redo is not required")
+RECOVERY_CHECKPOINT = re.compile(r"checkpoint starting: end-of-recovery")
+CHECKPOINT_COMPLETE = re.compile(r"checkpoint complete: .*total=([\d.]+) s")
+
+
+def lsn_bytes(lsn: str) -> int:
+    """'1/A0000028' -> its byte position (PostgreSQL's %X/%X: high and low 32 bits)."""
+    high, low = lsn.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+@dataclass(frozen=True)
+class RecoveryLog:
+    """What the server's log says of one recovery."""
+
+    redo_start: str | None = None
+    redo_end: str | None = None
+    redo_s: float | None = None
+    redo_cpu_s: float | None = None
+    checkpoint_s: float | None = None
+    not_required: bool = False
+
+    @property
+    def redo_bytes(self) -> int | None:
+        if self.not_required:
+            return 0
+        if self.redo_start is None or self.redo_end is None:
+            return None
+        return lsn_bytes(self.redo_end) - lsn_bytes(self.redo_start)
+
+
+def parse_recovery_log(text: str) -> RecoveryLog:
+    """The redo and end-of-recovery checkpoint lines of a log written by one start of the server."""
+    start = REDO_STARTS.search(text)
+    done = REDO_DONE.search(text)
+    checkpoint_s = None
+    begun = RECOVERY_CHECKPOINT.search(text)
+    if begun is not None:
+        complete = CHECKPOINT_COMPLETE.search(text, begun.end())
+        checkpoint_s = float(complete.group(1)) if complete else None
+    return RecoveryLog(
+        redo_start=start.group(1) if start else None,
+        redo_end=done.group(1) if done else None,
+        redo_s=float(done.group(4)) if done else (0.0 if REDO_NOT_REQUIRED.search(text) else None),
+        redo_cpu_s=float(done.group(2)) + float(done.group(3)) if done else None,
+        checkpoint_s=checkpoint_s,
+        not_required=done is None and REDO_NOT_REQUIRED.search(text) is not None)
+
+
+async def _positions(dsn: str) -> tuple[str, str]:
+    """(the last checkpoint's redo point, the insert position), every byte up to it flushed."""
+    asyncpg = require("asyncpg", extra="net", feature="a postgres target")
+    conn = await asyncpg.connect(dsn, timeout=30)
+    try:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL synchronous_commit = on")
+            await conn.fetchval("SELECT txid_current()")  # an xid: its commit record is written and flushed
+        redo = await conn.fetchval("SELECT redo_lsn::text FROM pg_control_checkpoint()")
+        insert = await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
+        flushed = await conn.fetchval("SELECT pg_current_wal_flush_lsn()::text")
+        return redo, max(insert, flushed, key=lsn_bytes)
+    finally:
+        await conn.close()
+
+
+async def first_answer(host: str, port: int, user: str, deadline_s: float, alive: Any) -> None:
+    """Return once the server answers a query; SutFailure when it exits or the deadline passes."""
+    asyncpg = require("asyncpg", extra="net", feature="a postgres target")
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            conn = await asyncpg.connect(host=host, port=port, user=user, database="postgres", timeout=5)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            if not alive():
+                raise SutFailure(f"PostgreSQL exited while starting again: {exc}") from None
+            if time.monotonic() > deadline:
+                raise SutFailure(f"PostgreSQL did not answer within {deadline_s:g} s of starting again: {exc}") \
+                    from None
+            await asyncio.sleep(0.005)
+            continue
+        try:
+            await conn.fetchval("SELECT 1")
+            return
+        finally:
+            await conn.close()
+
+
+def measure_restart(server: Any) -> RestartRecord:
+    """Crash `server` (a running PostgresServer), time its recovery, then a clean restart."""
+    redo_lsn, crash_lsn = asyncio.run(_positions(server.dsn))
+    log: Path = server.process.log_path
+    offset = log.stat().st_size
+    server.crash()
+    restart_s = server.start_again()
+    recovery = parse_recovery_log(log.read_bytes()[offset:].decode(errors="replace"))
+    server.shut_down()
+    startup_s = server.start_again()
+    return RestartRecord(
+        wal_since_checkpoint=lsn_bytes(crash_lsn) - lsn_bytes(redo_lsn), checkpoint_redo_lsn=redo_lsn,
+        crash_lsn=crash_lsn, restart_s=restart_s, redo_start_lsn=recovery.redo_start,
+        redo_end_lsn=recovery.redo_end, redo_bytes=recovery.redo_bytes, redo_s=recovery.redo_s,
+        redo_cpu_s=recovery.redo_cpu_s, recovery_checkpoint_s=recovery.checkpoint_s, startup_s=startup_s)

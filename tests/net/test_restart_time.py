@@ -1,0 +1,56 @@
+"""Restart time (examples/postgres/restart-time.yaml): a PostgreSQL server crashed after a job
+stream, its recovery and a clean start timed, and the recovery's own account checked against the
+positions the server gave before the crash.
+
+The truth: the WAL to replay is known before the crash -- from the last checkpoint's redo point
+to the insert position, every byte of it flushed (pg_control_checkpoint(), pg_current_wal_*_lsn
+after a synchronous commit). The server's log must say that redo started at that redo point
+exactly, and ended at the start of the last record at or before the crash position: one record
+short of it. A record a background process might add between the reading and the crash is tens
+of bytes; the bound allows 4 KB either way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from perflab.sut.pg_restart import lsn_bytes
+
+from .net_helpers import EXAMPLES, needs_pg15, needs_pgserver, run_workload
+
+WORKLOAD = EXAMPLES / "postgres" / "restart-time.yaml"
+LAST_RECORD_BYTES = 4096
+PG_LOG_RESOLUTION_S = 0.01  # the log prints elapsed and CPU times to the hundredth of a second
+
+
+def _check_restart(run: dict, metrics) -> dict:
+    assert run["status"] == "complete", run["reason"]
+    restart = run["sut"]["restart"]
+    assert restart["error"] is None
+    # redo began at the checkpoint's redo point, and replayed the WAL since it, to the last record
+    assert restart["redo_start_lsn"] == restart["checkpoint_redo_lsn"], restart
+    short = lsn_bytes(restart["crash_lsn"]) - lsn_bytes(restart["redo_end_lsn"])
+    assert -LAST_RECORD_BYTES <= short <= LAST_RECORD_BYTES, restart
+    assert abs(restart["wal_since_checkpoint"] - restart["redo_bytes"]) <= LAST_RECORD_BYTES
+    # the restart holds the redo and the end-of-recovery checkpoint it waits for
+    v = metrics.values
+    assert v["restart_t"] + 2 * PG_LOG_RESOLUTION_S >= v["redo_s"] + (v["recovery_ckpt_s"] or 0.0), v
+    assert v["redo_cpu_s"] <= v["redo_s"] + 2 * PG_LOG_RESOLUTION_S  # one process: no more CPU than time
+    assert v["startup_t"] > 0 and v["wal_ckpt_mb"] == pytest.approx(restart["wal_since_checkpoint"] / 1e6)
+    assert v["redo_mb_sec"] == pytest.approx(restart["redo_bytes"] / restart["redo_s"] / 1e6)
+    return v
+
+
+@needs_pg15
+def test_pg15_recovers_the_wal_it_was_given_and_says_so(tmp_path):
+    run, metrics = run_workload(tmp_path, WORKLOAD, {"load.jobs": 3000})
+    v = _check_restart(run, metrics)
+    assert v["tx_ok"] == 3000 and v["wal_ckpt_mb"] > 1.0   # the stream's WAL, not an idle server's
+    assert "PostgreSQL 15." in run["fingerprint"]["sut_version"]
+
+
+@needs_pgserver
+def test_pg16_from_the_wheel_recovers_the_same_way(tmp_path):
+    run, metrics = run_workload(tmp_path, WORKLOAD, {"load.jobs": 3000, "target.server.bin": "pgserver"})
+    _check_restart(run, metrics)
+    assert "PostgreSQL 16." in run["fingerprint"]["sut_version"]
