@@ -32,11 +32,14 @@ def test_an_older_kernels_line_has_no_flush_columns_rather_than_zeros():
 
 def test_the_counters_query_reads_the_wal_columns_the_server_has():
     sql, names = counters_query(["wal_bytes", "wal_sync", "wal_sync_time"], lsn=True)
-    assert names == [*FIELDS, "wal_bytes", "wal_sync", "wal_sync_time", "wal_lsn"]
+    assert names == [*FIELDS, "wal_bytes", "wal_sync", "wal_sync_time", "wal_lsn", "write_lag_s", "flush_lag_s",
+                     "replay_lag_s", "replay_lag_bytes"]
     assert "pg_stat_wal w" in sql and "w.wal_sync_time::float8" in sql and "pg_current_wal_lsn()" in sql
+    assert "EXTRACT(epoch FROM replay_lag)" in sql  # a primary's view of its standbys
     assert sql.count("::float8") == len(names)
     bare, bare_names = counters_query([], lsn=False)
     assert bare_names == list(FIELDS) and "pg_stat_wal" not in bare and "pg_current_wal_lsn" not in bare
+    assert "pg_stat_replication" not in bare  # a server in recovery has no standbys of its own to read
 
 
 def test_the_log_rows_from_their_window_totals():

@@ -72,7 +72,7 @@ SEED = Origin.SEED
 # The row groups, in the order the seed tables print them (plus perflab's own "Measurement"
 # block of raw window totals, which every other row is traced back to).
 GROUPS = ("Environment", "Measurement", "Response Time", "Throughput", "Proc. Usage", "Processor Util.",
-          "Storage", "Paging", "I/O", "Batch", "Restart", "Servers")
+          "Storage", "Paging", "I/O", "Batch", "Restart", "Replication", "Servers")
 # Groups that only seed tables have.
 SEED_GROUPS = ("PRIVOPs", "SFS Counters", "Server Capacity", "Communications", "Capacity")
 
@@ -632,6 +632,17 @@ _METRICS: list[Metric] = [
              decimals=3, direction=LOWER,
              measurement="run.json sut.restart.recovery_checkpoint_s (the log's 'checkpoint complete: ... total=N s' "
                          "after 'checkpoint starting: end-of-recovery'; needs log_checkpoints)"),
+    # -- Replication: a primary's view of its standby (target.server.standby) -------------------
+    *[_perflab(f"{kind}_lag_ms", f"{kind.upper()} LAG", "ms", "", "Replication",
+               f"How long the standby took to {verb} recent WAL after the primary flushed it, as the primary timed "
+               f"it: the mean over the window's samples.", decimals=3, direction=LOWER,
+               measurement=f"mean of samples sut.{kind}_lag_s (pg_stat_replication.{kind}_lag, the largest over "
+                           f"standbys) x 1000; na without a standby, or in samples where the primary reports none")
+      for kind, verb in (("write", "write"), ("flush", "flush"), ("replay", "apply"))],
+    _perflab("replay_lag_bytes", "REPLAY LAG BYTES", "bytes", "", "Replication",
+             "WAL the standby had yet to apply: the mean over the window's samples.", decimals=0, direction=LOWER,
+             measurement="mean of samples sut.replay_lag_bytes (pg_current_wal_lsn() - pg_stat_replication.replay_lsn, "
+                         "the largest over standbys)"),
     _perflab("startup_t", "START-UP TIME (T)", "s", "T", "Restart",
              "Normal restart: after a clean shutdown, from starting the server to its first answered query.",
              decimals=3, direction=LOWER, measurement="run.json sut.restart.startup_s (perflab's clock)"),

@@ -137,7 +137,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
-    server = recorder = engine = table = window = counts = None
+    server = recorder = engine = table = window = None
+    counts: Any = None  # ConnectionCounts or CommitCounts: what only the driver sees
     try:
         with recording_ending(life.ending) as ending:
             life.raise_if_terminated()  # a SIGTERM while the run was opened
@@ -157,10 +158,12 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 dsn, facts, counter_spec = prepare_postgres(target, server if isinstance(server, PostgresServer)
                                                             else None)
                 record.fingerprint.update(facts)
+                if isinstance(server, PostgresServer):
+                    record.fingerprint.update(server.start_standby())  # a standby is made of the loaded server
             record.fingerprint["adapter"] = workload.target.kind
             record.fingerprint["driver"] = driver_kind
             components = dict(server.components) if server is not None else {}
-            pids = [server.pid] if server is not None else []
+            pids = (server.pids if isinstance(server, PostgresServer) else [server.pid]) if server is not None else []
             sut_host = None
             if host is not None:
                 # The SUT's own host: its processors are what PROCESSORS and the (H) rows count. A
@@ -259,15 +262,14 @@ def _measure_restart(life: RunLifecycle, server: PostgresServer) -> None:
     from perflab.records.run import RestartRecord
     from perflab.sut.pg_restart import measure_restart
 
-    if life.record.sut is None:
-        life.describe_sut()
+    sut = life.record.sut if life.record.sut is not None else life.describe_sut()
     try:
         restart = measure_restart(server)
     except Exception as exc:  # the server's, asyncpg's or the OS's: the run keeps what it measured
         why = str(exc) if isinstance(exc, SutFailure) else f"{type(exc).__name__}: {exc}"
         restart = RestartRecord(error=why)
         life.ending.status, life.ending.reason = "failed", f"restart after the load: {why}"
-    life.record.sut.restart = restart
+    sut.restart = restart
 
 
 def _drive_distributed(life: RunLifecycle, cluster: Any, pids, counter_spec, components, dsn, failure) -> None:

@@ -321,6 +321,9 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
     if resident is None:
         resident = samples.gauge_mean("s.rss_bytes", window)
     measured["wkset_s"] = None if resident is None else resident / MB
+    for key, (column, factor) in _REPLICATION_GAUGES.items():
+        mean = samples.gauge_mean(column, window)
+        measured[key] = None if mean is None else mean * factor
     counter = samples.tx_counter(run.sut.tx_counter if run.sut is not None else None)
     if counter is not None:
         measured["sut_tx"] = samples.delta([counter], window, "SUT TRANSACTIONS")
@@ -351,6 +354,9 @@ _WINDOW_COUNTS: dict[str, list[tuple[str, ...]]] = {
     "dev_flushes": [("dev.flushes",)],
     "dev_bytes": [("dev.read_bytes", "dev.write_bytes")],
 }
+# A primary's view of its standby (pg_stat_replication), sampled: key -> (column, factor to the unit).
+_REPLICATION_GAUGES = {"write_lag_ms": ("sut.write_lag_s", 1000.0), "flush_lag_ms": ("sut.flush_lag_s", 1000.0),
+                       "replay_lag_ms": ("sut.replay_lag_s", 1000.0), "replay_lag_bytes": ("sut.replay_lag_bytes", 1.0)}
 # Counts kept in another unit: (columns, factor to the registry's unit). Every column must be there.
 _SCALED_COUNTS = {
     "wal_sync_sec": (("sut.wal_sync_time",), 1e-3),

@@ -16,6 +16,10 @@ version, the settings, the database, the pgbench scale and options, the setup SQ
 The log volume (`target.server.wal_device`): pg_wal moved onto a block device of the run's own
 (wal_device.py) before the server starts, so the kernel's counters of that device are the WAL's
 alone; the template keeps its WAL in its own directory, whatever device a run put it on.
+
+A standby (`target.server.standby`, pg_standby.py): its network namespace made before this
+server starts (which then listens on the veth pair too), the standby made and started once this
+server is loaded (`start_standby`), stopped before it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from typing import Any
 
 from perflab.errors import SutFailure
 from perflab.extras import missing_extra, require
+from perflab.sut.pg_conf import append_settings
+from perflab.sut.pg_standby import DEFERRED, Standby, node_components
 from perflab.sut.service import Account, ServiceProcess, describe_exit, tcp_probe
 from perflab.sut.wal_device import WalDevice
 from perflab.workload.model import PostgresServer as PostgresServerSpec
@@ -88,9 +94,15 @@ class PostgresServer:
         self.max_connections = max_connections
         self.cpus, self.cgroup = cpus, cgroup
         self.process = self._new_process()
-        self.components = dict(spec.components or POSTGRES_COMPONENTS)
         self.version: str | None = None
         self.wal_device = WalDevice(spec.wal_device, run_id) if spec.wal_device is not None else None
+        self.standby = Standby(spec.standby, self, run_id) if spec.standby is not None else None
+        if spec.components:
+            self.components = dict(spec.components)
+        elif self.standby is not None:  # two systems: each one's processes are a component (V)
+            self.components = node_components(self.data_dir, self.standby.data_dir, self.standby.spec.name)
+        else:
+            self.components = dict(POSTGRES_COMPONENTS)
 
     def _new_process(self) -> ServiceProcess:
         """The postmaster (not started): the first, or the next after a stop or a crash."""
@@ -145,7 +157,8 @@ class PostgresServer:
         if self.wal_device is not None:
             self.wal_device.create()  # removed by stop(), which the caller calls whatever happened here
             self.wal_device.adopt(self.data_dir, self.account)
-        settings = self._write_settings()
+        replication = self.standby.prepare_primary() if self.standby is not None else {}
+        settings = self._write_settings(replication)
         self._start_process()
         facts = {"sut_version": self.version, "postgres_bin": str(self.bin), "postgres_port": self.port,
                  "postgres_settings": {k: str(v) for k, v in settings.items()},
@@ -155,6 +168,17 @@ class PostgresServer:
         if self.wal_device is not None:
             facts["postgres_wal_device"] = self.wal_device.describe()
         return facts
+
+    def start_standby(self) -> dict[str, Any]:
+        """Once this server is loaded: its standby made and started, streaming (facts for the
+        fingerprint); nothing without one."""
+        return self.standby.start() if self.standby is not None else {}
+
+    @property
+    def pids(self) -> list[int]:
+        """The postmasters: this server's, and its standby's when it runs."""
+        standby = self.standby.pid if self.standby is not None else None
+        return [self.pid] + ([standby] if standby is not None and standby > 0 else [])
 
     def device_counters(self) -> Any:
         """What the monitor samples of the WAL device (dev.* columns), or None without one."""
@@ -172,18 +196,19 @@ class PostgresServer:
         if getattr(self.process.cgroup, "memory_limit_bytes", None) is not None:
             _drop_cached_pages(self.data_dir)
 
-    def _write_settings(self) -> dict[str, Any]:
+    def _write_settings(self, replication: dict[str, Any]) -> dict[str, Any]:
         """Append this run's settings to postgresql.conf (the last line of a setting wins, so a
-        template's copy gets this run's port)."""
+        template's copy gets this run's port). `replication`: what a standby needs of this server
+        (its listen addresses, cluster_name)."""
         settings: dict[str, Any] = {
             "listen_addresses": self.host, "port": self.port, "unix_socket_directories": "",
             "max_connections": self.max_connections, "logging_collector": False,
-            **self.spec.settings,
+            **replication, **self.spec.settings,
         }
-        with open(self.data_dir / "postgresql.conf", "a") as conf:
-            conf.write("\n# perflab\n")
-            for key, value in settings.items():
-                conf.write(f"{key} = {_conf_value(value)}\n")
+        # With a standby, what names it waits until it streams (pg_standby.DEFERRED); the
+        # fingerprint still gives every setting the run had.
+        written = {k: v for k, v in settings.items() if self.standby is None or k not in DEFERRED}
+        append_settings(self.data_dir / "postgresql.conf", written, "perflab")
         return settings
 
     def save_template(self) -> None:
@@ -299,11 +324,16 @@ class PostgresServer:
             raise SutFailure(f"pgbench -i failed: {done.stderr.strip()[-800:]}")
 
     def failure(self) -> str | None:
-        return self.process.failure()
+        return self.process.failure() or (self.standby.failure() if self.standby is not None else None)
 
     def stop(self) -> str | None:
-        # SIGINT is PostgreSQL's fast shutdown: roll back, checkpoint, exit.
-        note = self.process.stop(signal.SIGINT, timeout=60.0)
+        # SIGINT is PostgreSQL's fast shutdown: roll back, checkpoint, exit. The standby first: a
+        # primary that waits for it would otherwise wait for its shutdown checkpoint's reply.
+        notes = [self.standby.stop() if self.standby is not None else None]
+        notes.append(self.process.stop(signal.SIGINT, timeout=60.0))
+        if self.standby is not None:
+            self.standby.remove_network()
+        note = "; ".join(n for n in notes if n) or None
         if not self.spec.keep_data:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             if self.data_dir != self.run_dir / "pgdata":
@@ -319,8 +349,11 @@ class PostgresServer:
 def template_dir(bin_dir: Path, spec: PostgresServerSpec, database: str, load_key: dict[str, Any]) -> Path:
     """Where the template of this server, settings and load lives in perflab's cache."""
     version = postgres_version(bin_dir)
-    key = json.dumps({"version": version, "bin": str(bin_dir), "settings": spec.settings, "database": database,
-                      "load": load_key, "layout": 1}, sort_keys=True, default=str)
+    shape = {"version": version, "bin": str(bin_dir), "settings": spec.settings, "database": database,
+             "load": load_key, "layout": 1}
+    if spec.standby is not None:  # its pg_hba lines and listen address are in the copy
+        shape["standby"] = spec.standby.network.model_dump()
+    key = json.dumps(shape, sort_keys=True, default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = Path(os.environ.get("PERFLAB_CACHE") or Path.home() / ".cache" / "perflab") / "pg-templates"
     return root / digest
@@ -361,10 +394,3 @@ def _drop_cached_pages(root: Path) -> None:
         finally:
             os.close(fd)
 
-
-def _conf_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"

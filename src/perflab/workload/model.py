@@ -471,11 +471,26 @@ class PostgresServer(Strict):
     measure_restart: bool = Field(default=False, description="when the load ends, crash the server (SIGKILL to all "
                                   "its processes) and time its recovery against the WAL since the last checkpoint, "
                                   "then a clean restart (sut/pg_restart.py): the Restart rows")
+    standby: PostgresStandby | None = Field(default=None, description="a streaming-replication standby of this "
+                                            "server, in a network namespace of its own (sut/pg_standby.py): "
+                                            "synchronous_commit and synchronous_standby_names say how commits wait "
+                                            "for it")
 
     @field_validator("ready_timeout", mode="before")
     @classmethod
     def _timeout(cls, v: Any) -> float:
         return parse_duration(v)
+
+    @model_validator(mode="after")
+    def _standby(self) -> PostgresServer:
+        names = str(self.settings.get("synchronous_standby_names", "")).strip()
+        if names and self.standby is None:
+            raise ValueError("settings.synchronous_standby_names names a standby but there is none: every commit "
+                             "would wait for it forever (add `standby:`, or leave synchronous_standby_names out)")
+        if self.standby is not None and self.measure_restart:
+            raise ValueError("measure_restart with a standby is not supported: the restart is timed on a server "
+                             "alone (leave one of them out)")
+        return self
 
 
 class PgbenchInit(Strict):
@@ -640,6 +655,34 @@ class ServiceNetwork(Strict):
         if ends[0].ip.is_loopback:
             raise ValueError("a loopback address stays on lo: give the veth pair addresses of its own")
         return self
+
+
+class PostgresStandby(Strict):
+    """A hot standby perflab makes of the primary (pg_basebackup) once the primary is loaded, and
+    starts in a network namespace of its own, streaming from the primary over a veth pair: the
+    second system of the seeds' duplexing and data-sharing measurements. Needs root."""
+
+    network: ServiceNetwork = Field(default_factory=lambda: ServiceNetwork(address="169.254.78.2/30",
+                                                                           peer_address="169.254.78.1/30"),
+                                    description="the veth pair: `address` the standby's end (in its namespace), "
+                                                "`peer_address` the primary's (in perflab's namespace)")
+    name: str = Field(default="standby", pattern=r"^[a-z][a-z0-9_]{0,30}$",
+                      description="its application_name (what synchronous_standby_names can name) and cluster_name")
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description="postgresql.conf "
+                                                          "settings of the standby's own (hot_standby_feedback...)")
+    ready_timeout: Duration = 120.0
+
+    @field_validator("ready_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @field_validator("name")
+    @classmethod
+    def _not_the_primary(cls, v: str) -> str:
+        if v == "primary":  # the primary's cluster_name: the two systems' processes would look alike
+            raise ValueError("`primary` is the primary's name: give the standby another")
+        return v
 
 
 class Service(Strict):

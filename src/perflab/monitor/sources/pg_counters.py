@@ -18,6 +18,12 @@ every sample where pg_stat_wal lags like the other statistics. pg_stat_wal is th
 cluster's (every database, the background processes too); a server in recovery has no insert
 position, and then neither column.
 
+Replication (gauges, a primary's view of its standbys in pg_stat_replication, the largest over
+them): `sut.write_lag_s`, `sut.flush_lag_s`, `sut.replay_lag_s` -- how long the standby took to
+write, flush and apply recent WAL, as the primary timed it -- and `sut.replay_lag_bytes`, the WAL
+the standby has yet to apply. A server with no standby (or one idle long enough that PostgreSQL
+stops reporting the lags) has none of them in that sample.
+
 asyncpg is the client (the driver uses it too); the monitor is synchronous, so each read runs
 the query on a private event loop.
 """
@@ -38,6 +44,12 @@ FIELDS = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned
 WAL_FIELDS = ("wal_records", "wal_fpi", "wal_bytes", "wal_write", "wal_sync")
 WAL_TIMES = ("wal_write_time", "wal_sync_time")
 WAL_LSN = "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
+REPLICATION = {
+    "write_lag_s": "(SELECT max(EXTRACT(epoch FROM write_lag)) FROM pg_stat_replication)",
+    "flush_lag_s": "(SELECT max(EXTRACT(epoch FROM flush_lag)) FROM pg_stat_replication)",
+    "replay_lag_s": "(SELECT max(EXTRACT(epoch FROM replay_lag)) FROM pg_stat_replication)",
+    "replay_lag_bytes": "(SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)) FROM pg_stat_replication)",
+}
 
 
 async def wal_columns(conn) -> tuple[list[str], bool]:
@@ -51,9 +63,10 @@ async def wal_columns(conn) -> tuple[list[str], bool]:
 
 def counters_query(wal_fields: list[str], lsn: bool) -> tuple[str, list[str]]:
     """One query for every counter of a sample, and the names of its columns in order."""
-    names = list(FIELDS) + wal_fields + (["wal_lsn"] if lsn else [])
+    primary = ["wal_lsn", *REPLICATION] if lsn else []
+    names = list(FIELDS) + wal_fields + primary
     columns = [f"d.{f}::float8" for f in FIELDS] + [f"w.{f}::float8" for f in wal_fields] + \
-        ([f"{WAL_LSN}::float8"] if lsn else [])
+        ([f"{WAL_LSN}::float8"] + [f"{sql}::float8" for sql in REPLICATION.values()] if lsn else [])
     source = "pg_stat_database d" + (", pg_stat_wal w" if wal_fields else "")
     return f"SELECT {', '.join(columns)} FROM {source} WHERE d.datname = $1", names
 
