@@ -35,12 +35,12 @@ from perflab.records.study import StudyDocument
 from perflab.reduce.reduce import TRANSACTION_KEYS
 from perflab.report import numbers as fmt
 from perflab.report import view as report_view
+from perflab.report.answer import answer_rows
 from perflab.report.html import plain_text
+from perflab.report.run import data as run_data
 from perflab.report.run.export import RENDERERS
 from perflab.report.run.model import TRANSACTIONS_TITLE, build_report, heading, read_record
 from perflab.serve import compare as cmp
-from perflab.report.run import data as run_data
-from perflab.report.answer import answer_rows
 from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
