@@ -240,8 +240,11 @@ _METRICS: list[Metric] = [
                          "one core at a time, so one saturated core is what limits it)"),
     _perflab("instructions_i", "INSTRUCTIONS (I)", "instr", "I", "Measurement",
              "Instructions executed for the window's transactions.", decimals=0,
-             measurement="samples i.instructions (perf_event); else the sum of transactions.instructions "
-                         "(valgrind mode) over the window's completed transactions"),
+             measurement="the counted pass when the workload has `pathlength` (pathlength.parquet: each "
+                         "transaction name's mean count under valgrind times the window's completed transactions "
+                         "of that name); else samples i.instructions (perf_event); else the sum of "
+                         "transactions.instructions (a command target's valgrind mode) over the window's completed "
+                         "transactions"),
     _perflab("cycles_i", "CYCLES (I)", "cycles", "I", "Measurement", "CPU cycles in the window.", decimals=0,
              measurement="samples i.cycles (perf_event)"),
     _perflab("page_reads", "PAGE READS", "pages", "", "Measurement",
@@ -482,7 +485,8 @@ _METRICS: list[Metric] = [
              "The driver's CPU time per command: the client side's cost of a transaction (the seeds' CPU per "
              "transaction on the sending side).", F("1000 * driver_sec / tx_ok"), decimals=4, direction=LOWER),
     _perflab("instr_cmd_i", "INSTR/CMD (I)", "instr", "I", "Proc. Usage",
-             "Instructions per command: the pathlength.", F("instructions_i / tx_ok"), decimals=0,
+             "Instructions per command: the pathlength (counted by valgrind in a pass after the window, "
+             "workload `pathlength`, where the machine has no counter).", F("instructions_i / tx_ok"), decimals=0,
              direction=LOWER),
     _perflab("cpi_i", "CPI (I)", "", "I", "Proc. Usage", "Cycles per instruction.",
              F("cycles_i / instructions_i"), decimals=2, direction=LOWER),

@@ -16,8 +16,10 @@ from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, rec
 from perflab.drive.load.batch import engine_for
 from perflab.drive.load.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.load.recorder import SPILL_FILE, Recorder
+from perflab.drive.pathlength.count import PassInputs, count_pathlength
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
+from perflab.records.run import PathlengthRecord
 from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of
 
 
@@ -26,6 +28,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
     workload = plan.workload
     cls = adapter_class(workload.target.kind)
     recorder = pool = engine = counters = None
+    paths: list[str] = []
     try:
         with recording_ending(life.ending) as ending:
             life.raise_if_terminated()  # a SIGTERM while the run was opened
@@ -82,6 +85,8 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
         if counters is not None:
             counters.close()
             counters.unlink()
+        if workload.pathlength is not None:
+            _count_pathlength(life, paths)
         try:
             result = life.finish(recorded_table(life, recorder), engine)
         finally:
@@ -89,3 +94,14 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
                 recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
 
+
+def _count_pathlength(life: RunLifecycle, paths: list[str]) -> None:
+    """The counted pass (drive/pathlength/), after the window has closed, the monitor has stopped
+    and the timed workers are gone: nothing it does reaches the timed rows. A run that did not
+    complete is not counted (its record says so)."""
+    plan = life.plan
+    if life.ending.status != "complete":
+        life.record.pathlength = PathlengthRecord(status="skipped", reason=f"the run is {life.ending.status}")
+        return
+    life.record.pathlength = count_pathlength(PassInputs(plan.workload, plan.workload_dir, life.run_dir, plan.seed,
+                                                         list(plan.placement.sut_cpus), paths))

@@ -191,6 +191,32 @@ class MonitorRecord(Record):
                                                         'kept)')
 
 
+#: The counted pass's transactions, beside transactions.parquet (drive/pathlength/): one row per
+#: counted transaction, columns PATHLENGTH_COLUMNS (instructions NaN where it failed or was not counted).
+PATHLENGTH_FILE = "pathlength.parquet"
+PATHLENGTH_COLUMNS = ("transaction", "class", "instructions", "ok", "error")
+PathlengthMethod = Literal["client_requests", "per_command"]
+
+
+class PathlengthRecord(Record):
+    """The counted pass that measured INSTR/CMD (I) beside the timed run (workload `pathlength`)."""
+
+    status: Literal["counted", "failed", "skipped"] = Field(
+        description="counted: pathlength.parquet holds the counts; failed: INSTR/CMD (I) is na, for `reason`; "
+        "skipped: the timed run did not complete")
+    reason: str | None = Field(default=None, description="why the pass failed or was skipped")
+    tool: str | None = Field(default=None, description="the counter: valgrind's version and tool")
+    method: PathlengthMethod | None = Field(
+        default=None, description="client_requests: callgrind counted each transaction between two client requests "
+        "in an in-process SUT's worker; per_command: each command ran under cachegrind")
+    transactions: int = Field(default=0, description="transactions counted")
+    warmup: int = Field(default=0, description="transactions run before them, not counted")
+    errors: int = Field(default=0, description="counted transactions that failed (not used)")
+    overhead_instructions: float | None = Field(default=None, description="instructions of the two client requests "
+                                                "around each transaction (measured on empty ones), subtracted")
+    seconds: float | None = Field(default=None, description="the pass's wall time (valgrind's, not the SUT's)")
+
+
 class RunRecord(Record):
     format: int = Field(default=RUN_FORMAT, description='format version of this file')
     run_id: str = Field(description='unique id: time, workload, random suffix')
@@ -215,6 +241,8 @@ class RunRecord(Record):
     external: dict[str, Any] | None = Field(default=None, description="an external driver's own summary")
     drivers: list[DriverHostRecord] = Field(default_factory=list, description="each driver of a run driven from "
                                             "several hosts; `driver` is then the busiest")
+    pathlength: PathlengthRecord | None = Field(default=None, description="the counted pass beside the timed run "
+                                                "(workload `pathlength`): INSTR/CMD (I)")
     pid: int | None = Field(default=None, description="the driver's pid while running")
     created: str = Field(default="", description='ISO-8601')
     finished: str | None = Field(default=None, description='ISO-8601')

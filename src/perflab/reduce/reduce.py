@@ -23,7 +23,8 @@ import numpy as np
 from perflab import caveats as cav
 from perflab.catalog.registry import REGISTRY
 from perflab.caveats import Caveat
-from perflab.records.run import RunRecord, read_run_record
+from perflab.records.run import PATHLENGTH_FILE, RunRecord, read_run_record
+from perflab.reduce.pathlength import counted_instructions
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
 from perflab.reduce.transactions import (
     WindowTransactions,
@@ -213,6 +214,8 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
                 warnings.append(cav.monitor_gap(host.monitor, host.url, inside))
             warnings.append(cav.remote_source(host.monitor, host.url, host.hostname, host.clock_offset_s,
                                               host.clock_error_s, host.clock_drift_s, host.samples, host.failures))
+    if tx is not None:
+        warnings += _pathlength(run, run_dir, tx, measured)
     if measured.get("driver_sec") is None:
         _driver_from_run(run, measured)
     _restart_values(run, measured)
@@ -253,6 +256,23 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _pathlength(run: RunRecord, run_dir: Path, tx: WindowTransactions,
+                measured: dict[str, float | None]) -> list[Caveat]:
+    """INSTRUCTIONS (I) from the counted pass when the run had one (it is what the workload asked
+    for, so it stands before a hardware counter's or the valgrind mode's); a note either way."""
+    record = run.pathlength
+    if record is None:
+        return []
+    path = run_dir / PATHLENGTH_FILE
+    if record.status != "counted" or not path.exists():
+        return [cav.note(f"pathlength was not counted ({record.status}: {record.reason or 'no pathlength.parquet'}):"
+                         f" INSTR/CMD (I) is not the counted pass's")]
+    total, note = counted_instructions(path, tx)
+    measured["instructions_i"] = total
+    return [cav.note(note)]
+
 
 _number = finite
 

@@ -91,6 +91,23 @@ def check_references(workload: Workload) -> None:
     if workload.service is not None and workload.service.network is not None:
         _check_network_target(workload, workload.service)
     _check_remote(workload)
+    if workload.pathlength is not None:
+        _check_pathlength(workload)
+
+
+#: The targets whose pathlength perflab can count (drive/pathlength/): an in-process SUT inside
+#: its worker, a command's processes. A server's (PostgreSQL's backends) is not counted yet: its
+#: instructions for one request are not told apart from its other work without starting it
+#: under valgrind, which perflab does not do.
+PATHLENGTH_KINDS = ("sqlite", "python", "command")
+
+
+def _check_pathlength(workload: Workload) -> None:
+    target = workload.target
+    if target.kind not in PATHLENGTH_KINDS:
+        raise LocatedError(("pathlength",), f"pathlength is counted for {', '.join(PATHLENGTH_KINDS)} targets, not "
+                                            f"{target.kind}: the instructions a server spends on one request are "
+                                            f"not told apart from its other work")
 
 
 def _check_network_target(workload: Workload, service: Service) -> None:

@@ -325,6 +325,8 @@ def _resolve_services(workload: Workload, data: Any, path: Path) -> None:
         raise InputError(message, file=path, line=line_of(data, loc), field=".".join(map(str, loc)))
 
     _check_extras(workload, data, path)   # pgserver among them
+    if workload.pathlength is not None and find_tool("valgrind") is None:
+        fail("valgrind is not installed (apt-get install valgrind): it counts the pathlength", ("pathlength",))
     if isinstance(target, PostgresTarget) and target.server is not None and target.server.bin != "pgserver":
         if not (Path(target.server.bin) / "postgres").exists():
             fail(f"no PostgreSQL server in {target.server.bin} (e.g. apt-get install postgresql-15 for "

@@ -746,6 +746,24 @@ class Placement(Strict):
                               "more, or it idles while the driver catches up")
 
 
+class Pathlength(Strict):
+    """Instructions per transaction (INSTR/CMD (I)) counted under valgrind in a short pass after
+    the timed run, never during it: valgrind slows a SUT 20 to 50 times, so the timed rows stay
+    native and the counted pass has rows of its own (drive/pathlength/, docs/workloads.md)."""
+
+    transactions: int = Field(default=200, ge=1, le=100_000, description="transactions counted, drawn from the "
+                              "workload's mix with its seed")
+    warmup: int = Field(default=20, ge=0, le=100_000, description="transactions run first and not counted, so the "
+                        "counted ones find the caches warm (Python's, SQLite's schema and statements)")
+    timeout: Duration = Field(default=900.0, description="give up counting after this long (INSTR/CMD (I) is then "
+                              "na; the timed run is kept)")
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
 # --- a SUT on another host: its monitor, and drivers on several hosts (docs/distributed.md) -----
 
 
@@ -836,6 +854,9 @@ class Workload(Strict):
     drivers: Drivers | None = Field(default=None, description="drivers on several hosts, on Ray "
                                     "(docs/distributed.md)")
     seed: int = Field(default=1, ge=-_INT64, le=_INT64)
+    pathlength: Pathlength | None = Field(default=None, description="count instructions per transaction under "
+                                          "valgrind in a short pass after the timed run (sqlite, python and "
+                                          "command targets)")
     monitor_interval: Duration = 1.0
     thresholds: list[ThresholdExpression] = Field(
         default_factory=list, description="absolute limits on catalog keys that `perflab run` checks (exit 1 when "

@@ -27,6 +27,7 @@ from typing import Any
 
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
 from perflab.drive.load.deadline import deadline_text, deadlines_of
+from perflab.drive.pathlength.valgrind import cachegrind_prefix, cachegrind_total
 from perflab.workload.model import CommandTarget, Workload
 
 
@@ -65,8 +66,7 @@ class CommandAdapter(SutAdapter):
         self.last_instructions = float("nan")
         if self.valgrind:
             self.cg_dir = tempfile.mkdtemp(prefix="perflab-cg-")
-            self.cg_prefix = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
-                              f"--cachegrind-out-file={self.cg_dir}/cg.%p.out"]
+            self.cg_prefix = cachegrind_prefix(f"{self.cg_dir}/cg.%p.out")
 
     def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
         template, deadline = self.templates[tx_index]
@@ -112,10 +112,7 @@ class CommandAdapter(SutAdapter):
         """Sum the `summary:` (Ir) lines of every process the command ran, then clear them."""
         total = 0
         for path in glob.glob(os.path.join(self.cg_dir, "cg.*.out")):
-            with open(path) as handle:
-                for line in handle:
-                    if line.startswith("summary:"):
-                        total += int(line.split()[1])
+            total += cachegrind_total(Path(path)) or 0
             os.unlink(path)
         return float(total) if total else float("nan")
 

@@ -18,7 +18,6 @@ seed gives the same script choices and think times however the event loop interl
 from __future__ import annotations
 
 import asyncio
-import itertools
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -26,12 +25,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from perflab.drive.load.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
-from perflab.drive.load.params import ParamMaker
+from perflab.drive.load.mix import Script, Step, compile_scripts
 from perflab.drive.load.recorder import Recorder
 from perflab.errors import SutFailure
 from perflab.workload.model import ClosedLoad, OpenLoad, Workload
 from perflab.workload.rng import UserRandom
-from perflab.workload.thinktime import NO_THINK, ThinkTime
 
 NAN = math.nan
 #: A run cut short (failed, interrupted) waits at most this long for its transactions in flight.
@@ -128,20 +126,6 @@ class Phases:
 
 
 @dataclass
-class _Step:
-    tx_index: int
-    think: ThinkTime
-    params: ParamMaker
-    klass: int
-
-
-@dataclass
-class _Script:
-    index: int
-    steps: list[_Step]
-
-
-@dataclass
 class Outcome:
     status: str = "complete"  # complete | failed | interrupted
     reason: str | None = None
@@ -189,24 +173,13 @@ class Engine:
     # --- preparation --------------------------------------------------------------------
 
     def _compile(self) -> None:
-        w = self.workload
-        tx_index = {t.name: i for i, t in enumerate(w.transactions)}
-        self.class_names = sorted({t.tx_class for t in w.transactions})
-        class_index = {c: i for i, c in enumerate(self.class_names)}
-        default_think = w.think or NO_THINK
-        makers = [ParamMaker(t.params) for t in w.transactions]
-        self.scripts: list[_Script] = []
-        for si, script in enumerate(w.scripts):
-            steps = []
-            for step in script.steps:
-                ti = tx_index[step.transaction]
-                steps.append(_Step(ti, step.think or default_think, makers[ti], class_index[w.transactions[ti].tx_class]))
-            self.scripts.append(_Script(si, steps))
-        self.init = next((s for s, m in zip(self.scripts, w.scripts) if m.name == w.init_script), None)
-        choosable = [(s, m.weight) for s, m in zip(self.scripts, w.scripts) if m.name != w.init_script and m.weight > 0]
-        self.mix = [s for s, _ in choosable]
-        self.mix_cumulative = list(itertools.accumulate(wt for _, wt in choosable))
-        self.deadlines = deadlines_of(w)
+        compiled = compile_scripts(self.workload)
+        self.class_names = compiled.class_names
+        self.scripts = compiled.scripts
+        self.init = compiled.init
+        self.mix = compiled.mix
+        self.mix_cumulative = compiled.cumulative
+        self.deadlines = deadlines_of(self.workload)
 
     # --- the run ------------------------------------------------------------------------
 
@@ -342,7 +315,7 @@ class Engine:
         finally:
             self._thinking.pop(uid, None)
 
-    async def _transaction(self, uid: int, script: _Script, step: _Step, intended: float, think: float,
+    async def _transaction(self, uid: int, script: Script, step: Step, intended: float, think: float,
                            prng: UserRandom) -> float:
         params = step.params(prng)
         actual = time.monotonic()
@@ -369,7 +342,7 @@ class Engine:
                           reply.instructions, reply.harness_cpu)
         return end
 
-    def _given_up(self, uid: int, script: _Script, step: _Step, intended: float, actual: float,
+    def _given_up(self, uid: int, script: Script, step: Step, intended: float, actual: float,
                   think: float) -> None:
         """A transaction still in flight when the drain stopped waiting: an error, and hung when it
         has been out longer than its deadline (always, at the end of a whole window's wait; a run
@@ -392,7 +365,7 @@ class Engine:
         outcome.hung += 1
         outcome.deadline_s = deadline if outcome.deadline_s is None else max(outcome.deadline_s, deadline)
 
-    async def _run_script(self, uid: int, script: _Script, rng: UserRandom, prng: UserRandom,
+    async def _run_script(self, uid: int, script: Script, rng: UserRandom, prng: UserRandom,
                           prev_end: float, first_intended: float | None = None,
                           residual: bool = False) -> float | None:
         """Run the script's steps; the end of its last transaction, or None once the user is to

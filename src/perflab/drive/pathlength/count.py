@@ -1,0 +1,168 @@
+"""The counted pass, start to end: after the timed run, on a freshly prepared SUT, count the
+instructions of `pathlength.transactions` transactions drawn from the workload's mix, write
+pathlength.parquet and return the run record's `pathlength`.
+
+A fresh SUT, not the one the timed run left: a SQLite database grows with every transaction the
+timed run committed, so a faster release would otherwise be counted on a larger database than a
+slower one, and the pathlengths of a study's configurations would not be paired.
+
+Nothing here raises: a pass that fails (valgrind missing, a worker that crashes, a timeout)
+leaves INSTR/CMD (I) na with its reason, and the timed run is kept as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import perflab
+from perflab.drive.adapters.base import adapter_class, prepare_sut
+from perflab.drive.pathlength.draw import draw
+from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_command
+from perflab.drive.pathlength.valgrind import valgrind_version
+from perflab.records.run import PATHLENGTH_FILE, PathlengthMethod, PathlengthRecord
+from perflab.sut.releases import call_with_path
+from perflab.workload.model import Workload
+
+#: the directory of the pass (its fresh SUT, spec, worker log, callgrind file) in the run directory
+PASS_DIR = "pathlength"
+_IN_PROCESS = ("sqlite", "python")
+
+
+@dataclass(frozen=True)
+class PassInputs:
+    workload: Workload
+    workload_dir: Path
+    run_dir: Path
+    seed: int
+    cpus: list[int]
+    paths: list[str]  # the releases under test, first on the worker's import path
+
+
+def count_pathlength(inputs: PassInputs) -> PathlengthRecord:
+    """Run the counted pass; its record (status failed with the reason when it could not count)."""
+    settings = inputs.workload.pathlength
+    assert settings is not None  # called only for a workload that asks for it
+    method: PathlengthMethod = "client_requests" if inputs.workload.target.kind in _IN_PROCESS else "per_command"
+    tool = f"{valgrind_version()} {'callgrind' if method == 'client_requests' else 'cachegrind'}"
+    record = PathlengthRecord(status="failed", tool=tool, method=method, warmup=settings.warmup)
+    started = time.monotonic()
+    try:
+        _count(inputs, method, record)
+    except KeyboardInterrupt:
+        # Ctrl-C during the pass: the timed run is measured and is stored all the same.
+        record.status, record.reason = "failed", "interrupted (Ctrl-C) during the counted pass"
+    except Exception as exc:  # whatever fails here (the SUT's set-up, the worker, its files) leaves the run kept
+        record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}"[:500]
+    record.seconds = round(time.monotonic() - started, 3)
+    return record
+
+
+def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecord) -> None:
+    workload, settings = inputs.workload, inputs.workload.pathlength
+    assert settings is not None
+    pass_dir = inputs.run_dir / PASS_DIR
+    pass_dir.mkdir(exist_ok=True)
+    data = workload.model_dump(mode="json", by_alias=True)
+    if method == "per_command":
+        data["target"]["valgrind"] = True  # the command adapter's own per-command count
+    _prepare(workload, data, inputs, pass_dir)
+    drawn = draw(workload, inputs.seed, settings.warmup + settings.transactions)
+    out = pass_dir / "results.json"
+    spec = {"workload": data, "workload_dir": str(inputs.workload_dir), "run_dir": str(pass_dir),
+            "cpus": inputs.cpus, "paths": inputs.paths, "drawn": [[d.tx_index, d.params] for d in drawn],
+            "warmup": settings.warmup, "nulls": NULLS, "mode": method, "out": str(out)}
+    spec_path = pass_dir / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    callgrind_file = pass_dir / "callgrind.out"
+    command = (worker_command(spec_path, callgrind_file) if method == "client_requests"
+               else [sys.executable, "-m", "perflab.drive.pathlength.worker", str(spec_path)])
+    log = pass_dir / "worker.log"
+    code = _run(command, log, settings.timeout)
+    if code is None:
+        record.reason = f"the counted pass did not finish within {settings.timeout:g} s (pathlength.timeout)"
+        return
+    if code != 0 or not out.exists():
+        record.reason = f"the counted worker exited with status {code}: {_tail(log)}"
+        return
+    results = json.loads(out.read_text())["results"]
+    counted = [r[2] for r in results]
+    if method == "client_requests":
+        counts = read_counts(callgrind_file, len(results))
+        record.overhead_instructions = counts.overhead
+        counted = counts.per_transaction
+        callgrind_file.unlink(missing_ok=True)  # megabytes of call graph; the counts are in the table
+    counted_drawn = drawn[settings.warmup:]
+    names = [t.name for t in workload.transactions]
+    classes = [t.tx_class for t in workload.transactions]
+    instructions = [math.nan if not ok or n is None else float(n) for (ok, _e, _c), n in zip(results, counted)]
+    table = pa.table({
+        "transaction": pa.array([names[d.tx_index] for d in counted_drawn], pa.string()),
+        "class": pa.array([classes[d.tx_index] for d in counted_drawn], pa.string()),
+        "instructions": pa.array(instructions, pa.float64()),
+        "ok": pa.array([bool(r[0]) for r in results], pa.bool_()),
+        "error": pa.array([r[1] for r in results], pa.string()),
+    })
+    pq.write_table(table, inputs.run_dir / PATHLENGTH_FILE)
+    record.transactions = len(results)
+    record.errors = sum(1 for r in results if not r[0])
+    measured = sum(1 for v in instructions if not math.isnan(v))
+    if measured == 0:
+        record.reason = "no counted transaction completed with a count"
+        return
+    record.status = "counted"
+
+
+def _prepare(workload: Workload, data: dict, inputs: PassInputs, pass_dir: Path) -> None:
+    """The SUT set up afresh for the pass, as the timed run's was (the release's own import
+    path in a process of its own, as there)."""
+    if inputs.paths:
+        call_with_path(inputs.paths, prepare_sut, workload.target.kind, data, str(inputs.workload_dir),
+                       str(pass_dir))
+    else:
+        adapter_class(workload.target.kind).prepare(workload, inputs.workload_dir, pass_dir)
+
+
+def _run(command: list[str], log: Path, timeout: float) -> int | None:
+    """The worker's exit status, or None when it outlasted `timeout` (its process group killed).
+    perflab itself is put on its import path: the worker is a plain subprocess, not a spawned one."""
+    env = dict(os.environ)
+    source = str(Path(perflab.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH")) if p)
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                                   start_new_session=True)
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            return None
+        except BaseException:
+            _kill(process)  # the worker is in a session of its own: Ctrl-C does not reach it
+            raise
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:])[-600:] or "(no output)"

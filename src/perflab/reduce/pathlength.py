@@ -1,0 +1,52 @@
+"""INSTRUCTIONS (I) from the counted pass (pathlength.parquet, drive/pathlength/): the window's
+completed transactions, each at its name's mean count.
+
+Why per name: the counted pass draws its transactions from the mix, so its proportions of each
+transaction differ a little from the window's; weighting each name's mean by the window's count
+of that name makes INSTR/CMD (I) the window's own mix at the counted pathlengths. A name the pass
+did not count (rare in a long mix) gets the mean of all counted transactions, and the note says so.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from perflab.reduce.transactions import WindowTransactions
+
+
+def counted_instructions(path: Path, tx: WindowTransactions) -> tuple[float | None, str]:
+    """The window's INSTRUCTIONS (I) from the counted pass, and a note on how it was made."""
+    table = pq.read_table(path, columns=["transaction", "instructions", "ok"])
+    names = [str(n) for n in table.column("transaction").to_pylist()]
+    counts = table.column("instructions").to_numpy(zero_copy_only=False).astype(np.float64)
+    ok = np.asarray(table.column("ok").to_pylist(), dtype=bool)
+    good = ok & ~np.isnan(counts)
+    if not good.any():
+        return None, "the counted pass has no completed transaction with a count: INSTR/CMD (I) is na"
+    overall = float(counts[good].mean())
+    by_name: dict[str, float] = {}
+    for name in sorted({n for n, g in zip(names, good) if g}):
+        select = good & np.array([n == name for n in names])
+        by_name[name] = float(counts[select].mean())
+    window_ok = tx.ok
+    if tx.tx_code is None or tx.tx_names is None:
+        total = overall * int(window_ok.sum())
+        uncounted: list[str] = []
+    else:
+        total, uncounted = 0.0, []
+        for code, name in enumerate(tx.tx_names):
+            n = int((window_ok & (tx.tx_code == code)).sum())
+            if n == 0:
+                continue
+            if name not in by_name:
+                uncounted.append(name)
+            total += n * by_name.get(name, overall)
+    note = (f"INSTR/CMD (I) is the counted pass's: {int(good.sum())} transactions counted under valgrind after "
+            f"the window (pathlength.parquet), each name's mean weighted by the window's completed transactions")
+    if uncounted:
+        note += f"; {', '.join(uncounted)} not counted, taken at the mean of all ({overall:,.0f})"
+    return (total if math.isfinite(total) else None), note
