@@ -13,7 +13,7 @@ import time
 
 from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
-from perflab.drive.load.batch import engine_for
+from perflab.drive.load.batch import engine_for, mixed_work
 from perflab.drive.load.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.load.recorder import SPILL_FILE, Recorder
 from perflab.drive.pathlength.count import PassInputs, count_pathlength
@@ -49,6 +49,11 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
                                 str(life.run_dir), i, plan.placement.sut_cpus, counters, paths, os.getpid())
                      for i in range(plan.workers)]
             depth = workload.placement.depth
+            if depth is None and mixed_work(workload):
+                # A job holds its worker for its whole elapsed time: a request waiting in that
+                # worker's pipe would wait for the job, and an online user's response would include
+                # a job's elapsed time the SUT's CPU never imposed.
+                depth = 1
             # A command's deadline is enforced in its worker (the command's process group is
             # killed there); the pool kills a worker that stops answering, and any other hung one.
             grace = WORKER_ENFORCED_GRACE_S if workload.target.kind == "command" else 0.0

@@ -125,6 +125,9 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         raise InputError("give --users (closed loop) or --rate (open loop), not both", field="--users/--rate")
     users, rate = request.users, request.rate
     load = workload.load
+    if rate is not None and isinstance(load, ClosedLoad) and load.batch is not None:
+        raise InputError("mixed work (load.batch) runs a job stream beside users: give --users, not --rate",
+                         field="--rate")
     jobs = initiators = None
     if users is None and rate is None:
         users = load.users if isinstance(load, ClosedLoad) else None
@@ -141,8 +144,10 @@ def resolve_plan(request: RunRequest) -> RunPlan:
         phases = Phases(0.0, 0.0, load.timeout if request.duration is None else request.duration)
     placement = resolve_placement(request.driver_cpus or workload.placement.driver_cpus,
                                   request.sut_cpus or workload.placement.sut_cpus)
-    workers = request.workers or workload.placement.workers or min(users or initiators or MAX_DEFAULT_WORKERS,
-                                                                   MAX_DEFAULT_WORKERS)
+    # Mixed work's initiators need workers of their own beside the users' (or a job waits for one).
+    beside = load.batch.initiators if isinstance(load, ClosedLoad) and load.batch is not None and users else 0
+    workers = request.workers or workload.placement.workers or min(
+        (users + beside if users else None) or initiators or MAX_DEFAULT_WORKERS, MAX_DEFAULT_WORKERS)
     drivers = _drivers(request)
     service_port = None
     if workload.service is not None:

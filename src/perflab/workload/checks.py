@@ -13,8 +13,10 @@ from urllib.parse import urlsplit
 
 from perflab.workload.model import (
     NETWORK_KINDS,
+    BatchBeside,
     BatchLoad,
     Choice,
+    ClosedLoad,
     Constant,
     HttpTarget,
     OpenLoad,
@@ -65,6 +67,8 @@ def check_references(workload: Workload) -> None:
     if workload.service is not None and workload.target.kind not in NETWORK_KINDS:
         raise LocatedError(("service",), f"a service is the SUT of a network target (postgres, http, tcp), "
                                          f"not of a {workload.target.kind} target")
+    if isinstance(workload.load, ClosedLoad) and workload.load.batch is not None:
+        _check_mixed(workload, workload.load.batch)
     if isinstance(workload.load, BatchLoad) and workload.driver.kind != "native":
         raise LocatedError(("driver", "kind"), "a job stream (load: {jobs, initiators}) is run by perflab's own "
                                                "driver: remove driver.kind or use a closed or open load")
@@ -93,6 +97,27 @@ def check_references(workload: Workload) -> None:
     _check_remote(workload)
     if workload.pathlength is not None:
         _check_pathlength(workload)
+
+
+def _check_mixed(workload: Workload, batch: BatchBeside) -> None:
+    """A job stream beside the users: its scripts exist, are not the users' logon, and leave the
+    users a script of their own; perflab's own driver on one host runs both."""
+    names = [s.name for s in workload.scripts]
+    for i, name in enumerate(batch.scripts):
+        if name not in names:
+            raise LocatedError(("load", "batch", "scripts", i), f"unknown script {name!r}; defined: {sorted(names)}")
+        if name == workload.init_script:
+            raise LocatedError(("load", "batch", "scripts", i), f"{name!r} is the users' init script, not a job")
+    chosen = set(batch.scripts)
+    if sum(s.weight for s in workload.scripts if s.name in chosen) <= 0:
+        raise LocatedError(("load", "batch", "scripts"), "at least one of the job stream's scripts needs a weight "
+                                                         "above 0")
+    if sum(s.weight for s in workload.scripts if s.name not in chosen and s.name != workload.init_script) <= 0:
+        raise LocatedError(("load", "batch", "scripts"), "the users need a script of their own (weight above 0) "
+                                                         "that the job stream does not run")
+    if workload.driver.kind != "native" or workload.drivers is not None:
+        raise LocatedError(("load", "batch"), "mixed work (users and a job stream) is run by perflab's own driver "
+                                              "on one host: remove driver.kind and drivers, or load.batch")
 
 
 #: The targets whose pathlength perflab can count (drive/pathlength/): an in-process SUT inside

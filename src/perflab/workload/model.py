@@ -297,8 +297,23 @@ class Script(Strict):
         return v
 
 
+class BatchBeside(Strict):
+    """A job stream beside the online users (mixed work, the seeds' MIDI/LODI and JES3 runs):
+    `initiators` initiators take job after job -- each one run of a script drawn from `scripts`
+    by weight -- from the run's start until the window's end (or `jobs` jobs), while the users
+    run the other scripts. Each class of transaction gets its own rows."""
+
+    scripts: list[str] = Field(min_length=1, description="the scripts the job stream runs (by weight); the users "
+                               "run the others")
+    initiators: int = Field(default=1, ge=1, le=10_000, description="jobs run at once")
+    jobs: int | None = Field(default=None, ge=1, le=10_000_000, description="stop after this many jobs (default: "
+                             "jobs run until the window's end)")
+
+
 class ClosedLoad(Strict):
     users: Users = Field(ge=1, description="simulated users (closed loop)")
+    batch: BatchBeside | None = Field(default=None, description="a job stream run beside the users: mixed work "
+                                      "(docs/workloads.md#mixed-work)")
 
 
 class OpenLoad(Strict):
@@ -885,6 +900,10 @@ class Workload(Strict):
         """The load in words: "8 users (closed loop)", "150/s poisson arrivals (open loop)"..."""
         load = self.load
         if isinstance(load, ClosedLoad):
+            if load.batch is not None:
+                jobs = "" if load.batch.jobs is None else f" (at most {load.batch.jobs:,} jobs)"
+                return (f"{load.users:,} users (closed loop) and a job stream beside them, {load.batch.initiators} "
+                        f"at a time{jobs}")
             return f"{load.users:,} users (closed loop)"
         if isinstance(load, OpenLoad):
             return f"{load.rate:,g}/s {load.arrival} arrivals (open loop)"

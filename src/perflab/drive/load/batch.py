@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 
 from perflab.drive.load.engine import Engine, Outcome
+from perflab.drive.load.mixed import MixedEngine
 from perflab.drive.plan import RunPlan
 from perflab.errors import SutFailure
+from perflab.workload.model import ClosedLoad, Workload
 from perflab.workload.rng import UserRandom
 
 
@@ -98,11 +100,22 @@ class BatchEngine(Engine):
                 self.last_end = max(self.last_end or end, end)
 
 
+def mixed_work(workload: Workload) -> bool:
+    """Users with a job stream beside them (load.batch)."""
+    load = workload.load
+    return isinstance(load, ClosedLoad) and load.batch is not None
+
+
 def engine_for(plan: RunPlan, executor, recorder, t0: float) -> Engine:
-    """The engine a run's load calls for: a job stream, or simulated users / arrivals."""
+    """The engine a run's load calls for: a job stream, simulated users / arrivals, or users with a
+    job stream beside them (mixed work, drive/load/mixed.py)."""
     if plan.jobs is not None:  # plan.batch
         assert plan.initiators is not None  # a job stream's, with its jobs (resolve_plan)
         return BatchEngine(plan.workload, executor, recorder, plan.phases, t0, seed=plan.seed, jobs=plan.jobs,
                            initiators=plan.initiators)
+    load = plan.workload.load
+    if plan.users is not None and isinstance(load, ClosedLoad) and load.batch is not None:  # mixed_work
+        return MixedEngine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, seed=plan.seed,
+                           batch=load.batch)
     return Engine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
                   seed=plan.seed)

@@ -59,3 +59,10 @@ def compile_scripts(w: Workload) -> ScriptMix:
     return ScriptMix(scripts, init, [s for s, _ in choosable], list(itertools.accumulate(wt for _, wt in choosable)),
                      class_names)
 
+
+def sub_mix(w: Workload, scripts: list[Script], names: set[str], inside: bool) -> tuple[list[Script], list[float]]:
+    """The weighted mix of the scripts named in `names` (inside) or of the others, the init
+    script left out either way: mixed work's jobs and users draw from the two halves."""
+    chosen = [(s, m.weight) for s, m in zip(scripts, w.scripts)
+              if m.name != w.init_script and m.weight > 0 and (m.name in names) == inside]
+    return [s for s, _ in chosen], list(itertools.accumulate(wt for _, wt in chosen))

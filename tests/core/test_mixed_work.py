@@ -1,0 +1,94 @@
+"""Mixed work: online users and a job stream in one run, each with its own per-class rows; a
+bad mixed load refused with its line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import in_window, load_run, perflab, run_dir_of, write_workload
+
+from perflab.workload.loader import load_workload
+
+RUN = """
+name: mixed
+target: {kind: python}
+transactions:
+  - {name: look, class: online, call: "time:sleep", args: [0.002]}
+  - {name: report, class: batch, call: "time:sleep", args: [0.2]}
+scripts:
+  - {name: teller, steps: [look]}
+  - {name: job, steps: [report]}
+think: 0.05
+load:
+  users: 3
+  batch: {scripts: [job], initiators: 1, jobs: 5}
+timing: {stagger: 0s, stabilization: 0s, measurement: 4s}
+"""
+
+
+def test_users_and_a_job_stream_run_together_with_rows_per_class(tmp_path, store):
+    result = perflab("run", write_workload(tmp_path, RUN), "-q", store=store)
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.strip().splitlines()[-1]
+    run, tx = load_run(run_dir_of(store, run_id))
+    online, batch = tx[tx["class"] == "online"], tx[tx["class"] == "batch"]
+    # The stream stopped after its 5 jobs, run one at a time by one initiator, recorded under
+    # the number after the users'; the users never ran a job and the jobs never a user's script.
+    assert len(batch) == 5 and set(batch.user) == {3} and set(batch.script) == {"job"}
+    assert set(online.user) == {0, 1, 2} and set(online.script) == {"teller"}
+    starts = batch.actual_start.sort_values().to_numpy()
+    assert (starts[1:] - starts[:-1] >= 0.2).all()  # one initiator: a job starts after the last one ended
+    assert (batch.end - batch.intended_start >= 0.2).all()
+    # The jobs ran while the users did: the first job started with the run, not after the users.
+    assert starts[0] < online.actual_start.min() + 0.5
+    per_class = json.loads(perflab("show", run_id, "--json", store=store).stdout)["per_class"]
+    assert set(per_class) == {"online", "batch"}
+    assert per_class["batch"]["tx_ok"] == len(in_window(run, batch[batch.ok])) == 5
+    assert per_class["batch"]["avg_last_t"] >= 0.2
+    assert per_class["online"]["tx_ok"] == len(in_window(run, online[online.ok])) > 10
+    assert 0.002 <= per_class["online"]["avg_last_t"] < per_class["batch"]["avg_last_t"]
+
+
+MIXED = """
+name: mixed
+target: {kind: python}
+transactions:
+  - {name: a, call: "perflab.sut.synthetic:noop"}
+  - {name: j, class: batch, call: "perflab.sut.synthetic:noop"}
+scripts:
+  - {name: online, steps: [a]}
+  - {name: job, steps: [j]}
+load:
+  users: 2
+  batch: {scripts: [job], initiators: 2}
+"""
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("old, new, line, needle", [
+    ("scripts: [job]", "scripts: [jobs]", 11, "unknown script 'jobs'"),
+    ("scripts: [job]", "scripts: [job, online]", 11, "a script of their own"),
+    ("initiators: 2", "initiators: 0", 11, "initiators"),
+])
+def test_bad_mixed_work_is_refused_with_the_line(tmp_path, old, new, line, needle):
+    path = write_workload(tmp_path, MIXED.replace(old, new))
+    result = perflab("validate", path)
+    assert result.returncode == 2, result.stdout
+    assert f"{path}:{line}" in result.stderr and needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_mixed_work_loads_and_gives_each_side_its_scripts(tmp_path):
+    from perflab.drive.load.mix import compile_scripts, sub_mix
+
+    workload = load_workload(write_workload(tmp_path, MIXED))
+    compiled = compile_scripts(workload)
+    users, _ = sub_mix(workload, compiled.scripts, {"job"}, inside=False)
+    jobs, _ = sub_mix(workload, compiled.scripts, {"job"}, inside=True)
+    assert [s.index for s in users] == [0] and [s.index for s in jobs] == [1]
+
+
+@pytest.mark.fast
+def test_a_rate_instead_of_users_is_refused_for_mixed_work(tmp_path, store):
+    result = perflab("run", write_workload(tmp_path, MIXED), "--rate", "5", store=store)
+    assert result.returncode == 2 and "--rate" in result.stderr and "Traceback" not in result.stderr, result.stderr
