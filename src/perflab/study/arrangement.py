@@ -34,8 +34,11 @@ from perflab.study.compare import DesignTraits
 
 ARRANGEMENTS = ("one-at-a-time", "duet", "split-duet")
 #: The order `auto` tries the arrangements in: the best measured first (docs/accuracy.md, "Study
-#: arrangements against known truths"); each is taken only if its drivers can keep up.
-PREFERENCE: tuple[Arrangement, ...] = ("split-duet", "duet", "one-at-a-time")
+#: arrangements against known truths", 2026-11-27: the duet's bias within -0.55..+1.14 points on
+#: SQLite and the synthetic SUT, its intervals ±0.3-0.8 points; the split duet's intervals
+#: ±5-7 points on SQLite and its bias up to 5 points on PostgreSQL, where one at a time needs
+#: ±12 points); each is taken only if its drivers can keep up.
+PREFERENCE: tuple[Arrangement, ...] = ("duet", "split-duet", "one-at-a-time")
 #: Headroom `auto` leaves under the drivers' saturation limit: a driver measured near it in a
 #: calibration run would cross it in some block.
 DRIVER_HEADROOM = 0.85
