@@ -138,7 +138,13 @@ class PostgresExecutor:
         # A statement naming parameters the transaction does not give is sent without them: the
         # server refuses it, and the transaction fails with that reason.
         args = [params[n] for n in names] if names and params is not None else ()
-        if self.prepared:
+        if self.prepared and self.pool is None:
+            # A user's own connection: its statements prepared once and kept. A pooled
+            # connection is a proxy made anew at each acquire, and a statement prepared through
+            # one is dead once it is released (keyed by the proxy's id, a later proxy at the same
+            # address found it: "the underlying connection has been released back to the pool");
+            # there asyncpg's own statement cache (statement_cache_size, per real connection)
+            # prepares each statement once per connection instead.
             key = (id(conn), sql)
             stmt = self._statements.get(key)
             if stmt is None:
