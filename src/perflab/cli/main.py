@@ -326,6 +326,74 @@ def study(
 
 
 @app.command()
+def suite(
+    suite_file: Path = typer.Argument(..., metavar="SUITE", help="suite YAML file: one study per workload"),
+    measurement: str | None = typer.Option(None, "--measurement", help="override every run's measurement period"),
+    stabilization: str | None = typer.Option(None, "--stabilization", help="override the stabilization period"),
+    blocks: int | None = typer.Option(None, "--blocks", help="override every study's number of blocks (at least 3)"),
+    gate: bool = typer.Option(False, "--gate", help="exit by the average of the suite's first metric (1 WORSE, "
+                              "3 INCONCLUSIVE)"),
+    no_monitor: bool = NoMonitorOpt,
+    store: Path | None = StoreOpt,
+) -> None:
+    """Measure one change under several workloads: a study per workload, then their average (the
+    LSPR's shape: a row per workload and an Average row).
+
+    Every study the suite names must compare the same two configurations. Each runs as `perflab
+    study` would and keeps its own report; the suite writes suite.json and report.md. Exit codes:
+    as `perflab study`, the average's verdict deciding under --gate; 4 when the first metric has
+    no average (a workload without an interval), 130 interrupted.
+
+    Example: `perflab suite examples/lspr/sqlite-release-suite.yaml`
+    """
+    from perflab.report.progress import StudyProgress
+    from perflab.report.suite import render_suite_markdown, render_suite_terminal
+    from perflab.report.write import write_reports
+    from perflab.store.atomic import write_atomic
+    from perflab.store.catalog import Store
+    from perflab.study.runner import StudyOptions, StudyRunner
+    from perflab.study.suite import SuiteRunner
+
+    runs = Store(store)
+    runner = SuiteRunner(suite_file, runs)
+    count = len(runner.doc.members)
+    err.print(f"suite [bold]{escape(runner.suite_id)}[/bold] -> {escape(runner.dir)}")
+
+    def run_study(path: Path, name: str):
+        index = next(i for i, m in enumerate(runner.doc.members, start=1) if m.name == name)
+        options = StudyOptions(measurement=_seconds(measurement, "--measurement"),
+                               stabilization=_seconds(stabilization, "--stabilization"), blocks=blocks,
+                               monitor=not no_monitor)
+        progress = StudyProgress(err)
+        study_runner = StudyRunner(path, runs, options, on_event=progress.event, observer=progress)
+        err.print(f"workload {index} of {count}, [bold]{escape(name)}[/bold]: study "
+                  f"{escape(study_runner.study_id)}")
+        try:
+            doc = study_runner.run()
+        finally:
+            progress.close()
+        write_reports(doc, study_runner.dir)
+        return doc, study_runner.dir
+
+    try:
+        doc = runner.run(run_study)
+    finally:
+        report = runner.dir / "report.md"
+        if runner.dir.exists():
+            write_atomic(report, lambda tmp: tmp.write_text(render_suite_markdown(runner.doc,
+                                                                                  runner.loaded.suite.notes)))
+    render_suite_terminal(doc, err)
+    err.print(f"suite: {escape(runner.dir / 'suite.json')}")
+    err.print(f"report: {escape(report)}")
+    out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
+    if doc.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    code = doc.verdict.exit_code if doc.verdict is not None else EXIT_OK
+    if gate or code == EXIT_NO_COMPARISON:
+        raise typer.Exit(code)
+
+
+@app.command()
 def compare(
     a: str = typer.Argument(..., metavar="A", help="base: run ids (comma-separated), label:NAME, or "
                             "study:STUDY_ID:CONFIG"),
