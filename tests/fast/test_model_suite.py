@@ -155,3 +155,14 @@ def test_suite_json_is_written_before_the_first_study_ends(tmp_path):
     doc = json.loads((_suite_dir(done) / "suite.json").read_text())
     assert doc["status"] == "interrupted" and doc["members"][0]["status"] == "interrupted"
     assert doc["members"][1]["status"] == "pending" and doc["verdict"]["exit_code"] == 130
+
+
+def test_validate_reads_a_suite_and_every_study_it_names_without_running(tmp_path):
+    path = _suite(tmp_path)
+    done = perflab_model("validate", path, store=tmp_path / "st")
+    assert done.returncode == 0 and "suite 'three-workloads'" in done.stdout and "under 3 workloads" in done.stdout
+    assert not (tmp_path / "st").exists()
+    (tmp_path / "users-study.yaml").write_text((tmp_path / "users-study.yaml").read_text().replace("blocks: 4",
+                                                                                                  "blocks: 1"))
+    bad = perflab_model("validate", path, store=tmp_path / "st")
+    assert bad.returncode == 2 and "users-study.yaml" in bad.stderr and "blocks" in bad.stderr, bad.stderr

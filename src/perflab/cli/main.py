@@ -82,15 +82,24 @@ def _seconds(text: str | None, option: str) -> float | None:
 
 
 @app.command()
-def validate(workload: Path = typer.Argument(..., help="workload or study YAML file")) -> None:
-    """Check a workload or study file (and the workload it names); print a summary or the first
-    problem (file:line: field: message). Nothing is run and nothing is written.
+def validate(workload: Path = typer.Argument(..., help="workload, study or suite YAML file")) -> None:
+    """Check a workload, study or suite file (and the files it names); print a summary or the
+    first problem (file:line: field: message). Nothing is run and nothing is written.
 
     Example: `perflab validate examples/sqlite-release-study.yaml`
     """
     from perflab.workload.loader import load_workload, read_yaml
 
     data = read_yaml(workload)
+    if isinstance(data, dict) and "studies" in data and "target" not in data and "workload" not in data:
+        from perflab.study.suite import load_suite
+
+        loaded = load_suite(workload)
+        out.print(f"[green]ok[/green] {escape(workload)}: suite {escape(repr(loaded.suite.name))}, "
+                  f"{escape(loaded.base)} -> {escape(loaded.new)} under {len(loaded.members)} workloads "
+                  f"({escape(', '.join(m.entry.name for m in loaded.members))}); averaged: "
+                  f"{escape(', '.join(loaded.suite.metrics))}")
+        return
     if "workload" in data and "target" not in data:   # a study file names its workload; a workload has a target
         from perflab.study.runner import load_study
 
@@ -106,19 +115,20 @@ def validate(workload: Path = typer.Argument(..., help="workload or study YAML f
 
 
 @app.command()
-def schema(kind: str = typer.Argument("workload", help="workload or study")) -> None:
-    """Print the JSON schema of workload (or study) files, for editors.
+def schema(kind: str = typer.Argument("workload", help="workload, study or suite")) -> None:
+    """Print the JSON schema of workload (or study, or suite) files, for editors.
 
     Example: `perflab schema study > study.schema.json`
     """
     from pydantic import BaseModel
 
     from perflab.study.model import Study
+    from perflab.study.suite import SuiteFile
     from perflab.workload.model import Workload
 
-    models: dict[str, type[BaseModel]] = {"workload": Workload, "study": Study}
+    models: dict[str, type[BaseModel]] = {"workload": Workload, "study": Study, "suite": SuiteFile}
     if kind not in models:
-        raise InputError(f"unknown schema {kind!r}; expected 'workload' or 'study'", field="KIND")
+        raise InputError(f"unknown schema {kind!r}; expected 'workload', 'study' or 'suite'", field="KIND")
     out.print_json(json.dumps(models[kind].model_json_schema(by_alias=True)))
 
 
