@@ -37,6 +37,11 @@ class Case:
     #: The SUT runs in perflab's workers, which measure each transaction's own CPU: its truth is
     #: measured in mixed runs (perflab.accuracy.truth); else in alternating runs.
     per_transaction_cpu: bool = True
+    #: The target kind whose studies may use this case's own bias bound (perflab.study.arrangement):
+    #: the case is that kind's real server under a workload of its kind. None: the case stands for
+    #: no kind (the synthetic SUT is a python target, but python targets run anything), so studies
+    #: of other kinds take the bound pooled over every case.
+    target_kind: str | None = None
 
     def path(self, examples: Path) -> Path:
         return examples / self.workload
@@ -61,12 +66,13 @@ CASES: dict[str, Case] = {
     "sqlite": Case("sqlite", "accuracy/sqlite-knob.yaml", "transactions.debit_credit.params.knob.value", 2000,
                    start_users=20000, max_users=100000,
                    timing={"stagger": "0s", "stabilization": "3s", "measurement": "12s"},
-                   description="SQLite 3.40.1 (apsw), the main job's bank users, 10 s Bactrian thinks"),
+                   description="SQLite 3.40.1 (apsw), the main job's bank users, 10 s Bactrian thinks",
+                   target_kind="sqlite"),
     "postgres": Case("postgres", "postgres/debit-credit-proc.yaml", "transactions.tpcb_like.params.knob.value", 4000,
                      start_users=4, max_users=4,
                      timing={"stagger": "0s", "stabilization": "8s", "measurement": "15s"},
                      description="PostgreSQL 15, debit-credit as one PL/pgSQL call, 4 users without think time",
-                     fixed_users=4, per_transaction_cpu=False),
+                     fixed_users=4, per_transaction_cpu=False, target_kind="postgres"),
 }
 #: The knob of the sqlite case sits in both transactions; a configuration sets both.
 SECOND_KNOB = {"sqlite": "transactions.branch_report.params.knob.value"}

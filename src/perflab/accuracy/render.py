@@ -24,7 +24,7 @@ def _share(count: int, total: int) -> str:
 
 
 def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCalibration], where: str,
-           truths: dict | None = None) -> str:
+           truths: dict | None = None, by_kind: dict[str, dict[str, Bound]] | None = None) -> str:
     truths = truths or {}
     lines = [BEGIN, "", "## Study arrangements against known truths", "",
              f"Regenerate with `perflab accuracy --studies` (hours; resumable). Measured {where}.", "",
@@ -80,6 +80,15 @@ def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCali
     for b in bound.values():
         lines.append(f"| {b.arrangement} | {b.cells} | {b.k_low:+.3f} to {b.k_high:+.3f} | "
                      f"{100 * math.expm1(b.a_max):.2f}% | {'yes' if b.widened else 'no'} |")
+    if by_kind:
+        lines += ["", "A study of a target kind one case stands for states that case's own bound (below); a study "
+                  "of any other kind states the pooled one above.", "",
+                  "| target kind | arrangement | cells | k (magnification) | largest offset a | widened |",
+                  "|---|---|---:|---|---:|---|"]
+        for kind, kind_bounds in by_kind.items():
+            for b in kind_bounds.values():
+                lines.append(f"| {kind} | {b.arrangement} | {b.cells} | {b.k_low:+.3f} to {b.k_high:+.3f} | "
+                             f"{100 * math.expm1(b.a_max):.2f}% | {'yes' if b.widened else 'no'} |")
     lines += ["", END]
     return "\n".join(lines) + "\n"
 
@@ -93,12 +102,24 @@ def with_section(document: str, section: str) -> str:
     return document.rstrip("\n") + "\n\n" + section
 
 
-def bias_file(bound: dict[str, Bound], where: str, source: str) -> str:
-    """arrangement_bias.json: what perflab.study.arrangement.measured_bias reads."""
-    return json.dumps({"format": 1, "arrangements": {
-        b.arrangement: {"k_low": round(b.k_low, 4), "k_high": round(b.k_high, 4), "a_max": round(b.a_max, 5),
-                        "widened": b.widened, "measured": where, "source": source} for b in bound.values()}},
-        indent=1) + "\n"
+def _entry(b: Bound, where: str, source: str) -> dict:
+    return {"k_low": round(b.k_low, 4), "k_high": round(b.k_high, 4), "a_max": round(b.a_max, 5),
+            "widened": b.widened, "measured": where, "source": source}
+
+
+def bias_file(bound: dict[str, Bound], where: str, source: str,
+              by_kind: dict[str, dict[str, Bound]] | None = None) -> str:
+    """arrangement_bias.json: what perflab.study.arrangement.measured_bias reads -- per arrangement
+    the pooled bound and, under `by_target`, each target kind's own."""
+    arrangements = {}
+    for b in bound.values():
+        entry = _entry(b, where, source)
+        kinds = {kind: _entry(kb[b.arrangement], f"{where}, {kind} only", source)
+                 for kind, kb in (by_kind or {}).items() if b.arrangement in kb}
+        if kinds:
+            entry["by_target"] = kinds
+        arrangements[b.arrangement] = entry
+    return json.dumps({"format": 1, "arrangements": arrangements}, indent=1) + "\n"
 
 
 def write(path: Path, text: str) -> None:

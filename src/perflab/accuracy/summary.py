@@ -19,7 +19,10 @@ loss WORSE with one; **answered** the share with a verdict (not exit 4).
 mean log-ratio over the truth, less 1) with a standard error from both; the A/A cells an offset
 a. The bound spans every k within two standard errors and every |a| likewise; it is applied
 (the arrangement's intervals widened by it) when the arrangement misses the target on any cell
--- coverage below 85%, or a bias beyond 0.3 points.
+-- coverage below 85%, or a bias beyond 0.3 points. The bound is given pooled over every case
+(what a study of a kind no case measured states) and per case that stands for a target kind
+(`Case.target_kind`): a SQLite study states SQLite's bound, not one set by PostgreSQL's
+dilution.
 """
 
 from __future__ import annotations
@@ -183,6 +186,18 @@ class Bound:
     a_max: float
     widened: bool
     cells: int
+
+
+def bounds_by_kind(table: list[Cell]) -> dict[str, dict[str, Bound]]:
+    """Per target kind a case stands for (accuracy.cases.Case.target_kind): its own cells' bounds."""
+    from perflab.accuracy.cases import CASES
+
+    out = {}
+    for case in sorted({c.case for c in table}):
+        kind = CASES[case].target_kind if case in CASES else None
+        if kind is not None:
+            out[kind] = bounds([c for c in table if c.case == case])
+    return out
 
 
 def bounds(table: list[Cell]) -> dict[str, Bound]:

@@ -537,10 +537,11 @@ def _accuracy_studies(store, output: Path, cases: str, arrangements: str, effect
              f"{machine.get('kernel') or '?'}, {dt.date.today().isoformat()}")
     table = summary.cells(done, truths)
     bound = summary.bounds(table)
-    section = render.render(table, bound, knobs, where, truths)
+    by_kind = summary.bounds_by_kind(table)
+    section = render.render(table, bound, knobs, where, truths, by_kind)
     render.write(output, render.with_section(output.read_text() if output.is_file() else "", section))
     bias_path = Path(str(importlib.resources.files("perflab.study").joinpath("arrangement_bias.json")))
-    render.write(bias_path, render.bias_file(bound, where, f"{output} ({results})"))
+    render.write(bias_path, render.bias_file(bound, where, f"{output} ({results})", by_kind))
     out.print(section, markup=False)
     err.print(f"written: {escape(output)}, {escape(bias_path)}")
 

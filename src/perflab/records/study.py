@@ -131,6 +131,8 @@ class DesignBias(Record):
     widened: bool = Field(default=False, description="the verdict intervals were widened by it")
     measured: str = Field(default="", description="where and when it was measured (host, date, SUTs)")
     source: str = Field(default="", description="the accuracy table it comes from")
+    target: str | None = Field(default=None, description="the target kind it was measured on (the study's own); "
+                                                         "None: pooled over every kind measured")
 
 
 class Design(Record):

@@ -195,7 +195,9 @@ def arrangement_text(study: StudyDocument) -> str:
                      if bias.k_low or bias.k_high else "no magnification measured")
     offset = f", an offset of up to {100 * math.expm1(bias.a_max):.2f}% at no change" if bias.a_max else ""
     widened = "; every verdict interval widened by it" if bias.widened else ""
-    return f"{name}: measured bias against one-at-a-time ratios: {magnification}{offset} ({bias.measured}){widened}"
+    kind = (f"measured on {bias.target} targets" if bias.target else "pooled over every kind of SUT measured")
+    return (f"{name}: measured bias against one-at-a-time ratios: {magnification}{offset} ({kind}; "
+            f"{bias.measured}){widened}")
 
 
 def header(study: StudyDocument) -> list[tuple[str, str]]:

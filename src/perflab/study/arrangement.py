@@ -48,9 +48,11 @@ SPLIT_CPU_CEILING_PCT = 90.0
 BIAS_FILE = "arrangement_bias.json"
 
 
-def measured_bias(arrangement: str) -> DesignBias | None:
+def measured_bias(arrangement: str, target_kind: str | None = None) -> DesignBias | None:
     """The arrangement's bias as `perflab accuracy --studies` measured it (None: not measured, or
-    one-at-a-time, which is the reference)."""
+    one-at-a-time, which is the reference): the bound measured on the study's own kind of target
+    where an accuracy case stands for it (a SQLite study is not widened by PostgreSQL's dilution),
+    else the bound pooled over every case."""
     if arrangement == "one-at-a-time":
         return None
     try:
@@ -60,7 +62,10 @@ def measured_bias(arrangement: str) -> DesignBias | None:
     entry = (json.loads(text).get("arrangements") or {}).get(arrangement)
     if not entry:
         return None
-    return DesignBias.model_validate({"arrangement": arrangement, **entry})
+    own = (entry.get("by_target") or {}).get(target_kind) if target_kind is not None else None
+    chosen = {k: v for k, v in (own or entry).items() if k != "by_target"}
+    return DesignBias.model_validate({"arrangement": arrangement, **chosen,
+                                      "target": target_kind if own else None})
 
 
 def traits(arrangement: str, bias: DesignBias | None) -> DesignTraits:

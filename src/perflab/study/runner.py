@@ -482,7 +482,7 @@ class StudyRunner:
         self.arrangement = arrangement
         design = self.doc.design
         design.arrangement, design.duet = arrangement, arrangement != "one-at-a-time"
-        design.bias = measured_bias(arrangement)
+        design.bias = measured_bias(arrangement, self.workload.target.kind)
         self.builder.design = traits(arrangement, design.bias)
         if why is not None:
             self.builder.warn(cav.note(why))
