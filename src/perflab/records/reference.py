@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from perflab.caveats import Caveat
 from perflab.records.run import RUN_FORMAT, RunRecord
 from perflab.records.study import STUDY_FORMAT, StudyDocument
+from perflab.records.suite import SUITE_FORMAT, SuiteDocument
 
 BEGIN = "<!-- records:begin (generated: python -m perflab.records.reference docs/architecture.md) -->"
 END = "<!-- records:end -->"
@@ -75,6 +76,8 @@ def render_record_reference() -> str:
     out += [f"### study.json (format {STUDY_FORMAT})", ""]
     seen.discard(Caveat)
     walk(StudyDocument)
+    out += [f"### suite.json (format {SUITE_FORMAT})", ""]
+    walk(SuiteDocument)
     out.append(END)
     return "\n".join(out) + "\n"
 

@@ -38,30 +38,30 @@ class SuiteMember(Record):
 class AverageRow(Record):
     """One metric's change averaged over the workloads (perflab.stats.across_workloads)."""
 
-    key: str
-    label: str = ""
-    unit: str = ""
-    direction: str = "none"
+    key: str = Field(description="catalog key")
+    label: str = Field(default="", description="printed label")
+    unit: str = Field(default="", description="unit of the metric")
+    direction: str = Field(default="none", description="higher, lower or none")
     ratio: float | None = Field(default=None, description="geometric mean of the workloads' ratios")
     ci_low: float | None = Field(default=None, description="geometric mean of their lower bounds")
     ci_high: float | None = Field(default=None, description="... of their upper bounds")
     level: float | None = Field(default=None, description="1 - the sum of their error rates (the union bound)")
-    verdict: str | None = None
-    material: bool = False
-    note: str = ""
+    verdict: str | None = Field(default=None, description="the members' rule against the suite's margin")
+    material: bool = Field(default=False, description="the whole interval lies beyond the margin")
+    note: str = Field(default="", description="the verdict's remark")
     reason: str | None = Field(default=None, description="why there is no average")
 
 
 class SuiteDocument(Record):
     format: int = Field(default=SUITE_FORMAT, description="format version")
-    suite_id: str
-    name: str
-    title: str = ""
-    status: SuiteStatus = "running"
-    reason: str | None = None
-    created: str | None = None
-    finished: str | None = None
-    suite_path: str = ""
+    suite_id: str = Field(description="the suite's id (store: suites/ID)")
+    name: str = Field(description="the suite file's name")
+    title: str = Field(default="", description="its title (default: base -> new)")
+    status: SuiteStatus = Field(default="running", description="running, complete, interrupted or failed")
+    reason: str | None = Field(default=None, description="why it is not complete")
+    created: str | None = Field(default=None, description="when it started (ISO 8601)")
+    finished: str | None = Field(default=None, description="when it ended")
+    suite_path: str = Field(default="", description="the suite file")
     base: str = Field(default="", description="the base configuration every workload's study compares against")
     new: str = Field(default="", description="the changed configuration")
     margin: float = Field(description="the average's equivalence margin")
