@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from perflab.extras import require
 from perflab.http_server import is_loopback
 
-web = require("aiohttp.web", extra="serve", feature="perflab serve")
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.typedefs import Handler, Middleware
+else:
+    web = require("aiohttp.web", extra="serve", feature="perflab serve")
 
 TOKEN_COOKIE = "perflab_token"
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -41,11 +45,11 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
-def guard(token: str | None, check_host: bool) -> Callable:
+def guard(token: str | None, check_host: bool) -> Middleware:
     """The middleware that admits a request (or answers 401/403 before any handler runs)."""
 
     @web.middleware
-    async def middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if check_host and not is_loopback(_host_name(request.headers.get("Host", ""))):
             return web.Response(status=403, text="perflab serve: unexpected Host header (the server answers "
                                 "requests to the loopback address only)\n")
