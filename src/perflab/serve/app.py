@@ -22,8 +22,9 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 import jinja2
@@ -39,12 +40,16 @@ from perflab.report.answer import answer_rows
 from perflab.report.html import plain_text
 from perflab.report.run import data as run_data
 from perflab.report.run.export import RENDERERS
-from perflab.report.run.model import TRANSACTIONS_TITLE, build_report, heading, read_record
+from perflab.report.run.model import TRANSACTIONS_TITLE, RunReport, ThresholdRow, build_report, heading, read_record
 from perflab.serve import compare as cmp
-from perflab.serve.data import ID, RUN_FILES, Cache, NotFound, RunFilter, StoreView, file_key, study_summary
+from perflab.serve.data import ID, RUN_FILES, Cache, FileKey, NotFound, RunFilter, StoreView, file_key, study_summary
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
-web = require("aiohttp.web", extra="serve", feature="perflab serve")   # this module is the web application
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.typedefs import Handler
+else:
+    web = require("aiohttp.web", extra="serve", feature="perflab serve")   # this module is the web application
 
 log = logging.getLogger("perflab.serve")
 PACKAGE = Path(__file__).resolve().parent
@@ -52,8 +57,36 @@ PACKAGE = Path(__file__).resolve().parent
 POLL_S = 1.0
 #: A compare result is reused this long (the page, its frame and the downloads ask in turn).
 COMPARE_TTL_S = 30.0
+
+T = TypeVar("T")
+#: A live stream's message: the event's name and its data (sent as JSON).
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunTexts:
+    """A run's reports as served: each format's text by kind (html, md, json), and the report
+    they were rendered from (the page's own views and the CSV files read it)."""
+
+    texts: dict[str, str]
+    report: RunReport
+
+
+@dataclass
+class ServeState:
+    """What the application keeps beside the store: the page templates, the one thread that
+    renders reports, and the reports rendered (each keyed by what it depends on)."""
+
+    templates: jinja2.Environment
+    render: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="perflab-render"))
+    runs: Cache[tuple[str, FileKey], RunTexts] = field(default_factory=Cache)
+    studies: Cache[tuple[str, FileKey], dict[str, str]] = field(default_factory=Cache)
+    compare: Cache[tuple[cmp.CompareQuery, int], cmp.CompareResult] = field(default_factory=lambda: Cache(16))
+
+
 STORE = web.AppKey("store", StoreView)
-CONFIG = web.AppKey("config", dict)
+STATE = web.AppKey("state", ServeState)
 
 
 def create_app(home: Path, token: str | None = None, check_host: bool = True) -> web.Application:
@@ -61,9 +94,7 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
     `check_host`: answer only requests addressed to the loopback (the default binding)."""
     app = web.Application(middlewares=[guard(token, check_host), _errors])
     app[STORE] = StoreView(Path(home))
-    app[CONFIG] = {"render": ThreadPoolExecutor(max_workers=1, thread_name_prefix="perflab-render"),
-                   "runs": Cache(), "studies": Cache(), "compare": Cache(16),
-                   "templates": _templates()}
+    app[STATE] = ServeState(templates=_templates())
     app.on_response_prepare.append(headers)
     app.on_cleanup.append(_cleanup)
     r = app.router
@@ -93,7 +124,7 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
 
 
 async def _cleanup(app: web.Application) -> None:
-    app[CONFIG]["render"].shutdown(wait=False, cancel_futures=True)
+    app[STATE].render.shutdown(wait=False, cancel_futures=True)
 
 
 def _templates() -> jinja2.Environment:
@@ -122,7 +153,7 @@ async def favicon(request: web.Request) -> web.Response:
 
 
 @web.middleware
-async def _errors(request: web.Request, handler: Callable) -> web.StreamResponse:
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Bad input is the user's to fix: a 400 page with the one-line message; an id that names
     nothing, a 404. Anything else is a bug: logged, and a 500 page without details."""
     try:
@@ -144,13 +175,13 @@ async def _errors(request: web.Request, handler: Callable) -> web.StreamResponse
 
 def _page(request: web.Request, template: str, code: int = 200, **context: Any) -> web.Response:
     store = request.app[STORE]
-    env: jinja2.Environment = request.app[CONFIG]["templates"]
-    html = env.get_template(template).render(store=str(store.home), path=request.path, **context)
+    html = request.app[STATE].templates.get_template(template).render(store=str(store.home), path=request.path, **context)
     return web.Response(text=html, status=code, content_type="text/html", charset="utf-8")
 
 
-async def _render(request: web.Request, fn: Callable, *args: Any) -> Any:
-    return await asyncio.get_running_loop().run_in_executor(request.app[CONFIG]["render"], fn, *args)
+async def _render(request: web.Request, make: Callable[[], T]) -> T:
+    """`make()` on the render thread (the event loop keeps serving meanwhile)."""
+    return await asyncio.get_running_loop().run_in_executor(request.app[STATE].render, make)
 
 
 def _document(text: str, kind: str, name: str, download: bool) -> web.Response:
@@ -181,8 +212,8 @@ async def api_runs(request: web.Request) -> web.Response:
     return web.json_response([e.as_json() for e in entries])
 
 
-def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
-    """The run's three reports (and its threshold rows, for the page), rendered once per version
+def _run_texts(store: StoreView, run_dir: Path, cache: Cache[tuple[str, FileKey], RunTexts]) -> RunTexts:
+    """The run's three reports (and the report itself, for the page), rendered once per version
     of its files."""
     record = read_record(run_dir)
     study_id = record.study or ""
@@ -190,7 +221,7 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
     key = (run_dir.name, file_key(run_dir / "run.json", run_dir / "transactions.parquet", run_dir / "samples.parquet",
                                   *([study_path] if study_path else [])))
 
-    def make() -> dict[str, Any]:
+    def make() -> RunTexts:
         study = None
         if study_path is not None:
             try:
@@ -198,10 +229,7 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache) -> dict[str, Any]:
             except (NotFound, InputError, OSError):
                 study = None
         report = build_report(run_dir, study)
-        texts: dict[str, Any] = {kind: render(report) for kind, (_, render) in RENDERERS.items()}
-        texts["thresholds"] = report.thresholds
-        texts["report"] = report            # the page's own views and the CSV files read it
-        return texts
+        return RunTexts({kind: render(report) for kind, (_, render) in RENDERERS.items()}, report)
 
     return cache.get(key, make)
 
@@ -219,10 +247,11 @@ async def run_page(request: web.Request) -> web.Response:
             study = study_summary(store.study(record.study), record.study)
         except (NotFound, InputError, OSError):
             study = None
-    thresholds, report = [], None
+    thresholds: list[ThresholdRow] = []
+    report: RunReport | None = None
     if status != "running":
-        texts = await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"])
-        thresholds, report = texts["thresholds"], texts["report"]
+        report = (await _run_texts_of(request, run_dir)).report
+        thresholds = report.thresholds
     outcome = await asyncio.to_thread(store.run_outcome, record)
     return _page(request, "run.html.j2", title=f"Run {run_id}", run=record, run_id=run_id, status=status,
                  outcome=outcome,
@@ -235,15 +264,18 @@ async def run_page(request: web.Request) -> web.Response:
 async def run_report_file(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run_id, kind = request.match_info["run_id"], request.match_info["kind"]
-    run_dir = store.run_dir(run_id)
-    texts = await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"])
-    return _document(texts[kind], kind, f"{run_id}-report.{kind}", "download" in request.query)
+    texts = await _run_texts_of(request, store.run_dir(run_id))
+    return _document(texts.texts[kind], kind, f"{run_id}-report.{kind}", "download" in request.query)
 
 
-async def _run_report(request: web.Request) -> Any:
+async def _run_texts_of(request: web.Request, run_dir: Path) -> RunTexts:
+    store, cache = request.app[STORE], request.app[STATE].runs
+    return await _render(request, lambda: _run_texts(store, run_dir, cache))
+
+
+async def _run_report(request: web.Request) -> RunReport:
     store = request.app[STORE]
-    run_dir = store.run_dir(request.match_info["run_id"])
-    return (await _render(request, _run_texts, store, run_dir, request.app[CONFIG]["runs"]))["report"]
+    return (await _run_texts_of(request, store.run_dir(request.match_info["run_id"]))).report
 
 
 def _no_data(request: web.Request, why: run_data.NoData) -> web.Response:
@@ -299,11 +331,11 @@ async def studies_page(request: web.Request) -> web.Response:
     filters = _study_filters(request)
     studies = await asyncio.to_thread(store.studies, **filters)
     return _page(request, "studies.html.j2", title="Studies", studies=studies, filters=filters,
-                 version=store.version((s["study_id"], s["status"], s["runs"]) for s in studies),
+                 version=store.studies_version(studies),
                  query={k: v for k, v in filters.items() if v})
 
 
-def _study_texts(store: StoreView, study_dir: Path, cache: Cache) -> dict[str, str]:
+def _study_texts(store: StoreView, study_dir: Path, cache: Cache[tuple[str, FileKey], dict[str, str]]) -> dict[str, str]:
     """The study's reports: the files `perflab study` wrote when it finished; while it runs
     (or if it never finished), rendered from study.json as it stands."""
     from perflab.report.write import EXPORTERS
@@ -344,7 +376,8 @@ def _aa_rows(doc: StudyDocument) -> list[tuple[str, str]]:
 async def study_report_file(request: web.Request) -> web.Response:
     store = request.app[STORE]
     study_id, kind = request.match_info["study_id"], request.match_info["kind"]
-    texts = await _render(request, _study_texts, store, store.study_dir(study_id), request.app[CONFIG]["studies"])
+    study_dir, cache = store.study_dir(study_id), request.app[STATE].studies
+    texts = await _render(request, lambda: _study_texts(store, study_dir, cache))
     return _document(texts[kind], kind, f"{study_id}-report.{kind}", "download" in request.query)
 
 
@@ -359,11 +392,10 @@ async def study_json(request: web.Request) -> web.StreamResponse:
 # -- compare -------------------------------------------------------------------------------------
 
 async def _compare(request: web.Request, query: cmp.CompareQuery) -> cmp.CompareResult:
-    store = request.app[STORE]
-    cache: Cache = request.app[CONFIG]["compare"]
+    store, cache = request.app[STORE], request.app[STATE].compare
     # A group such as label:NAME grows as runs finish: a result is reused for a short while only.
     key = (query, int(time.time() // COMPARE_TTL_S))
-    return await _render(request, cache.get, key, lambda: cmp.run_compare(store.store, query))
+    return await _render(request, lambda: cache.get(key, lambda: cmp.run_compare(store.store, query)))
 
 
 async def compare_page(request: web.Request) -> web.Response:
@@ -412,7 +444,7 @@ async def api_compare(request: web.Request) -> web.Response:
 
 # -- live streams (server-sent events) -------------------------------------------------------------
 
-async def _pump(request: web.Request, step: Callable[[], list[tuple[str, Any]]]) -> web.StreamResponse:
+async def _pump(request: web.Request, step: Callable[[], list[Event]]) -> web.StreamResponse:
     """Send what `step` (run on a thread: it reads files and the catalog) returns, once per
     POLL_S, until it returns an `end` event or the browser goes away (ConnectionResetError:
     nothing to clean up, the loop just stops). Any other failure ends the stream (logged): the
@@ -448,7 +480,7 @@ async def events_run(request: web.Request) -> web.StreamResponse:
     run_id = request.match_info["run_id"]
     store.run_dir(run_id)
 
-    def step() -> list[tuple[str, Any]]:
+    def step() -> list[Event]:
         try:
             status = store.run_status(store.run_record(run_id))
         except NotFound:                        # the run directory was removed meanwhile
@@ -468,7 +500,7 @@ async def events_study(request: web.Request) -> web.StreamResponse:
     study_id = request.match_info["study_id"]
     store.study_dir(study_id)
 
-    def step() -> list[tuple[str, Any]]:
+    def step() -> list[Event]:
         try:
             doc = store.study(study_id)
         except NotFound:                        # the study directory was removed meanwhile
@@ -492,7 +524,7 @@ async def events_runs(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
     f = RunFilter.from_query(dict(request.query))
 
-    def step() -> list[tuple[str, Any]]:
+    def step() -> list[Event]:
         entries = store.runs(f)
         return [("runs", {"version": store.runs_version(entries),
                           "live": {e.row.run_id: live_payload(store.live(e.row.run_id))
@@ -506,8 +538,8 @@ async def events_studies(request: web.Request) -> web.StreamResponse:
     filters = _study_filters(request)
     store.studies(**filters)        # bad input is a 400 before the stream starts
 
-    def step() -> list[tuple[str, Any]]:
+    def step() -> list[Event]:
         studies = store.studies(**filters)
-        return [("studies", {"version": store.version((s["study_id"], s["status"], s["runs"]) for s in studies)})]
+        return [("studies", {"version": store.studies_version(studies)})]
 
     return await _pump(request, step)

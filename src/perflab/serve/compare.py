@@ -19,6 +19,7 @@ from typing import Any
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK, InputError
 from perflab.records.study import MetricComparison, StudyDocument
 from perflab.serve.data import ID
+from perflab.store.catalog import Store
 
 #: A word for each exit code of `perflab compare` (README "Exit codes"); the document's
 #: `verdict.meaning` says why in the case at hand.
@@ -156,7 +157,7 @@ class CompareResult:
         return {"groups": groups}
 
 
-def run_compare(store: Any, query: CompareQuery) -> CompareResult:
+def run_compare(store: Store, query: CompareQuery) -> CompareResult:
     """The comparison, as `perflab compare` makes it, and its three reports (rendered once: the
     page, its frame and the downloads all show the same document)."""
     from perflab.report.view import verdict_cell

@@ -13,10 +13,10 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from perflab.catalog.registry import REGISTRY
 from perflab.errors import InputError
@@ -58,8 +58,12 @@ class RunFilter:
     limit: int = 500
 
     @classmethod
-    def from_query(cls, query: dict[str, str]) -> RunFilter:
-        f = cls(**{k: (query.get(k) or "").strip() for k in ("workload", "label", "status", "study", "since", "until")})
+    def from_query(cls, query: Mapping[str, str]) -> RunFilter:
+        def text(name: str) -> str:
+            return (query.get(name) or "").strip()
+
+        f = cls(workload=text("workload"), label=text("label"), status=text("status"), study=text("study"),
+                since=text("since"), until=text("until"))
         if f.status and f.status not in STATUSES + OUTCOMES:
             raise InputError(f"expected one of {', '.join(STATUSES + OUTCOMES)}, got {f.status!r}", field="status")
         for name in ("since", "until"):
@@ -123,7 +127,7 @@ class StoreView:
 
     def runs(self, f: RunFilter | None = None) -> list[RunEntry]:
         f = f or RunFilter()
-        out = []
+        out: list[RunEntry] = []
         for row in self.store.rows():
             entry = RunEntry(row, row.shown_status)
             if f.matches(row, entry.status, entry.outcome.kind.value):
@@ -201,11 +205,11 @@ class StoreView:
             raise cached[1]
         return cached[1]
 
-    def studies(self, workload: str = "", status: str = "", since: str = "", until: str = "") -> list[dict[str, Any]]:
+    def studies(self, workload: str = "", status: str = "", since: str = "", until: str = "") -> list[StudySummary]:
         for name, value in (("since", since), ("until", until)):
             if value and not DATE.match(value):
                 raise InputError(f"expected a date YYYY-MM-DD, got {value!r}", field=name)
-        out = []
+        out: list[StudySummary] = []
         if not self.studies_dir.is_dir():
             return out
         for path in self.studies_dir.glob("*/study.json"):
@@ -219,16 +223,19 @@ class StoreView:
                 summary = unreadable_summary(path.parent.name, exc)
             else:
                 summary = study_summary(doc, path.parent.name)
-                summary["status"] = self.study_status(doc)
-            if workload and workload.casefold() not in (summary["workload"] or "").casefold():
+                summary.status = self.study_status(doc)
+            if workload and workload.casefold() not in (summary.workload or "").casefold():
                 continue
-            if status and summary["status"] != status:
+            if status and summary.status != status:
                 continue
-            created = (summary["created"] or "")[:10]
+            created = (summary.created or "")[:10]
             if (since and created < since) or (until and created > until):
                 continue
             out.append(summary)
-        return sorted(out, key=lambda s: (s["created"] or "", s["study_id"]), reverse=True)
+        return sorted(out, key=lambda s: (s.created or "", s.study_id), reverse=True)
+
+    def studies_version(self, studies: list[StudySummary]) -> str:
+        return self.version((s.study_id, s.status, s.runs) for s in studies)
 
     def study_status(self, doc: StudyDocument) -> str:
         """A study's status; `running` only while one of its runs is (a killed study stays
@@ -267,7 +274,7 @@ class StoreView:
         labels = sorted({r.label for r in rows if r.label})
         out = [f"label:{label}" for label in labels]
         for s in self.studies()[:50]:
-            out += [f"study:{s['study_id']}:{c}" for c in s["configs"]]
+            out += [f"study:{s.study_id}:{c}" for c in s.configs]
         return out + [r.run_id for r in rows if r.status == "complete"]
 
 
@@ -281,32 +288,52 @@ def answer_text(doc: StudyDocument) -> str | None:
     return "; ".join(calls) + f" (exit code {verdict.exit_code})"
 
 
-def study_summary(doc: StudyDocument, study_id: str) -> dict[str, Any]:
-    return {
-        "study_id": doc.study_id or study_id, "name": doc.name, "title": doc.title,
-        "status": doc.status, "created": doc.created, "finished": doc.finished, "workload": doc.workload.name,
-        "configs": [c.name for c in doc.configurations], "runs": len(doc.runs),
-        "valid": sum(1 for r in doc.runs if r.valid), "planned": len(doc.design.schedule),
-        "verdict": answer_text(doc), "problem": None,
-    }
+@dataclass
+class StudySummary:
+    """A study as the studies list and a study's page head show it."""
+
+    study_id: str
+    status: str                 # study.json's; the list's, once StoreView.study_status has judged it
+    name: str | None = None
+    title: str | None = None
+    created: str | None = None
+    finished: str | None = None
+    workload: str | None = None
+    configs: list[str] = field(default_factory=list)
+    runs: int = 0               # measured runs done
+    valid: int = 0
+    planned: int = 0
+    verdict: str | None = None  # answer_text
+    problem: str | None = None  # why study.json cannot be read (status `unreadable`)
 
 
-def unreadable_summary(study_id: str, problem: InputError) -> dict[str, Any]:
+def study_summary(doc: StudyDocument, study_id: str) -> StudySummary:
+    return StudySummary(
+        study_id=doc.study_id or study_id, name=doc.name, title=doc.title,
+        status=doc.status, created=doc.created, finished=doc.finished, workload=doc.workload.name,
+        configs=[c.name for c in doc.configurations], runs=len(doc.runs),
+        valid=sum(1 for r in doc.runs if r.valid), planned=len(doc.design.schedule),
+        verdict=answer_text(doc))
+
+
+def unreadable_summary(study_id: str, problem: InputError) -> StudySummary:
     """A study whose study.json cannot be read: listed, with the reason, never hidden."""
-    return {"study_id": study_id, "name": None, "title": None, "status": "unreadable", "created": None,
-            "finished": None, "workload": None, "configs": [], "runs": 0, "valid": 0, "planned": 0,
-            "verdict": None, "problem": problem.message}
+    return StudySummary(study_id=study_id, status="unreadable", problem=problem.message)
 
 
-class Cache:
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Cache(Generic[K, V]):
     """A small least-recently-used map of rendered reports, keyed by what they depend on."""
 
     def __init__(self, size: int = 24):
         self.size = size
-        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.items: OrderedDict[K, V] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+    def get(self, key: K, make: Callable[[], V]) -> V:
         with self.lock:
             if key in self.items:
                 self.items.move_to_end(key)
@@ -319,9 +346,13 @@ class Cache:
         return value
 
 
-def file_key(*paths: Path) -> tuple:
+#: Modification time and size of each of a report's files (None when absent).
+FileKey = tuple[tuple[int, int] | None, ...]
+
+
+def file_key(*paths: Path) -> FileKey:
     """Modification time and size of each file (None when absent): a report's cache key."""
-    out = []
+    out: list[tuple[int, int] | None] = []
     for path in paths:
         try:
             stat = path.stat()
