@@ -39,7 +39,7 @@ test: $(STAMP)
 	if [ $$fast -ne 0 ]; then exit $$fast; fi; exit $$lab
 
 # The linters (.ci/run calls `make lint` before the tests): ruff, then mypy over src/perflab at the
-# strictness pyproject.toml's [tool.mypy] states and why (serve/ is left out while it is rewritten).
+# strictness pyproject.toml's [tool.mypy] states and why (every package, serve/ included).
 # Both must say nothing. mypy keeps its cache in .mypy_cache: about 30 s of CPU the first time, a
 # few seconds after a change.
 lint: $(STAMP)
