@@ -12,7 +12,12 @@ from pathlib import Path
 
 def find_k6() -> str | None:
     """k6 on PATH, else where `go install go.k6.io/k6` puts it: $(go env GOPATH)/bin."""
-    found = shutil.which("k6")
+    return find_go_tool("k6")
+
+
+def find_go_tool(name: str) -> str | None:
+    """A program on PATH, else where `go install` puts it: $(go env GOPATH)/bin (k6, runsc)."""
+    found = shutil.which(name)
     if found:
         return found
     gopaths = [os.environ.get("GOPATH"), str(Path.home() / "go")]
@@ -25,7 +30,7 @@ def find_k6() -> str | None:
             pass
     for gopath in filter(None, gopaths):
         for entry in gopath.split(os.pathsep):
-            candidate = Path(entry) / "bin" / "k6"
+            candidate = Path(entry) / "bin" / name
             if os.access(candidate, os.X_OK):
                 return str(candidate)
     return None
@@ -33,4 +38,4 @@ def find_k6() -> str | None:
 
 def find_tool(name: str) -> str | None:
     """A program by name: k6 also where `go install` puts it, the others on PATH."""
-    return find_k6() if name == "k6" else shutil.which(name)
+    return find_go_tool(name) if name in ("k6", "runsc") else shutil.which(name)

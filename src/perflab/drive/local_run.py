@@ -20,6 +20,7 @@ from perflab.drive.pathlength.count import PassInputs, count_pathlength
 from perflab.drive.workers import WorkerPool, WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
 from perflab.records.run import PathlengthRecord
+from perflab.sut import isolation
 from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of
 
 
@@ -63,7 +64,8 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             life.describe_sut(pids=pool.pids, counters=list(counter_names), tx_counter=tx_counter)
             t0 = life.synchronized_t0()
             life.start_clock(t0, time.time())
-            life.start_monitor(pool.pids, counters.handle if counters is not None else None)
+            life.start_monitor(pool.pids, counters.handle if counters is not None else None,
+                               isolation.components(getattr(workload.target, "isolation", None)))
             recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [], t0,
                                 spill_path=life.run_dir / SPILL_FILE)
             engine = engine_for(plan, pool, recorder, t0)

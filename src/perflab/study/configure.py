@@ -49,6 +49,8 @@ def apply_changes(workload: dict[str, Any], changes: dict[str, Any]) -> dict[str
         node: Any = data
         for part in parts[:-1]:
             container, key = _step(node, part, path)
+            if container[key] is None and isinstance(container, dict):
+                container[key] = {}  # an optional block the base leaves out: set one field of it
             node = container[key]
         container, key = _step(node, parts[-1], path)
         container[key] = value

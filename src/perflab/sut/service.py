@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import SutFailure
+from perflab.sut import isolation
 from perflab.workload.model import ReadyProbe
 from perflab.workload.model import Service as ServiceSpec
 
@@ -288,7 +289,7 @@ class Service:
         self.workload_dir, self.run_dir = workload_dir, run_dir
         account = Account.resolve(spec.user)
         env = {**os.environ, **{k: substitute(v, self.tokens) for k, v in spec.env.items()}}
-        argv = [substitute(a, self.tokens) for a in spec.command]
+        argv = isolation.wrap([substitute(a, self.tokens) for a in spec.command], spec.isolation)
         self.netns = None
         if spec.network is not None:
             from perflab.sut.netns import NetworkNamespace
@@ -296,7 +297,7 @@ class Service:
             self.netns = NetworkNamespace(spec.network, run_dir.name)
         self.process = ServiceProcess(f"service {Path(argv[0]).name}", argv, run_dir / "service.log", cwd=self.cwd,
                                       env=env, account=account, cpus=cpus, cgroup=cgroup, netns=self.netns)
-        self.components = dict(spec.components)
+        self.components = isolation.components(spec.isolation, spec.components)
         self.counters = None
         self.version: str | None = None
 
@@ -310,6 +311,8 @@ class Service:
             self._setup([substitute(a, self.tokens) for a in argv])
         self.version = self._version()
         facts: dict[str, Any] = {}
+        if self.spec.isolation is not None:
+            facts["isolation"] = isolation.describe(self.spec.isolation)
         if self.netns is not None:
             self.netns.create()  # before the server: it is born inside (removed in stop)
             facts["service_network"] = self.netns.describe()

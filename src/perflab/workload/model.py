@@ -438,11 +438,32 @@ class PythonTarget(Strict):
         return v
 
 
+class Isolation(Strict):
+    """The layer the SUT runs behind (sut/isolation.py): `native` (none) or a modern hypervisor's
+    analog -- gVisor's runsc, a user-space kernel that takes every system call of the program (the
+    seeds' VM/ESA guests, whose privileged operations CP handled). A study that sets
+    `target.isolation.layer` (or `service.isolation.layer`) compares guest and native in one study."""
+
+    layer: Literal["native", "gvisor"] = Field(default="native", description="native: the program runs as it is; "
+                                               "gvisor: inside a gVisor sandbox (`runsc do`, host root file system "
+                                               "read-only below an in-memory overlay)")
+    platform: Literal["systrap", "ptrace", "kvm"] = Field(default="systrap", description="gVisor's platform: how the "
+                                                          "Sentry intercepts the program's system calls (systrap: "
+                                                          "seccomp traps, no KVM needed)")
+    runsc: str | None = Field(default=None, description="the runsc binary (default: on PATH, else where `go install` "
+                              "puts it)")
+    network: Literal["host", "none"] = Field(default="host", description="host: the sandbox uses the host's network "
+                                             "stack (a service is reached on loopback as natively); none: no network")
+    options: list[str] = Field(default_factory=list, description="more runsc global flags (e.g. --debug)")
+
+
 class CommandTarget(Strict):
     kind: Literal["command"]
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     valgrind: bool = Field(default=False, description="count instructions per transaction with valgrind (slow)")
+    isolation: Isolation | None = Field(default=None, description="run every command behind an isolation layer "
+                                        "(gVisor), or native (the default)")
 
 
 class WalDevice(Strict):
@@ -724,6 +745,8 @@ class Service(Strict):
     version_command: list[str] | None = Field(default=None, description="prints the version (fingerprint sut_version)")
     network: ServiceNetwork | None = Field(default=None, description="run the server in a network namespace of "
                                            "its own, over a veth pair (default: perflab's own network, loopback)")
+    isolation: Isolation | None = Field(default=None, description="run the server behind an isolation layer "
+                                        "(gVisor), or native (the default)")
 
     @property
     def address(self) -> str:

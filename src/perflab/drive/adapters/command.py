@@ -11,6 +11,10 @@ this works on machines without hardware counters (like this one). It is for path
 under valgrind the job runs tens of times slower, so its CPU and response rows measure
 valgrind, and every report says so. Python SUTs should set PYTHONHASHSEED=0 (target.env) for
 counts that repeat exactly.
+
+With `target.isolation: {layer: gvisor}` every command runs in a gVisor sandbox of its own
+(`runsc do`, sut/isolation.py): a job in a fresh guest. wait4's CPU is then the command's and the
+layer's together (runsc reaps the sandbox's processes), as the (S) rows are.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.pathlength.valgrind import cachegrind_prefix, cachegrind_total
+from perflab.sut import isolation as layer
 from perflab.workload.model import CommandTarget, Workload
 
 
@@ -48,7 +53,11 @@ class CommandAdapter(SutAdapter):
         for tx in workload.transactions:
             argv = tx.command if isinstance(tx.command, list) else shlex.split(tx.command)
             programs.append(argv[0])
-        return {"sut_version": "commands: " + ", ".join(sorted(set(programs)))}
+        facts: dict[str, Any] = {"sut_version": "commands: " + ", ".join(sorted(set(programs)))}
+        target = workload.target
+        if isinstance(target, CommandTarget) and target.isolation is not None:
+            facts["isolation"] = layer.describe(target.isolation)
+        return facts
 
     def __init__(self, ctx: WorkerContext):
         target = ctx.workload.target
@@ -63,6 +72,8 @@ class CommandAdapter(SutAdapter):
         self.stderr = tempfile.TemporaryFile()
         self.last_rusage: tuple[float, float] | None = None
         self.valgrind = target.valgrind
+        # behind an isolation layer (gVisor's `runsc do`): every command starts a sandbox of its own
+        self.layer = layer.prefix(target.isolation)
         self.last_instructions = float("nan")
         if self.valgrind:
             self.cg_dir = tempfile.mkdtemp(prefix="perflab-cg-")
@@ -73,6 +84,7 @@ class CommandAdapter(SutAdapter):
         argv = [a.format(**params) for a in template] if params else list(template)
         if self.valgrind:
             argv = self.cg_prefix + argv
+        argv = self.layer + argv
         self.stderr.seek(0)
         self.stderr.truncate()
         # A session (so a process group) of its own: at its deadline the command is killed with
