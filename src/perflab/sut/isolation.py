@@ -92,12 +92,22 @@ def describe(isolation: Isolation | None) -> str:
         return "native"
     assert isolation is not None
     runsc = runsc_path(isolation)
+    version = _output([runsc, "--version"]).splitlines()[:1] or ["unknown"]
+    text = version[0].strip()
+    if "VERSION_MISSING" in text:  # built by `go install`: the module's version is in the build info
+        go = find_go_tool("go") or "/usr/local/go/bin/go"
+        for line in _output([go, "version", "-m", runsc]).splitlines():
+            fields = line.split()
+            if fields[:2] == ["mod", "gvisor.dev/gvisor"] and len(fields) > 2:
+                text = f"runsc gvisor.dev/gvisor {fields[2]}"
+    return f"gvisor ({text}; platform {isolation.platform}, network {isolation.network})"
+
+
+def _output(argv: list[str]) -> str:
     try:
-        out = subprocess.run([runsc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as exc:
-        out = f"unknown ({exc})"
-    version = " ".join(line.strip() for line in out.splitlines()[:2]) or "unknown"
-    return f"gvisor ({version}; platform {isolation.platform}, network {isolation.network})"
+        return f"unknown ({exc})"
 
 
 #: gVisor's Sentry answers uname(2) and /proc/version with a made-up kernel of its own, whatever the
