@@ -39,7 +39,7 @@ def test_gvisor_runs_the_command_with_runsc_do_in_the_runs_cgroup(tmp_path, monk
     assert argv[0] == runsc
     # the platform asked for, the host's network, the sandbox left in perflab's cgroup (so its CPU
     # is the SUT's), global flags before `do`, the program after `--`
-    assert argv[1:argv.index("do")] == ["--rootless=false", "--platform=systrap", "--network=host",
+    assert argv[1:argv.index("do")] == ["--rootless=true", "--platform=systrap", "--network=host",
                                         "--ignore-cgroups", f"--root={tmp_path / 'state'}", "--debug"]
     assert argv[argv.index("do"):] == ["do", "--quiet", "--", "/bin/echo", "hi"]
     assert (tmp_path / "state").is_dir()

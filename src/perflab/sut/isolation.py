@@ -10,7 +10,7 @@ each system call, page fault and file open that the Sentry handles instead of th
 
 `wrap(argv, isolation)` returns the command line that runs a program behind the layer:
 
-    runsc --rootless=false --platform=systrap --network=host --ignore-cgroups
+    runsc --rootless=true --platform=systrap --network=host --ignore-cgroups
           --root=/run/perflab-runsc do --quiet -- PROGRAM ARGS...
 
 `runsc do` builds a sandbox over the host's root file system (read-only, below an in-memory
@@ -68,7 +68,12 @@ def prefix(isolation: Isolation | None) -> list[str]:
         return []
     assert isolation is not None
     Path(STATE_ROOT).mkdir(parents=True, exist_ok=True)
-    return [runsc_path(isolation), "--rootless=false", f"--platform={isolation.platform}",
+    # `runsc do` run as root (not rootless) always builds a network of its own for the sandbox -- a
+    # veth pair with a private address, NATed with iptables -- unless the network is `none`; its
+    # rootless mode is the one that keeps the host's network (the sandbox still runs as root here,
+    # in a user namespace mapped to root).
+    rootless = "--rootless=true" if isolation.network == "host" else "--rootless=false"
+    return [runsc_path(isolation), rootless, f"--platform={isolation.platform}",
             f"--network={isolation.network}", "--ignore-cgroups", f"--root={STATE_ROOT}", *isolation.options,
             "do", "--quiet", "--"]
 
