@@ -67,6 +67,15 @@ def cluster(sut_host):
         node.start([str(RAY), "start", "--block", f"--address={head.address}:{HEAD_PORT}",
                     f"--node-ip-address={node.address}", "--num-cpus=1", "--disable-usage-stats"],
                    log=temp / "node.log", env=env)
+
+        def both_nodes_up() -> bool:
+            # The worker node counts once the head's view of the cluster holds its CPU: `ray start`
+            # returns before the node has registered, and a run started then saw "1 free CPU over
+            # 1 alive node" (seen in CI, 2026-11-27).
+            status = head.run([str(RAY), "status", f"--address={head.address}:{HEAD_PORT}"], timeout=30, env=env)
+            return "/2.0 CPU" in status.stdout
+
+        wait_for(both_nodes_up, 90, "the Ray worker node")
         yield {"address": f"ray://{head.address}:{CLIENT_PORT}", "head": head, "node": node}
     finally:
         for host in (node, head):
