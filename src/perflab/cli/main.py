@@ -17,7 +17,15 @@ import typer
 
 from perflab.cli.agent import agent_command
 from perflab.cli.capacity import capacity_app
-from perflab.cli.options import MARKUP_MODE, NoMonitorOpt, PerflabGroup, StoreOpt, completion_option
+from perflab.cli.options import (
+    MARKUP_MODE,
+    MeasurementOpt,
+    NoMonitorOpt,
+    PerflabGroup,
+    StabilizationOpt,
+    StoreOpt,
+    completion_option,
+)
 from perflab.cli.serve import serve_command
 from perflab.errors import (
     EXIT_FAILED,
@@ -285,8 +293,8 @@ def show(
 @app.command()
 def study(
     study_file: Path = typer.Argument(..., metavar="STUDY", help="study YAML file"),
-    measurement: str | None = typer.Option(None, "--measurement", help="override every run's measurement period"),
-    stabilization: str | None = typer.Option(None, "--stabilization", help="override the stabilization period"),
+    measurement: str | None = MeasurementOpt,
+    stabilization: str | None = StabilizationOpt,
     blocks: int | None = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
     aa: bool = typer.Option(False, "--aa", help="A/A: run the base against itself; report the noise and the "
                             "blocks the margin needs"),
@@ -338,8 +346,8 @@ def study(
 @app.command()
 def suite(
     suite_file: Path = typer.Argument(..., metavar="SUITE", help="suite YAML file: one study per workload"),
-    measurement: str | None = typer.Option(None, "--measurement", help="override every run's measurement period"),
-    stabilization: str | None = typer.Option(None, "--stabilization", help="override the stabilization period"),
+    measurement: str | None = MeasurementOpt,
+    stabilization: str | None = StabilizationOpt,
     blocks: int | None = typer.Option(None, "--blocks", help="override every study's number of blocks (at least 3)"),
     gate: bool = typer.Option(False, "--gate", help="exit by the average of the suite's first metric (1 WORSE, "
                               "3 INCONCLUSIVE)"),

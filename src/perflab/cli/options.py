@@ -62,6 +62,11 @@ def completion_option(action: str):
                         is_eager=True, help=text[action])
 
 
+#: study and suite: the timing every run of the study (or of each study) takes, whatever its files say.
+MeasurementOpt = typer.Option(None, "--measurement", help="override every run's measurement period")
+StabilizationOpt = typer.Option(None, "--stabilization", help="override the stabilization period")
+
+
 #: run and study: drive without the monitors (no (H), (S), (V) rows).
 NoMonitorOpt = typer.Option(False, "--no-monitor", help="do not sample machine and SUT counters")
 
