@@ -159,6 +159,26 @@ def test_calibration_picks_a_load_and_every_run_of_the_schedule_is_stored(tmp_pa
     assert metric(doc, "itr_s")["verdict"] == "WORSE"   # 20% more CPU a transaction
 
 
+def test_only_measured_runs_carry_the_counted_pass(tmp_path):
+    # A calibration step's pathlength pass would be valgrind time spent on a number no comparison
+    # reads: the study drops it from every run that is not a block's measured run.
+    path = _files(tmp_path, CALIBRATED.replace("blocks: 4", "blocks: 3").replace(
+        "  - name: base\n", "  - name: base\n    set: {pathlength: {transactions: 20}}\n"), KNOWN_COST_USERS)
+    seen: list[tuple[str, object]] = []
+
+    def watching(request, store, observer=None):
+        seen.append((request.purpose, request.workload.pathlength))
+        return execute_model_run(request, store, observer, model=QUIET)
+
+    StudyRunner(path, Store(tmp_path / "st"), StudyOptions(executor=watching)).run()
+    calibration = [p for purpose, p in seen if purpose == "calibrate"]
+    measured = [(purpose, p) for purpose, p in seen if purpose == "measure"]
+    assert len(calibration) >= 2 and all(p is None for p in calibration)
+    assert len(measured) == 6
+    # the base's measured runs keep the pass as the file set it; the other configuration has none
+    assert sorted(p.transactions if p else 0 for _, p in measured) == [0, 0, 0, 20, 20, 20]
+
+
 def test_study_json_is_written_after_every_run(tmp_path):
     path = _ab(tmp_path, 2.2, blocks=3)
     seen: list[int] = []

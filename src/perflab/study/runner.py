@@ -253,6 +253,10 @@ class StudyRunner:
         if sweep is not None and sweep.factor == "rate" and purpose == "measure":
             users, rate = None, float(self._sweep_values[config.name])
         workload = configured_workload(self.workload, config)
+        if purpose != "measure":
+            # The counted pass (pathlength) is a measured run's row: a calibration step or a
+            # probe would spend its valgrind time on a number no comparison reads.
+            workload.pathlength = None
         if self.study.timing is not None and "first_think" in self.study.timing.model_fields_set:
             workload.timing.first_think = self.study.timing.first_think
         request = RunRequest(
