@@ -19,12 +19,9 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.typing import RcKeyType
 
 from perflab.catalog.registry import REGISTRY
 from perflab.records.study import StudyDocument
@@ -32,12 +29,16 @@ from perflab.report import numbers as fmt
 from perflab.report.view import verdict_cell
 from perflab.safe_text import visible
 
+if TYPE_CHECKING:  # matplotlib is imported where a chart is drawn: half a second of every
+    # `perflab show` on a terminal, which draws none
+    from matplotlib.figure import Figure
+
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 VERDICT_COLOURS = {"BETTER": "#1a7f37", "WORSE": "#c62828", "EQUIVALENT": "#6e7781", "INCONCLUSIVE": "#b7791f"}
 WIDTH = 7.2          # inches: fits a report column at 100 % zoom
 ROW_HEIGHT = 2.5
-STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
+STYLE: dict[str, Any] = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
          "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
 
 
@@ -61,6 +62,8 @@ class Chart:
 # -- rendering ---------------------------------------------------------------------------------
 
 def to_svg(fig: Figure, chart_id: str, title: str) -> str:
+    import matplotlib
+
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         # No creation date or creator: the same study renders to the same bytes.
@@ -83,6 +86,9 @@ def inline(svg: str, prefix: str, title: str) -> str:
 
 
 def _figure(rows: int, cols: int = 1, **kw: Any) -> tuple[Figure, np.ndarray]:
+    import matplotlib
+    from matplotlib.figure import Figure
+
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(WIDTH, ROW_HEIGHT * rows), layout="constrained")
         axes = fig.subplots(rows, cols, squeeze=False, **kw)

@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 import numpy as np
-from scipy import stats
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
+from perflab.stats.distributions import t_ppf, t_sf
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,
@@ -76,14 +76,14 @@ class LogInterval:
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.abs(self.center) / self.se
         t = np.where(self.se == 0, np.where(self.center == 0, 0.0, np.inf), t)
-        return 2.0 * stats.t.sf(t, self.df)
+        return 2.0 * t_sf(t, self.df)
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile, remembered: the simulations that check the verdicts call the same
     few (level, df) pairs hundreds of thousands of times, and scipy's ppf costs ~0.3 ms a call."""
-    return float(stats.t.ppf(p, df))
+    return float(t_ppf(p, df))
 
 
 def paired_log_interval(d: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> LogInterval:
@@ -149,7 +149,7 @@ def welch_log_interval(
     df = np.where(np.isfinite(df), df, nx + ny - 2.0)
     center = y.mean(axis=-1) - x.mean(axis=-1)
     t = t_quantile(0.5 + confidence / 2.0, round(float(df), 6)) if np.ndim(df) == 0 else \
-        stats.t.ppf(0.5 + confidence / 2.0, df)
+        t_ppf(0.5 + confidence / 2.0, df)
     sd = np.sqrt((x.var(axis=-1, ddof=1) + y.var(axis=-1, ddof=1)) / 2.0)
     return LogInterval(center, center - t * se, center + t * se, se, df, sd)
 
@@ -418,7 +418,7 @@ def _outliers(d: np.ndarray, blocks: list[int]) -> list[Caveat]:
     gap = np.abs(d - rest_mean)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(scale > 0, gap / scale, np.where(gap > 0, np.inf, 0.0))
-    p = 2.0 * stats.t.sf(t, n - 2)
+    p = 2.0 * t_sf(t, n - 2)
     return [
         cav.remark(Code.OUTLIER, f"block {blocks[i]}: its ratio is {_signed(d[i])} against {_signed(rest_mean[i])} "
                    f"in the other blocks (p={p[i]:.1g}); check its runs", block=blocks[i], p=float(p[i]))

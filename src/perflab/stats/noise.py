@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat, Code
 from perflab.errors import InputError
+from perflab.stats.distributions import chi2_ppf, linear_trend, norm_cdf, t_ppf
 from perflab.stats.estimate import NOISY_CV, Comparison, compare, jsonable, noisy
 from perflab.stats.verdict import (
     DEFAULT_CONFIDENCE,
@@ -103,16 +103,16 @@ def dimension(
     n = len(x)
     cv = float(x.std(ddof=1))
     # (n−1)s²/σ² ~ χ²(n−1) under normal log-noise.
-    q_small = float(stats.chi2.ppf((1 - confidence) / 2, n - 1))
-    q_large = float(stats.chi2.ppf((1 + confidence) / 2, n - 1))
+    q_small = float(chi2_ppf((1 - confidence) / 2, n - 1))
+    q_large = float(chi2_ppf((1 + confidence) / 2, n - 1))
     cv_low, cv_high = cv * math.sqrt((n - 1) / q_large), cv * math.sqrt((n - 1) / q_small)
     blocks = max(DEFAULT_BLOCKS, blocks_needed(cv, margin, confidence=confidence, power=power))
     blocks_upper = max(
         DEFAULT_BLOCKS, blocks_needed(cv_high, margin, confidence=confidence, power=power)
     )
 
-    trend = stats.linregress(np.arange(n, dtype=float), x)
-    drift, drift_p = math.expm1(trend.slope), float(trend.pvalue)
+    slope, drift_p = linear_trend(x)
+    drift = math.expm1(slope)
     if drift_p < 0.05:
         per_run = f"{100 * drift:+.2f}".replace("-", "\u2212")
         warnings.append(cav.remark(Code.DRIFT, f"drift {per_run} % per run across the session (p={drift_p:.3f}): it "
@@ -207,13 +207,13 @@ def power(
     sd_d = math.sqrt(2.0) * cv
     sd_m = sd_d / math.sqrt(n)
     q = (np.arange(_GRID) + 0.5) / _GRID
-    s = sd_d * np.sqrt(stats.chi2.ppf(q, n - 1) / (n - 1))
-    half = stats.t.ppf(0.5 + confidence / 2.0, n - 1) * s / math.sqrt(n)
+    s = sd_d * np.sqrt(chi2_ppf(q, n - 1) / (n - 1))
+    half = t_ppf(0.5 + confidence / 2.0, n - 1) * s / math.sqrt(n)
 
     def p_between(a, b):
         """E_s[P(a(s) ≤ m ≤ b(s))]."""
         za, zb = (a - mu) / sd_m, (b - mu) / sd_m
-        return float(np.mean(np.clip(stats.norm.cdf(zb) - stats.norm.cdf(za), 0.0, 1.0)))
+        return float(np.mean(np.clip(norm_cdf(zb) - norm_cdf(za), 0.0, 1.0)))
 
     inf = np.inf
     equivalent = p_between(lnL + half, lnU - half)

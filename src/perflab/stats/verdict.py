@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats
 
 # The defaults live in perflab.stats.criteria (one home); re-exported for the estimators.
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN, DEFAULT_POWER
+from perflab.stats.distributions import norm_ppf
 
 #: Fewest blocks (or runs per configuration) for which perflab computes an interval. With two
 #: blocks the t-interval has one degree of freedom (t = 6.31 at 90 %) and rests on one
@@ -135,7 +135,7 @@ def judge(
 
 @functools.lru_cache(maxsize=256)
 def _z(p: float) -> float:
-    return float(stats.norm.ppf(p))
+    return float(norm_ppf(p))
 
 
 def blocks_needed(

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from perflab.stats.distributions import t_ppf
 from perflab.values import as_float
 
 #: A study judges a run against the other runs' changes when it has at least this many others.
@@ -219,7 +219,7 @@ class Scale:
         return cls(float(np.std(values, ddof=1)), len(values) - 1, "between runs")
 
     def critical(self) -> float:
-        return float(stats.t.ppf(1.0 - self.alpha / 2.0, self.df))
+        return float(t_ppf(1.0 - self.alpha / 2.0, self.df))
 
 
 def drifted(trend: Trend, limit: float, scale: Scale) -> bool:
