@@ -172,3 +172,28 @@ def test_a_study_states_a_pathlength_change_with_its_interval():
     assert entry.ci_low is not None and entry.ci_high is not None
     assert entry.ci_low < 1.06 < entry.ci_high and entry.ci_high - entry.ci_low < 0.005
     assert entry.verdict_unadjusted == "WORSE"
+
+
+def test_a_duet_widens_its_timed_rows_for_its_bias_but_not_its_counted_ones():
+    from perflab.records.study import StudyRun
+    from perflab.stats.bias import BiasBound
+    from perflab.stats.criteria import Criteria
+    from perflab.study.compare import DesignTraits, compare_configs
+
+    # The counted pass runs its fixed draw alone after the window: who shared the CPU during the
+    # window does not change an instruction count, so a duet's measured bias (a timed row's)
+    # does not widen INSTR/CMD (I). ITR (S), timed in the window, is widened.
+    base = [1_000_000.0, 1_020_000.0, 990_000.0, 1_010_000.0]
+    ratios = (0.9600, 0.9605, 0.9595, 0.9601)
+    runs = [StudyRun(run_id=f"{c}{i}", config=c, block=i, metrics={"instr_cmd_i": v, "itr_s": 1e9 / v})
+            for i, (b, r) in enumerate(zip(base, ratios)) for c, v in (("A", b), ("B", b * r))]
+    duet = DesignTraits(concurrent=True, bias=BiasBound(k_low=-0.1, k_high=0.2, a_max=0.004))
+    keys = ["itr_s", "instr_cmd_i"]
+    plain = {e.key: e for e in compare_configs(runs, "A", "B", keys, Criteria(), ["itr_s"]).metrics}
+    paired = {e.key: e for e in compare_configs(runs, "A", "B", keys, Criteria(), ["itr_s"], duet).metrics}
+    assert paired["instr_cmd_i"].design_ci_low is None
+    assert (paired["instr_cmd_i"].ci_low, paired["instr_cmd_i"].ci_high) == \
+        (plain["instr_cmd_i"].ci_low, plain["instr_cmd_i"].ci_high)
+    itr = paired["itr_s"]
+    assert itr.design_ci_low == plain["itr_s"].ci_low
+    assert itr.ci_low < plain["itr_s"].ci_low and itr.ci_high > plain["itr_s"].ci_high

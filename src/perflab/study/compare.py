@@ -18,7 +18,11 @@ Roles (statistics-and-capacity.md §5.4; DESIGN.md "A verdict is a claim with an
   once for the pair, with no ratio.
 
 A concurrent design's measured bias (perflab.stats.bias), when the study carries one, widens
-every verdict interval, and the widened interval is the one printed and the one that decides.
+every verdict interval of a row measured in the window, and the widened interval is the one
+printed and the one that decides. A counted row (instructions, source (I): from the valgrind pass
+after the window) is exempt: the pass runs its fixed draw of transactions alone in its process,
+and an instruction count does not depend on who shares the CPU, so the bias measured on timed
+rows has nothing to correct in it.
 So a report about identical configurations claims any change at all with probability at most
 alpha, and every printed verdict can be checked against the interval beside it.
 """
@@ -214,6 +218,16 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
 _finite = finite
 
 
+#: Rows counted rather than timed: instructions (source (I)). Cycles and CPI are (I) rows too,
+#: but a cycle is time -- it stretches when a partner shares the caches -- so they keep the bias.
+COUNTED_ROWS = frozenset({"instructions_i", "instr_cmd_i"})
+
+
+def counted(key: str) -> bool:
+    """A row counted rather than timed (COUNTED_ROWS)."""
+    return key in COUNTED_ROWS
+
+
 def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> MetricComparison:
     """A metric with zero values has no log scale: it is compared as it is. Both sides all zero
     is no change (EQUIVALENT, exactly); otherwise the change is stated without an interval."""
@@ -243,7 +257,7 @@ def compare_configs(runs: Sequence[StudyRun], base: str, new: str, keys: Sequenc
         if roles is not None and role not in roles:
             continue
         level = (levels or {}).get(role, criteria.confidence)
-        bias = design.bias if role in ("primary", "secondary") else None
+        bias = design.bias if role in ("primary", "secondary") and not counted(key) else None
         entry = compare_metric(runs, base, new, key, criteria, role, level, bias, paired, design.swapped)
         if entry is not None:
             out.metrics.append(entry)
