@@ -32,13 +32,14 @@ from perflab.safe_text import visible
 if TYPE_CHECKING:  # matplotlib is imported where a chart is drawn: half a second of every
     # `perflab show` on a terminal, which draws none
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 #: Fixed palette, one colour per configuration in study order (colour-blind safe Okabe-Ito).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 VERDICT_COLOURS = {"BETTER": "#1a7f37", "WORSE": "#c62828", "EQUIVALENT": "#6e7781", "INCONCLUSIVE": "#b7791f"}
 WIDTH = 7.2          # inches: fits a report column at 100 % zoom
 ROW_HEIGHT = 2.5
-STYLE: dict[str, Any] = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "perflab", "font.size": 8, "axes.titlesize": 9,
          "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 7, "legend.frameon": False}
 
 
