@@ -92,3 +92,55 @@ def test_mixed_work_loads_and_gives_each_side_its_scripts(tmp_path):
 def test_a_rate_instead_of_users_is_refused_for_mixed_work(tmp_path, store):
     result = perflab("run", write_workload(tmp_path, MIXED), "--rate", "5", store=store)
     assert result.returncode == 2 and "--rate" in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+STUDY = """
+name: mixed-study
+workload: workload.yaml
+configurations:
+  - name: alone
+    set: {load.batch: null, scripts.job.weight: 0}
+  - name: with batch
+    set: {}
+blocks: 3
+seed: 1
+timing: {stagger: 0s, stabilization: 0s, measurement: 2s}
+gate_metrics: [avg_last_t.online]
+metrics: [avg_last_t.online, avg_last_t.batch, itr_s]
+"""
+
+
+def test_a_study_judges_a_class_row_as_its_primary_metric(tmp_path, store):
+    """`<metric>.<class>` names a row of the class table: the online response time alone and
+    with a job stream beside it, compared with an interval; the batch row, measured only with
+    the stream, has no comparison."""
+    write_workload(tmp_path, RUN.replace("  batch: {scripts: [job], initiators: 1, jobs: 5}\n",
+                                         "  batch: {scripts: [job], initiators: 1}\n"))
+    study = write_workload(tmp_path, STUDY, name="study.yaml")
+    result = perflab("study", study, store=store, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = next(store.glob("**/study.json"))
+    doc = json.loads(report.read_text())
+    runs = doc["runs"]
+    assert all(r["metrics"].get("avg_last_t.online", 0) >= 0.002 for r in runs)
+    assert all(("avg_last_t.batch" in r["metrics"]) == (r["config"] == "with batch") for r in runs)
+    rows = {m["key"]: m for m in doc["comparisons"][0]["metrics"]}
+    online = rows["avg_last_t.online"]
+    assert online["role"] == "primary" and online["label"] == "online AVG LAST (T)"
+    assert online["verdict"] is not None and online["ci_low"] is not None
+    assert rows["avg_last_t.batch"]["verdict"] is None
+    assert doc["verdict"]["primary"][0]["key"] == "avg_last_t.online"
+
+
+@pytest.mark.fast
+def test_the_mixed_examples_validate_and_a_bad_class_key_is_refused(tmp_path):
+    from cli_helpers import REPO
+
+    for path in sorted((REPO / "examples" / "mixed").glob("*.yaml")):
+        result = perflab("validate", path)
+        assert result.returncode == 0, result.stderr
+    write_workload(tmp_path, MIXED)
+    study = write_workload(tmp_path, STUDY.replace("avg_last_t.online]\nmetrics", "avg_lst_t.online]\nmetrics"),
+                           name="study.yaml")
+    result = perflab("validate", study)
+    assert result.returncode == 2 and f"{study}:11" in result.stderr and "<key>.<class>" in result.stderr, result.stderr

@@ -50,6 +50,9 @@ __all__ = [
     "ROLES",
     "PHRASES",
     "COMPONENT_COMPARED",
+    "CLASS_KEYS",
+    "class_key",
+    "base_key",
     "Metric",
     "Formula",
     "Alias",
@@ -1059,5 +1062,23 @@ ROLES: dict[str, tuple[str, ...]] = {
 }
 #: Per-component (V) rows, compared per component: the seeds' VTAM and SFS server rows.
 COMPONENT_COMPARED = ("srv_tot_cpu_cmd_v", "srv_wkset_v")
+#: Rows reported per transaction class (the run report's class table). A study compares one as
+#: `<metric>.<class>` (avg_last_t.online: the online class's AVG LAST (T)) when its `metrics` or
+#: `gate_metrics` name it: mixed work's two questions are each a per-class row.
+CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
+              "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
+
+
+def class_key(key: str) -> tuple[str, str] | None:
+    """(metric, class) of a per-class key (`avg_last_t.online`), None for any other key."""
+    metric, sep, klass = str(key).partition(".")
+    return (metric, klass) if sep and metric in CLASS_KEYS and klass else None
+
+
+def base_key(key: str) -> str:
+    """The metric a key is an instance of: `srv_wkset_v:checkpointer` and `avg_last_t.online` are
+    rows of srv_wkset_v and avg_last_t."""
+    split = class_key(key)
+    return split[0] if split is not None else str(key).split(":", 1)[0]
 
 REGISTRY = Registry(_METRICS, GROUPS + SEED_GROUPS, PHRASES, ROLES)

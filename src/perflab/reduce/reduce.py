@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perflab import caveats as cav
-from perflab.catalog.registry import REGISTRY
+from perflab.catalog.registry import CLASS_KEYS, REGISTRY
 from perflab.caveats import Caveat
 from perflab.records.run import PATHLENGTH_FILE, RunRecord, read_run_record
 from perflab.reduce.pathlength import counted_instructions
@@ -39,8 +39,7 @@ from perflab.reduce.window import Window, bucket_width, coverage, timeline_edges
 from perflab.values import finite
 
 # Rows reported per transaction class and per time bucket.
-CLASS_KEYS = ("tx_ok", "errors_t", "etr_t", "error_pct_t", "avg_first_t", "avg_last_t", "resp_p50_t",
-              "resp_p90_t", "resp_p95_t", "resp_p99_t", "avg_service_t", "avg_think_t")
+# CLASS_KEYS: perflab.catalog.registry (a study compares them per class)
 #: Rows per transaction name: a load tester's per-request table (count, failures, rate, mean,
 #: percentiles, max), each a registry key computed by the registry as the run's own row is.
 TRANSACTION_KEYS = ("tx_ok", "errors_t", "error_pct_t", "etr_t", "avg_last_t", "resp_p50_t", "resp_p90_t",

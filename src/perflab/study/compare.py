@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflab import caveats as cav
-from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY
+from perflab.catalog.registry import COMPONENT_COMPARED, REGISTRY, base_key, class_key
 from perflab.caveats import Code
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, Role, StudyRun, StudyVerdict
@@ -63,7 +63,7 @@ SOLO = DesignTraits()
 
 def row_role(key: str, primary: Sequence[str], design: DesignTraits) -> Role:
     """primary, secondary, descriptive or pair (module doc)."""
-    base = key.split(":", 1)[0]
+    base = base_key(key)
     if design.concurrent and REGISTRY.machine_wide(base):
         return "pair"
     if key in primary:
@@ -90,6 +90,20 @@ def flatten_components(values: dict[str, Any], per_component: dict[str, dict] | 
     return out
 
 
+def flatten_classes(values: dict[str, Any], per_class: dict[str, dict] | None, keys: Iterable[str]) -> dict[str, Any]:
+    """Add the per-class keys among `keys` (avg_last_t.online: the class table's row) to a run's
+    values; a class the run did not measure adds nothing (na)."""
+    out = dict(values)
+    for key in keys:
+        split = class_key(key)
+        if split is not None:
+            metric, klass = split
+            value = (per_class or {}).get(klass, {}).get(metric)
+            if value is not None:
+                out[key] = value
+    return out
+
+
 def with_component_keys(metrics: Sequence[str], runs: Iterable[StudyRun]) -> list[str]:
     """The metric list plus every per-component key some run measured, in a stable order."""
     extra = sorted({k for r in runs for k in r.metrics if ":" in k and k.split(":", 1)[0] in COMPONENT_COMPARED})
@@ -97,7 +111,8 @@ def with_component_keys(metrics: Sequence[str], runs: Iterable[StudyRun]) -> lis
 
 
 def metric_info(key: str) -> dict[str, Any]:
-    base, _, component = key.partition(":")
+    split = class_key(key)
+    base, component = split if split is not None else (key.partition(":")[0], key.partition(":")[2])
     metric = REGISTRY.get(base)
     if metric is None:
         return {"label": key, "unit": "", "group": "", "direction": "none", "decimals": 3}

@@ -28,7 +28,7 @@ from perflab.records.study import (
 )
 from perflab.reduce.reduce import RunMetrics
 from perflab.stats.criteria import Criteria
-from perflab.study.compare import SOLO, DesignTraits, flatten_components, judge_all
+from perflab.study.compare import SOLO, DesignTraits, flatten_classes, flatten_components, judge_all
 from perflab.study.validity import (
     STEADY_CODES,
     GateSettings,
@@ -103,7 +103,8 @@ class StudyDocumentBuilder:
                 is_base: bool, validity: RunValidity | None = None) -> StudyRun:
         """Judge a run (or take the stored decision) and add it; fill in its configuration's
         hardware and software from the first run's fingerprint."""
-        values = flatten_components(dict(metrics.values), metrics.per_component)
+        values = flatten_classes(flatten_components(dict(metrics.values), metrics.per_component),
+                                 metrics.per_class, [*self.primary, *self.keys])
         if validity is None:
             validity = judge_run(record, metrics.values, metrics.per_interval, self.gates, is_base, primary=self.primary)
         run = StudyRun(run_id=record.run_id, config=config, block=block, order=order, status=record.status,

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from perflab import caveats as cav
 from perflab import limits
-from perflab.catalog.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY, base_key, class_key
 from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_bytes, parse_duration
@@ -219,8 +219,8 @@ def check_study(study: Study, aa: bool = False) -> None:
     except ValueError as exc:
         given = "alpha" if study.alpha is not None else "confidence"
         raise LocatedError((given,), str(exc)) from None
-    concurrent_only = [k for k in study.gate_metrics if k in REGISTRY.role("response_rows")
-                       or REGISTRY.machine_wide(k.split(":", 1)[0])]
+    concurrent_only = [k for k in study.gate_metrics if base_key(k) in REGISTRY.role("response_rows")
+                       or REGISTRY.machine_wide(base_key(k))]
     if study.runs_together and concurrent_only:
         key = concurrent_only[0]
         why = ("its response times depend on how they shared it" if key in REGISTRY.role("response_rows")
@@ -236,5 +236,6 @@ def check_study(study: Study, aa: bool = False) -> None:
     for name in ("metrics", "gate_metrics"):
         keys = getattr(study, name) or []
         for i, key in enumerate(keys):
-            if REGISTRY.unknown_keys([key], COMPONENT_COMPARED):
-                raise LocatedError((name, i), f"unknown metric key {key!r}: `perflab metrics` lists the keys")
+            if class_key(key) is None and REGISTRY.unknown_keys([key], COMPONENT_COMPARED):
+                raise LocatedError((name, i), f"unknown metric key {key!r}: `perflab metrics` lists the keys; "
+                                              f"a class's row is <key>.<class>, e.g. avg_last_t.online")
