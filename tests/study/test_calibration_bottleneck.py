@@ -64,3 +64,36 @@ def test_calibration_stops_when_more_users_bring_no_more_throughput():
     assert seen == [6000, 10800]  # the second step bought nothing: no third, larger one
     assert any(w.code == Code.CALIBRATION and "did not grow" in w.text for w in result.warnings)
     assert result.users == 6000  # as near the target as the larger load, with a shorter queue
+
+
+def test_a_step_that_reads_the_target_while_its_sut_queues_is_not_taken():
+    # A SUT that costs 0.8 ms a transaction and cannot pass 93% (1,162.5 tx/s); users think
+    # 10 s. 20,000 users offer 2,000/s: the SUT reads 93% -- inside 90 +- 5 -- with the excess
+    # users in its queue (responses of seconds). 90% is 1,125 tx/s: 11,250 users.
+    seen = []
+
+    def measure(users, rate):
+        seen.append(users)
+        offered = users / 10.0
+        etr = min(offered, 1162.5)
+        util = 100.0 * etr * 0.0008
+        response = 0.008 if offered <= etr else users / etr - 10.0
+        values = {"avg_last_t": response, "pbt_cmd_s": 0.8, "avg_think_t": 10.0, "etr_t": etr, "util_proc_s": util}
+        return {"util": util, "etr_t": etr, "run_id": f"r{users}", "valid": True, "driver_util": 10.0,
+                "values": values}
+
+    result = calibrate(Calibration(target_util=90, tolerance=5, start_users=20000, max_steps=4, max_users=100_000), measure,
+                       closed=True, start_users=None, start_rate=None)
+    assert seen == [20000, 11250] and result.steps[0]["queueing"] is True
+    assert result.users == 11250 and not result.steps[1]["queueing"] and result.steps[1]["util_proc_s"] == 90.0
+    assert any(w.code == Code.CALIBRATION and "queueing" in w.text for w in result.warnings)
+
+
+def test_a_step_at_the_target_with_short_responses_is_taken_at_once():
+    def measure(users, rate):
+        values = {"avg_last_t": 0.01, "pbt_cmd_s": 0.4, "avg_think_t": 10.0, "etr_t": 2000.0, "util_proc_s": 89.0}
+        return {"util": 89.0, "etr_t": 2000.0, "run_id": "r", "valid": True, "values": values}
+
+    result = calibrate(Calibration(target_util=90, tolerance=5, start_users=20000, max_steps=4, max_users=100_000), measure,
+                       closed=True, start_users=None, start_rate=None)
+    assert result.users == 20000 and len(result.steps) == 1 and result.steps[0]["queueing"] is False

@@ -84,6 +84,8 @@ class CalibrationStep(Record):
     other_util_h: float | None = Field(default=None, description="OTHER UTIL (H): others' share of the SUT's CPUs, %")
     lock_wait_pct: float | None = Field(default=None, description="LOCK WAIT: SUT processes asleep on a lock, %")
     checkpoint_pct: float | None = Field(default=None, description='CHECKPOINT: time in WAL checkpoints, %')
+    queueing: bool = Field(default=False, description="its SUT was saturated (response far above CPU per command): "
+                                                      "not used")
 
 
 LoadMode = Literal["calibrated", "fixed", "workload", "stored runs"]
