@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 
 install: $(STAMP)
 
-# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 2 minutes after set-up).
+# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 4 minutes after set-up, a counted pass after each measured run).
 demo: $(STAMP)
 	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml
 
