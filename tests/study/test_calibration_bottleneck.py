@@ -97,3 +97,16 @@ def test_a_step_at_the_target_with_short_responses_is_taken_at_once():
     result = calibrate(Calibration(target_util=90, tolerance=5, start_users=20000, max_steps=4, max_users=100_000), measure,
                        closed=True, start_users=None, start_rate=None)
     assert result.users == 20000 and len(result.steps) == 1 and result.steps[0]["queueing"] is False
+
+
+def test_a_slow_sut_without_a_queue_is_calibrated_as_ever():
+    # responses of 40 ms at 0.05 ms of CPU each (an I/O wait, not a queue): 800x the CPU per
+    # command, but 0.4% of a 10 s think -- the step at the target is taken
+    def measure(users, rate):
+        values = {"avg_last_t": 0.04, "pbt_cmd_s": 0.05, "avg_think_t": 10.0, "etr_t": users / 10.04,
+                  "util_proc_s": 91.0}
+        return {"util": 91.0, "etr_t": users / 10.04, "run_id": "r", "valid": True, "values": values}
+
+    result = calibrate(Calibration(target_util=90, tolerance=5, start_users=5000, max_steps=4), measure,
+                       closed=True, start_users=None, start_rate=None)
+    assert result.users == 5000 and len(result.steps) == 1 and not result.steps[0]["queueing"]

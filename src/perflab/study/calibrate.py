@@ -11,9 +11,10 @@ The run closest to the target is kept when the target cannot be reached within t
 
 A closed-loop step can read the target while its SUT is saturated: a SUT that cannot pass 93%
 reads 93% at twice the users it can serve, and the excess users wait in its queue (on
-2026-11-28 the main job's first step, 20,000 users, read 92.9% with AVG LAST (T) 7 s and ETR
-1,142/s where the users offered 2,000/s). Such a step is *queueing* -- its mean response is
-more than QUEUE_FACTOR times its processor time per command -- and is not accepted; the next
+2026-11-28 the main job's first step, 20,000 users, read 92.9% with AVG LAST (T) 1.6 s and ETR
+1,142/s where the users offered 1,900/s). Such a step is *queueing* -- its mean response is
+more than QUEUE_FACTOR times its processor time per command and more than QUEUE_SHARE of the
+users' think time -- and is not accepted; the next
 step offers the throughput that would run the SUT at the target (ETR x target / util) through
 the users' think time, the users a closed loop needs for it.
 """
@@ -39,6 +40,10 @@ CHECKPOINT_PCT = 5.0
 #: utilization: an M/M/1 server at 90% has a response of 10 service times, a bursty think time
 #: (the Bactrian) a few times that; a saturated SUT's grows with every user added (thousands).
 QUEUE_FACTOR = 200.0
+#: ... and whose users spend more than this share of their think time waiting for it. A SUT slow
+#: by nature (I/O waits, a remote call) has responses of many times its CPU per command without
+#: a queue; at the seeds' think times its responses are still a small part of the users' cycle.
+QUEUE_SHARE = 0.1
 
 
 @dataclass
@@ -114,6 +119,10 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
             Code.CALIBRATION, f"calibration step at {queued['users']} users was queueing (UTIL/PROC (S) "
             f"{queued['util_proc_s']:.1f}% at a saturated SUT: response times far above the processor time per "
             "command): not used", run_id=queued.get("run_id")))
+    if best is None:
+        # every valid step queued: the one nearest the target, as the warning above says
+        queued = [s for s in result.steps if s.get("queueing")]
+        best = min(queued, key=lambda s: abs(s["util_proc_s"] - rule.target_util)) if queued else None
     chosen = best or result.steps[-1]
     if best is None and result.steps:
         result.warnings.append(cav.remark(Code.CALIBRATION, "no calibration run was valid: the comparison runs at the "
@@ -141,7 +150,8 @@ def _users_for_target(values: dict, target_util: float) -> int | None:
     throughput at which the SUT runs at the target, through the users' own think time."""
     response, pbt_ms = values.get("avg_last_t"), values.get("pbt_cmd_s")
     think, etr, util = values.get("avg_think_t"), values.get("etr_t"), values.get("util_proc_s")
-    if not (response and pbt_ms and think and etr and util) or response <= QUEUE_FACTOR * pbt_ms / 1000.0:
+    if not (response and pbt_ms and think and etr and util) or response <= QUEUE_FACTOR * pbt_ms / 1000.0 \
+            or response <= QUEUE_SHARE * think:
         return None
     return max(1, round(etr * target_util / util * think))
 
