@@ -333,6 +333,17 @@ def driver_lost(index: int, node: str | None, reason: str) -> Caveat:
                   values={"index": index, "node": node, "reason": reason})
 
 
+def set_aside(caveat: Caveat, protects: list[str]) -> Caveat:
+    """A failed gate that protects none of a study's primary metrics (perflab.study.validity): the
+    run is kept, and not counted in the rows the gate protects. Same code, so a program still
+    tells what failed; `values` adds `set_aside_for`: those rows, by when they are measured."""
+    rows = " and ".join("measured over the window" if p == "window" else f"measured {p} the window" for p in protects)
+    return Caveat(code=caveat.code,
+                  text=f"{caveat.text} -- kept: this gate protects the rows {rows}, not the study's primary "
+                       f"metrics; those rows do not count this run",
+                  values={**caveat.values, "set_aside_for": list(protects)})
+
+
 #: Codes that make a run invalid wherever they are raised (the run's own record carries them).
 RUN_INVALIDATING = frozenset({Code.RUN_NOT_COMPLETE, Code.DRIVER_SATURATED, Code.HUNG_TRANSACTIONS, Code.DRIVER_LOST})
 

@@ -46,6 +46,20 @@ class Origin(str, Enum):
     SEED = "seed"
 
 
+class Span(str, Enum):
+    """When a metric is measured, relative to the measurement window -- what a validity gate
+    about the window protects (perflab.study.validity: each gate says which spans it protects).
+
+    WINDOW metrics are measured over the window (rates, response times, CPU per command): they
+    depend on the load's pace, so a run whose pace was not the SUT's (its driver saturated, its
+    series not steady) is no evidence of them. AFTER metrics are measured once the window has
+    ended (a server crashed after its load and timed as it recovers): they depend on what the
+    load left behind (the write-ahead log its jobs wrote), not on how fast it was driven."""
+
+    WINDOW = "window"
+    AFTER = "after"
+
+
 # Table contexts: the same printed label can mean different things in different families of
 # published tables ("ITR" is RTM's ITR in a CMS table, jobs per CPU-minute in a VSE guest table).
 # A label is looked up together with the context of the table it appears in.
@@ -153,6 +167,7 @@ class Metric:
     fallback: str | None = None   # when not measured, equal to this metric (see its description)
     text: bool = False            # a descriptive attribute (RELEASE), not a number
     measurement: str = ""         # for raw metrics: how perflab (or the seed lab) measured it
+    span: Span = Span.WINDOW      # measured over the window, or after it (`Span`)
 
     @property
     def raw(self) -> bool:
@@ -294,6 +309,12 @@ class Registry:
         metric = self._metrics.get(key)
         return metric is not None and (metric.source == "H" or key in self._roles.get("machine_wide", ()))
 
+    def span(self, key: str) -> Span:
+        """When a metric is measured (`Span`); a component row (`key:component`) as its metric, an
+        unknown key as a window row (the gates about the window then protect it)."""
+        metric = self._metrics.get(key.split(":", 1)[0])
+        return metric.span if metric is not None else Span.WINDOW
+
     def role(self, name: str) -> tuple[str, ...]:
         """The keys that play a role (capacity, cost, response...), in order of preference."""
         return self._roles[name]
@@ -415,6 +436,9 @@ class Registry:
             missing = [k for k in refs if k not in self._metrics]
             if missing:
                 raise ValueError(f"{metric.key}: formula names unknown metrics {missing}")
+            window = [k for k in refs if self._metrics[k].span is not metric.span]
+            if metric.span is Span.AFTER and window:
+                raise ValueError(f"{metric.key}: measured after the window, but computed from {window}, which are not")
 
     def _dependency_order(self) -> list[Metric]:
         order: list[Metric] = []

@@ -41,6 +41,7 @@ from perflab.catalog.metric import (
     Metric,
     Origin,
     Registry,
+    Span,
     Value,
     normalize_label,
 )
@@ -70,6 +71,7 @@ __all__ = [
 ]
 
 HIGHER, LOWER, NONE = Direction.HIGHER, Direction.LOWER, Direction.NONE
+AFTER = Span.AFTER   # measured after the window (the restart rows)
 SEED = Origin.SEED
 
 # The row groups, in the order the seed tables print them (plus perflab's own "Measurement"
@@ -611,34 +613,34 @@ _METRICS: list[Metric] = [
              "Bytes of write-ahead log between the last checkpoint's redo point and the insert position when the "
              "server was crashed: what its recovery has to replay.", decimals=0,
              measurement="run.json sut.restart.wal_since_checkpoint (pg_control_checkpoint().redo_lsn and "
-                         "pg_current_wal_insert_lsn(), read after a synchronous commit flushed the log)"),
+                         "pg_current_wal_insert_lsn(), read after a synchronous commit flushed the log)", span=AFTER),
     _perflab("redo_bytes", "REDO BYTES", "bytes", "", "Measurement",
              "Bytes of write-ahead log the recovery replayed, by its log: from where redo started to the start of "
              "the last record replayed.", decimals=0,
-             measurement="run.json sut.restart.redo_bytes (the server log's 'redo starts at' and 'redo done at')"),
+             measurement="run.json sut.restart.redo_bytes (the server log's 'redo starts at' and 'redo done at')", span=AFTER),
     _perflab("wal_ckpt_mb", "WAL SINCE CKPT", "MB", "", "Restart",
              "Megabytes (10^6 bytes) of write-ahead log since the last checkpoint when the server crashed.",
-             F("wal_ckpt_bytes / 1000000"), decimals=1),
+             F("wal_ckpt_bytes / 1000000"), decimals=1, span=AFTER),
     _perflab("restart_t", "RESTART TIME (T)", "s", "T", "Restart",
              "Emergency restart: from starting the crashed server to its first answered query -- start-up, redo "
              "and the end-of-recovery checkpoint it waits for.", decimals=3, direction=LOWER,
-             measurement="run.json sut.restart.restart_s (perflab's clock; the server polled every 5 ms)"),
+             measurement="run.json sut.restart.restart_s (perflab's clock; the server polled every 5 ms)", span=AFTER),
     _perflab("redo_s", "REDO TIME", "s", "", "Restart",
              "The recovery's redo, as the server's log times it.", decimals=3, direction=LOWER,
              measurement="run.json sut.restart.redo_s (the log's 'redo done at ... elapsed: N s'; 0 when 'redo is "
-                         "not required')"),
+                         "not required')", span=AFTER),
     _perflab("redo_cpu_s", "REDO CPU", "s", "", "Restart",
              "Processor time of the redo (the startup process, user + system), as the server's log says.",
              decimals=3, direction=LOWER,
-             measurement="run.json sut.restart.redo_cpu_s (the log's 'CPU: user: N s, system: N s')"),
+             measurement="run.json sut.restart.redo_cpu_s (the log's 'CPU: user: N s, system: N s')", span=AFTER),
     _perflab("redo_mb_sec", "REDO MB/SEC", "MB/s", "", "Restart",
              "Replay rate: megabytes of write-ahead log replayed per second of redo.",
-             F("redo_bytes / redo_s / 1000000"), decimals=1, direction=HIGHER),
+             F("redo_bytes / redo_s / 1000000"), decimals=1, direction=HIGHER, span=AFTER),
     _perflab("recovery_ckpt_s", "RECOVERY CKPT TIME", "s", "", "Restart",
              "The end-of-recovery checkpoint (writing what redo dirtied), as the server's log times it.",
              decimals=3, direction=LOWER,
              measurement="run.json sut.restart.recovery_checkpoint_s (the log's 'checkpoint complete: ... total=N s' "
-                         "after 'checkpoint starting: end-of-recovery'; needs log_checkpoints)"),
+                         "after 'checkpoint starting: end-of-recovery'; needs log_checkpoints)", span=AFTER),
     # -- Replication: a primary's view of its standby (target.server.standby) -------------------
     *[_perflab(f"{kind}_lag_ms", f"{kind.upper()} LAG", "ms", "", "Replication",
                f"How long the standby took to {verb} recent WAL after the primary flushed it, as the primary timed "
@@ -652,7 +654,7 @@ _METRICS: list[Metric] = [
                          "the largest over standbys)"),
     _perflab("startup_t", "START-UP TIME (T)", "s", "T", "Restart",
              "Normal restart: after a clean shutdown, from starting the server to its first answered query.",
-             decimals=3, direction=LOWER, measurement="run.json sut.restart.startup_s (perflab's clock)"),
+             decimals=3, direction=LOWER, measurement="run.json sut.restart.startup_s (perflab's clock)", span=AFTER),
 
     # -- I/O --------------------------------------------------------------------------------
     _perflab("vio_rate", "VIO RATE", "ops/s", "", "I/O", "Block-device I/O operations per second.",

@@ -75,6 +75,7 @@ from perflab.records.run import (
     Clock,
     DriverRecord,
     MonitorRecord,
+    RestartRecord,
     RunConfig,
     RunRecord,
     RunStatus,
@@ -110,6 +111,7 @@ class Model:
     seed: int = 0                # mixed into every run's noise (the workload's seed drives the users)
     interrupt_at: int | None = None   # the run at this schedule position is interrupted half-way
     fail_at: int | None = None        # ... fails half-way (a SUT failure)
+    restart_share: float = 0.0   # > 0: a server crashed after the window, its restart timed (`_restart`)
 
     def executor(self) -> Callable[..., RunResult]:
         """`execute_run`'s stand-in for this model (picklable: a duet's children call it)."""
@@ -470,11 +472,26 @@ def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path
                             dropped=sum(1 for e in sim.rows["error"] if e and e.startswith("dropped")) or None),
         monitor=monitor,
         sut=SutRecord(pids=[], cgroup_note="a model run (perflab.drive.model_driver): no SUT process, its CPU is "
-                      "the model's", memory_limit=plan.memory_limit),
+                      "the model's", memory_limit=plan.memory_limit, restart=_restart(model, sim)),
         status=sim.status, reason=sim.reason, valid=not invalid, invalid=invalid, finished=now_iso())
     write_json_atomic(run_dir / "run.json", record.dump())
     store.index(record)
     return RunResult(run_id, run_dir, record.status, record.reason, bool(record.valid), table.num_rows, record)
+
+
+#: A modelled server's start-up with nothing to recover (seconds).
+MODEL_STARTUP_S = 0.05
+
+
+def _restart(model: Model, sim: _Simulated) -> RestartRecord | None:
+    """A server crashed when the load ended (`measure_restart`'s analog, measured after the
+    window): its recovery replays the work of every transaction it served, at `restart_share`
+    of their CPU -- so its time depends on how much work was done, not on how fast it was
+    driven -- on top of a start-up of MODEL_STARTUP_S; a clean start takes the start-up alone."""
+    if model.restart_share <= 0:
+        return None
+    redo = model.restart_share * sum(user + system for _, _, user, system in sim.busy)
+    return RestartRecord(restart_s=MODEL_STARTUP_S + redo, redo_s=redo, startup_s=MODEL_STARTUP_S)
 
 
 @functools.lru_cache(maxsize=1)

@@ -172,6 +172,20 @@ class ConfigurationRecord(Record):
     hardware: dict[str, Any] = Field(default_factory=dict, description='hardware fingerprint of its first run')
 
 
+class SetAside(Record):
+    """A gate the run failed that protects none of the study's primary metrics
+    (perflab.study.validity): the run is kept, and its values of the rows the gate protects are
+    not counted in the comparisons."""
+
+    gate: str = Field(description="the gate")
+    measured: float | None = Field(default=None, description="what it measured, in `unit`")
+    limit: float | None = Field(default=None, description="its limit, in `unit`")
+    unit: str = Field(default="", description="the unit of `measured` and `limit`")
+    protects: list[str] = Field(
+        default_factory=list, description="the rows it protects, by when they are measured: over the window, after it")
+    caveat: Caveat = Field(description="the failure, as a caveat")
+
+
 class StudyRun(Record):
     """One measured run as the study judged it. `exclusions` is the validity decision, made once
     (perflab.study.validity) and stored; `notes` are caveats that do not exclude."""
@@ -184,6 +198,8 @@ class StudyRun(Record):
     reason: str | None = Field(default=None, description='why it failed')
     exclusions: list[Caveat] = Field(default_factory=list, description='why it does not count (empty: valid)')
     notes: list[Caveat] = Field(default_factory=list, description='caveats that do not exclude it')
+    set_aside: list[SetAside] = Field(default_factory=list, description="failed gates that protect none of the "
+                                      "study's primary metrics: the run's values of the rows they protect do not count")
     users: int | None = Field(default=None, description='its users')
     rate: float | None = Field(default=None, description='its rate')
     sut_cpus: list[int] = Field(default_factory=list, description="the CPUs its SUT ran on (a split duet's side)")
@@ -221,6 +237,11 @@ class StudyRun(Record):
 
     def metric(self, key: str) -> float | None:
         return self.metrics.get(key)
+
+    def counts_in(self, span: str) -> bool:
+        """Whether its values of rows measured in this span ("window", "after") count: it is
+        valid, and no failed gate it was kept despite protects them."""
+        return not self.exclusions and not any(span in s.protects for s in self.set_aside)
 
 
 class MetricComparison(Record):

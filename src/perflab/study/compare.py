@@ -138,14 +138,16 @@ def geomean(values: Iterable[Any]) -> float | None:
     return math.exp(sum(math.log(v) for v in usable) / len(usable))
 
 
-def _exclusion_summary(runs: Sequence[StudyRun], config: str) -> str:
+def _exclusion_summary(runs: Sequence[StudyRun], config: str, span: str = "window") -> str:
+    """How many of a configuration's runs count in rows measured in `span`, and why the others
+    do not (excluded, or set aside for the rows a failed gate protects)."""
     mine = [r for r in runs if r.config == config]
-    excluded = [r for r in mine if r.excluded]
+    excluded = [r for r in mine if not r.counts_in(span)]
     if not excluded:
         return f"{len(mine)} valid run(s) of {config}"
     counts: dict[str, int] = {}
     for run in excluded:
-        for caveat in run.exclusions[:1]:
+        for caveat in (run.exclusions or [s.caveat for s in run.set_aside if span in s.protects])[:1]:
             head = caveat.text.split(":")[0] if caveat.code != "legacy" else caveat.text
             counts[head] = counts.get(head, 0) + 1
     reasons = "; ".join(f"{why} ({n}x)" for why, n in counts.items())
@@ -173,7 +175,8 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     neither side measured it. `role` pair: the row's value for the pair, no ratio."""
     info = metric_info(key)
     level = criteria.confidence if level is None else level
-    valid = [r for r in runs if not r.excluded]
+    span = REGISTRY.span(key).value    # a run set aside for this row's span does not count in it
+    valid = [r for r in runs if r.counts_in(span)]
     by_block = {name: {(r.block if r.block is not None else i): _value(r.metrics.get(key))
                        for i, r in enumerate(valid) if r.config == name} for name in (base, new)}
     measured_any = any(_value(r.metrics.get(key)) is not None for r in runs if r.config in (base, new))
@@ -194,8 +197,8 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     if not entry.directional:
         return entry
     if len(base_values) < 2 or len(new_values) < 2:
-        entry.no_comparison = ("no valid comparison: " + _exclusion_summary(runs, base) + ", "
-                               + _exclusion_summary(runs, new))
+        entry.no_comparison = ("no valid comparison: " + _exclusion_summary(runs, base, span) + ", "
+                               + _exclusion_summary(runs, new, span))
         entry.warnings = [cav.remark(Code.NO_INTERVAL, entry.no_comparison)]
         return entry
     if any(v == 0 for v in base_values + new_values):
@@ -220,8 +223,8 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     entry.verdict_unadjusted = verdict
     if entry.ci_low is None:
         # Pairs, but too few for an interval: INCONCLUSIVE (more blocks), with the runs' story.
-        entry.warnings.append(cav.remark(Code.RUNS_EXCLUDED, f"{_exclusion_summary(runs, base)}, "
-                                         f"{_exclusion_summary(runs, new)}"))
+        entry.warnings.append(cav.remark(Code.RUNS_EXCLUDED, f"{_exclusion_summary(runs, base, span)}, "
+                                         f"{_exclusion_summary(runs, new, span)}"))
     if entry.ratio is not None and math.isfinite(entry.ratio) and entry.base_value is not None:
         # The change a report states is the paired estimate its interval belongs to, not the
         # ratio of the columns' means (those include runs of incomplete blocks).

@@ -21,6 +21,7 @@ from perflab.records.study import (
     Design,
     GatesRecord,
     ScriptSummary,
+    SetAside,
     StudyDocument,
     StudyRun,
     TransactionSummary,
@@ -31,8 +32,10 @@ from perflab.stats.criteria import Criteria
 from perflab.study.compare import SOLO, DesignTraits, flatten_classes, flatten_components, judge_all
 from perflab.study.validity import (
     STEADY_CODES,
+    GateResult,
     GateSettings,
     RunValidity,
+    deciding_spans,
     judge_run,
     pooled_scales,
     run_trends,
@@ -107,12 +110,14 @@ class StudyDocumentBuilder:
                                  metrics.per_class, [*self.primary, *self.keys])
         if validity is None:
             validity = judge_run(record, metrics.values, metrics.per_interval, self.gates, is_base, primary=self.primary)
+        shown = validity.exclusions + [g.caveat for g in validity.set_aside]   # the run's own, as judged
         run = StudyRun(run_id=record.run_id, config=config, block=block, order=order, status=record.status,
                        reason=record.reason, exclusions=validity.exclusions, notes=validity.notes,
+                       set_aside=set_aside_records(validity.set_aside),
                        users=record.config.users, rate=record.config.rate, sut_cpus=list(record.config.sut_cpus),
                        metrics=values,
                        per_class=metrics.per_class, per_interval=metrics.per_interval,
-                       caveats=[c for c in metrics.caveats if c not in validity.exclusions])
+                       caveats=[c for c in metrics.caveats if c not in shown])
         self.doc.runs.append(run)
         conf = self.doc.configuration(config)
         if conf is not None and not conf.software:
@@ -130,9 +135,19 @@ class StudyDocumentBuilder:
         partner. Runs excluded for another reason neither take part nor change."""
         judge = StudyJudge(self.doc, self.gates, self.primary, self.design.concurrent)
         for run in judge.eligible:
-            judged = RunValidity(judge.steady_gates(run))
+            judged = RunValidity(judge.steady_gates(run), deciding_spans(self.primary))
             run.exclusions = [c for c in run.exclusions if c.code not in STEADY_CODES] + judged.exclusions
             run.notes = [c for c in run.notes if c.code not in STEADY_CODES] + judged.notes
+            run.set_aside = ([s for s in run.set_aside if s.caveat.code not in STEADY_CODES]
+                             + set_aside_records(judged.set_aside))
+
+    def add_pair_gates(self, run: StudyRun, failed: Sequence[GateResult]) -> None:
+        """A pair's failed gates (perflab.study.validity.judge_pair) on one of its runs: each
+        excludes it, or sets it aside when it protects none of the primary metrics."""
+        judged = RunValidity(list(failed), deciding_spans(self.primary))
+        run.exclusions += judged.exclusions
+        run.notes += [c for c in judged.notes if c not in run.notes]
+        run.set_aside += set_aside_records(judged.set_aside)
 
     def warn(self, caveat: Caveat) -> None:
         if caveat not in self.doc.warnings:
@@ -149,6 +164,13 @@ class StudyDocumentBuilder:
             return
         doc.comparisons, doc.verdict = judge_all(doc.runs, pairs, self.keys, self.primary, self.criteria, self.design,
                                                  self.paired)
+
+
+def set_aside_records(gates: Sequence[GateResult]) -> list[SetAside]:
+    """Set-aside gate results as the study document keeps them."""
+    return [SetAside(gate=g.gate, measured=g.measured, limit=g.limit, unit=g.unit,
+                     protects=sorted(s.value for s in g.protects), caveat=g.caveat)
+            for g in gates if g.caveat is not None]
 
 
 def new_configurations(names_and_changes: Sequence[tuple[str, dict[str, Any]]]) -> list[ConfigurationRecord]:

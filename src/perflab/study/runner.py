@@ -402,9 +402,9 @@ class StudyRunner:
                                      primary=self.builder.primary)
                 pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False, validity=validity),
                              record, metrics))
-            for caveat in judge_pair([(r, m.values) for _, r, m in pair], band, split):
-                for run, _, _ in pair:
-                    run.exclusions.append(caveat)
+            failed = judge_pair([(r, m.values) for _, r, m in pair], band, split)
+            for run, _, _ in pair:
+                self.builder.add_pair_gates(run, failed)
             for run, record, _ in pair:
                 self._run_ended(run, record.status)
             self._save()
@@ -526,8 +526,10 @@ class StudyRunner:
         out = []
         for p in points:
             runs = [r for r in doc.runs_of(p.config.name) if not r.excluded]
+            # each row over the runs that count in it (a run set aside for the window's rows: not those)
             out.append(SweepPoint(config=p.config.name, series=p.series, value=p.level, runs=len(runs),
-                                  metrics={k: geomean(r.metrics.get(k) for r in runs) for k in keys}))
+                                  metrics={k: geomean(r.metrics.get(k) for r in runs
+                                                      if r.counts_in(REGISTRY.span(k).value)) for k in keys}))
         sweep = self.study.sweep
         assert sweep is not None  # a sweep's summary (run)
         return SweepRecord(factor=sweep.factor, values=list(sweep.values), points=out)

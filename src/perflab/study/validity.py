@@ -20,6 +20,17 @@ The gates, in order:
    completions short of the arrivals offered;
 5. utilization: a calibrated base run lies inside the utilization band (a pair's, together:
    `judge_pair`).
+
+Each gate says which metrics it protects, by when they are measured (`Span`, a property of each
+metric in the catalog): the gates about the window's pace -- the driver not saturated, steady
+state, keeping up with the arrivals, the utilization band, a pair's drivers and CPUs -- protect
+the rows measured over the window (ETR, ITR, response times, CPU per command) and nothing
+measured after it (a server's restart once its load has ended depends on the WAL its jobs left,
+not on how fast they were driven); every other gate protects every row. A run fails a study only
+for a gate that protects one of the study's primary metrics; a gate that failed but protects
+none of them sets the run aside for the rows it does protect (`SetAside`: the run is kept, its
+values of those rows are not counted, and the failed gate is shown as a note with its measured
+value and limit).
 """
 
 from __future__ import annotations
@@ -32,11 +43,12 @@ from typing import Any, Literal
 from scipy import stats
 
 from perflab import caveats as cav
+from perflab.catalog.metric import Span
 from perflab.catalog.registry import REGISTRY
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord
 from perflab.study.steadiness import Scale, Series, Trend, drifted, fit
-from perflab.values import as_float
+from perflab.values import as_float, finite
 
 Outcome = Literal["pass", "fail", "note", "not judged"]
 #: The per-interval series whose steadiness is judged besides the primary metrics: (key, on a log
@@ -45,6 +57,11 @@ RATE_SERIES = ("etr_t",)
 RESPONSE_SERIES = "avg_last_t"
 #: Caveat codes the steadiness gates raise (a study's second judgement replaces these).
 STEADY_CODES = (cav.Code.NOT_STEADY, cav.Code.FELL_BEHIND, cav.Code.STEADY_UNJUDGED)
+#: What a gate protects: every metric, or only those measured over the window (its pace).
+EVERY_SPAN = frozenset(Span)
+WINDOW_ONLY = frozenset({Span.WINDOW})
+#: The run's own caveats (run.json `invalid`) that are about the window's pace only.
+WINDOW_CODES = frozenset({cav.Code.DRIVER_SATURATED})
 
 
 @dataclass(frozen=True)
@@ -69,19 +86,46 @@ class GateResult:
     unit: str = ""
     caveat: Caveat | None = None
     bound: str = ""      # the limit in words ("at most 1%", "±5%", "80-100%")
+    protects: frozenset[Span] = EVERY_SPAN   # the metrics it protects, by when they are measured
+
+    def excludes(self, deciding: frozenset[Span]) -> bool:
+        """A failure that excludes the run from a study deciding on metrics of these spans."""
+        return self.outcome == "fail" and bool(self.protects & deciding)
+
+    def set_aside(self, deciding: frozenset[Span]) -> bool:
+        """A failure that protects none of the deciding metrics: the run is kept, not counted
+        in the rows the gate protects."""
+        return self.outcome == "fail" and not self.protects & deciding
+
+
+def deciding_spans(primary: Sequence[str] | None) -> frozenset[Span]:
+    """When a study's primary metrics are measured (default: the capacity key's, the window)."""
+    return frozenset(REGISTRY.span(k) for k in (primary or [REGISTRY.role("capacity")[0]]))
 
 
 @dataclass
 class RunValidity:
+    """Every gate's result for one run, and what they decide for a study whose primary metrics
+    are measured in `deciding` spans (default every span: any failure excludes)."""
+
     gates: list[GateResult] = field(default_factory=list)
+    deciding: frozenset[Span] = EVERY_SPAN
 
     @property
     def exclusions(self) -> list[Caveat]:
-        return [g.caveat for g in self.gates if g.outcome == "fail" and g.caveat is not None]
+        return [g.caveat for g in self.gates if g.excludes(self.deciding) and g.caveat is not None]
+
+    @property
+    def set_aside(self) -> list[GateResult]:
+        """The failed gates that protect none of the study's primary metrics."""
+        return [g for g in self.gates if g.set_aside(self.deciding)]
 
     @property
     def notes(self) -> list[Caveat]:
-        return [g.caveat for g in self.gates if g.outcome in ("note", "not judged") and g.caveat is not None]
+        """The notes, then each set-aside failure as a note (module doc)."""
+        out = [g.caveat for g in self.gates if g.outcome in ("note", "not judged") and g.caveat is not None]
+        return out + [cav.set_aside(g.caveat, sorted(s.value for s in g.protects)) for g in self.set_aside
+                      if g.caveat is not None]
 
     @property
     def valid(self) -> bool:
@@ -140,7 +184,7 @@ def steady_gates(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
     if intervals < cav.MIN_STEADY_INTERVALS:
         out.append(GateResult("steady state", "not judged", float(intervals), float(cav.MIN_STEADY_INTERVALS),
                               "intervals", cav.steady_unjudged(intervals),
-                              f"at least {cav.MIN_STEADY_INTERVALS} intervals"))
+                              f"at least {cav.MIN_STEADY_INTERVALS} intervals", WINDOW_ONLY))
         return out
     for spec in specs:
         trend = trends[spec.key]
@@ -158,9 +202,11 @@ def steady_gates(values: Mapping[str, Any], per_interval: Sequence[Mapping[str, 
         if drifted(trend, spec.limit, scale):
             caveat = cav.not_steady(label, shown, scale.se, limit, trend.intervals, partner is not None, scale.basis,
                                     spec.log)
-            out.append(GateResult(f"steady {label}", "fail", shown, limit, "relative change", caveat, bound))
+            out.append(GateResult(f"steady {label}", "fail", shown, limit, "relative change", caveat, bound,
+                                  WINDOW_ONLY))
         else:
-            out.append(GateResult(f"steady {label}", "pass", shown, limit, "relative change", bound=bound))
+            out.append(GateResult(f"steady {label}", "pass", shown, limit, "relative change", bound=bound,
+                                  protects=WINDOW_ONLY))
     return out
 
 
@@ -171,14 +217,14 @@ def _fell_behind(values: Mapping[str, Any], limit: float) -> GateResult:
     finished = _num(values.get("tx_ok")) + _num(values.get("errors_t"), 0.0)
     bound = f"at most {100 * limit:g}% behind the arrivals, beyond a count's noise"
     if not (offered == offered and offered > 0 and finished == finished):
-        return GateResult("kept up with arrivals", "not judged", bound=bound)
+        return GateResult("kept up with arrivals", "not judged", bound=bound, protects=WINDOW_ONLY)
     shortfall = offered - finished
     noise = float(stats.norm.ppf(1.0 - cav.STEADY_ALPHA)) * math.sqrt(offered)
     share = shortfall / offered
     if shortfall > limit * offered and shortfall > noise:
         return GateResult("kept up with arrivals", "fail", share, limit, "share behind",
-                          cav.fell_behind(finished, offered, limit), bound)
-    return GateResult("kept up with arrivals", "pass", share, limit, "share behind", bound=bound)
+                          cav.fell_behind(finished, offered, limit), bound, WINDOW_ONLY)
+    return GateResult("kept up with arrivals", "pass", share, limit, "share behind", bound=bound, protects=WINDOW_ONLY)
 
 
 def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequence[Mapping[str, Any]] | None,
@@ -186,21 +232,24 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
               primary: Sequence[str] | None = None, scales: Mapping[str, Scale] | None = None) -> RunValidity:
     """Every gate's result for this run. `partner`: a pair's partner's per-interval rows;
     `primary`: the study's primary metrics (default the registry's capacity key); `scales`: the
-    study's between-runs null for each steadiness series (perflab.study.steadiness)."""
-    out = RunValidity()
+    study's between-runs null for each steadiness series (perflab.study.steadiness). A failed
+    gate excludes the run only when it protects a primary metric (module doc)."""
+    out = RunValidity(deciding=deciding_spans(primary))
     if record.status != "complete":
         out.gates.append(GateResult("run completed", "fail", caveat=cav.run_not_complete(record.status, record.reason),
                                     bound="complete"))
     else:
         out.gates.append(GateResult("run completed", "pass", bound="complete"))
     for caveat in record.invalid:
-        if caveat.code is not cav.Code.RUN_NOT_COMPLETE:
+        if caveat.code is cav.Code.DRIVER_SATURATED:
+            out.gates.append(_driver_saturated(caveat))
+        elif caveat.code is not cav.Code.RUN_NOT_COMPLETE:
             out.gates.append(GateResult(str(caveat.code.value).replace("_", " "), "fail", caveat=caveat,
                                         bound="none in the run"))
     driver = record.driver.util_pct if record.driver is not None else None
     if driver is not None and not any(c.code is cav.Code.DRIVER_SATURATED for c in record.invalid):
         out.gates.append(GateResult("driver not saturated", "pass", driver, cav.DRIVER_SATURATION_PCT, "% of one core",
-                                    bound=f"below {cav.DRIVER_SATURATION_PCT:.0f}% of one core"))
+                                    bound=f"below {cav.DRIVER_SATURATION_PCT:.0f}% of one core", protects=WINDOW_ONLY))
     errors = _num(values.get("error_pct_t"))
     if errors == errors:
         failed = errors / 100.0 > gates.max_error_rate
@@ -222,8 +271,16 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
         inside = low <= util <= high
         out.gates.append(GateResult("UTIL/PROC (S) in the target band (base configuration)", "pass" if inside else "fail",
                                     util, high, "%", None if inside else cav.util_out_of_band(util, low, high),
-                                    f"{low:g}-{high:g}%"))
+                                    f"{low:g}-{high:g}%", WINDOW_ONLY))
     return out
+
+
+def _driver_saturated(caveat: Caveat) -> GateResult:
+    """The run's own driver-saturation caveat as a typed gate result: the driver's CPU and the
+    limit it reached (a caveat of a run driven from several hosts names the busiest)."""
+    limit = finite(caveat.values.get("limit_pct")) or cav.DRIVER_SATURATION_PCT
+    return GateResult("driver not saturated", "fail", finite(caveat.values.get("util_pct")), limit, "% of one core",
+                      caveat, f"below {limit:.0f}% of one core", WINDOW_ONLY)
 
 
 def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]],
@@ -252,8 +309,9 @@ def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]],
 
 
 def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[float, float] | None,
-               split: bool) -> list[Caveat]:
-    """What excludes both runs of a pair together (a duet or a split duet, study/arrangement.py):
+               split: bool) -> list[GateResult]:
+    """The failed gates that exclude both runs of a pair together (a duet or a split duet,
+    study/arrangement.py) -- all about the window's pace, so they protect window rows only:
 
     * the drivers: a duet's two drivers share the driver's CPUs, so their CPU is judged on its
       sum against the saturation limit times the CPUs they may use (one driver process uses one
@@ -264,7 +322,7 @@ def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[
       in the band scaled by its share of the load (checked by the caller's band)."""
     if len(pair) != 2:
         return []
-    out: list[Caveat] = []
+    out: list[GateResult] = []
     records = [r for r, _ in pair]
     drivers = [r.driver.util_pct if r.driver is not None else None for r in records]
     utils = [_num(v.get("util_proc_s")) for _, v in pair]
@@ -272,21 +330,30 @@ def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[
         for i in (0, 1):
             other_driver = drivers[1 - i]
             if other_driver is not None and utils[i] == utils[i] and utils[i] + other_driver >= cav.CPU_FULL_PCT:
-                out.append(cav.cpu_full(utils[i], other_driver, records[i].config.sut_cpus))
+                out.append(GateResult("a CPU not full (the SUT and the other driver)", "fail", utils[i] + other_driver,
+                                      cav.CPU_FULL_PCT, "%", cav.cpu_full(utils[i], other_driver,
+                                                                          records[i].config.sut_cpus),
+                                      f"below {cav.CPU_FULL_PCT:g}%", WINDOW_ONLY))
                 break
     elif all(d is not None for d in drivers):
         cores = max(1, min(len(records), len(records[0].config.driver_cpus or [0])))
         total = sum(d for d in drivers if d is not None)
-        if total >= cav.DRIVER_SATURATION_PCT * cores:
-            out.append(cav.driver_saturated(total, "the pair's two drivers together", cav.DRIVER_SATURATION_PCT * cores))
+        limit = cav.DRIVER_SATURATION_PCT * cores
+        if total >= limit:
+            out.append(GateResult("the pair's drivers not saturated", "fail", total, limit, "% of one core",
+                                  cav.driver_saturated(total, "the pair's two drivers together", limit),
+                                  f"below {limit:.0f}% of one core", WINDOW_ONLY))
     if band is not None and all(u == u for u in utils):
         low, high = band
         if split:
             outside = [u for u in utils if not low <= u <= high]
             if outside:
-                out.append(cav.util_out_of_band(outside[0], low, high))
+                out.append(GateResult("UTIL/PROC (S) in the target band", "fail", outside[0], high, "%",
+                                      cav.util_out_of_band(outside[0], low, high), f"{low:g}-{high:g}%", WINDOW_ONLY))
         elif not low <= sum(utils) <= high:
-            out.append(cav.util_out_of_band(sum(utils), low, high, pair=True))
+            out.append(GateResult("UTIL/PROC (S) of the pair in the target band", "fail", sum(utils), high, "%",
+                                  cav.util_out_of_band(sum(utils), low, high, pair=True), f"{low:g}-{high:g}%",
+                                  WINDOW_ONLY))
     return out
 
 

@@ -81,6 +81,10 @@ def _as_the_study_judged(record: RunRecord, metrics: RunMetrics | None, study: S
     stored = [c for c in entry.exclusions if c.code not in STEADY_CODES]
     rows = gate_rows(results) + [Gate("the pair's gates", c.text, "", "FAIL") for c in stored
                                  if results is None or c not in results.exclusions]
+    own = [g.caveat for g in results.set_aside] if results is not None else []
+    rows += [Gate(s.gate, f"{gate_value(s.measured, s.unit)}: {s.caveat.text}", gate_value(s.limit, s.unit),
+                  set_aside_word(s.protects)) for s in entry.set_aside if s.caveat not in own
+             and s.caveat.code not in STEADY_CODES]
     exclusions = list(entry.exclusions)
     verdict = ("excluded by the study: " + "; ".join(c.text for c in exclusions)) if exclusions else \
         "counted in the study's verdicts"
@@ -98,8 +102,15 @@ def gate_rows(results: RunValidity | None) -> list[Gate]:
         measured = gate_value(g.measured, g.unit)
         if g.caveat is not None and g.outcome != "pass":
             measured = g.caveat.text if measured == "na" else f"{measured}: {g.caveat.text}"
-        rows.append(Gate(g.gate, measured, g.bound or gate_value(g.limit, g.unit), OUTCOME_WORDS.get(g.outcome, g.outcome)))
+        word = (set_aside_word(sorted(s.value for s in g.protects)) if g.set_aside(results.deciding)
+                else OUTCOME_WORDS.get(g.outcome, g.outcome))
+        rows.append(Gate(g.gate, measured, g.bound or gate_value(g.limit, g.unit), word))
     return rows
+
+
+def set_aside_word(protects: list[str]) -> str:
+    """A failed gate that protects none of the study's primary metrics (the run is kept)."""
+    return f"FAIL ({' and '.join(protects)} rows only: kept)"
 
 
 def gate_value(value: float | None, unit: str) -> str:
