@@ -93,6 +93,8 @@ class PostgresServer:
         self.data_dir, self.data_note = self._data_dir(run_id)
         self.max_connections = max_connections
         self.cpus, self.cgroup = cpus, cgroup
+        #: a command line before the postmaster's (valgrind, for the counted pass: drive/pathlength/server.py)
+        self.wrapper: list[str] = []
         self.process = self._new_process()
         self.version: str | None = None
         self.wal_device = WalDevice(spec.wal_device, run_id) if spec.wal_device is not None else None
@@ -106,7 +108,7 @@ class PostgresServer:
 
     def _new_process(self) -> ServiceProcess:
         """The postmaster (not started): the first, or the next after a stop or a crash."""
-        return ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+        return ServiceProcess("PostgreSQL server", [*self.wrapper, str(self.bin / "postgres"), "-D", str(self.data_dir)],
                               self.run_dir / "postgres.log", account=self.account, cpus=self.cpus, cgroup=self.cgroup,
                               env={**os.environ, "LC_ALL": "C"})
 
