@@ -111,9 +111,10 @@ async def drive(workload: Any, dsn: str, drawn: list[tuple[int, dict | None]], w
     executor = PostgresExecutor(workload, dsn, None, 1)
     executor.per_user = True
     await executor.open(1)
-    conn = executor.connections[0]
+    conn: Any = executor.connections[0]
     try:
-        rows = await conn.fetch("SELECT pid, backend_type FROM pg_stat_activity WHERE pid <> pg_backend_pid()")
+        # (pg_backend_pid() is not in this query: each of its calls would be a dump)
+        rows = await conn.fetch("SELECT pid, backend_type FROM pg_stat_activity")
         kinds = {int(r["pid"]): str(r["backend_type"]) for r in rows}
         kinds[postmaster_pid] = "postmaster"
         backend = int(await conn.fetchval(MARKER_SQL))
