@@ -215,7 +215,8 @@ class PathlengthRecord(Record):
     warmup: int = Field(default=0, description="transactions run before them, not counted")
     errors: int = Field(default=0, description="counted transactions that failed (not used)")
     overhead_instructions: float | None = Field(default=None, description="instructions of the two client requests "
-                                                "around each transaction (measured on empty ones), subtracted")
+                                                "around each transaction (measured on empty ones), subtracted; "
+                                                "server_backend: the marker statement's between two transactions")
     seconds: float | None = Field(default=None, description="the pass's wall time (valgrind's, not the SUT's)")
     other_processes: dict[str, float] | None = Field(
         default=None, description="server_backend: the instructions of the server's processes other than the counted "

@@ -240,6 +240,14 @@ class PostgresServer:
         self.process = self._new_process()
         self._start_process()
 
+    def restart_under(self, wrapper: list[str]) -> None:
+        """A fast shutdown, then the postmaster started again on its data with `wrapper` before its
+        command line (valgrind: drive/pathlength/server.py), ready for queries."""
+        self.shut_down()
+        self.wrapper = list(wrapper)
+        self.process = self._new_process()
+        self._start_process()
+
     def _start_process(self) -> None:
         self.process.start()
         self.process.wait_ready(tcp_probe(self.host, self.port), self.spec.ready_timeout)

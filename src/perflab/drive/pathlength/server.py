@@ -128,7 +128,8 @@ async def drive(workload: Any, dsn: str, drawn: list[tuple[int, dict | None]], w
         results: list[list[Any]] = []
         for tx_index, params in drawn[warmup:]:
             reply = await executor.execute(tx_index, params, 0)
-            if executor.connections.get(0) is not conn:
+            lost = executor.connections.get(0) is not conn  # (a variable: mypy would narrow conn)
+            if lost:
                 raise RuntimeError(f"the counted connection was lost: {reply.error}")
             await conn.fetchval(MARKER_SQL)
             results.append([reply.ok, reply.error, None])
@@ -141,11 +142,8 @@ def run_counted_server(server: Any, out_dir: Path, drawn: list[tuple[int, dict |
                        workload: Any, timeout: float) -> tuple[DriverResult, dict[int, Path], float]:
     """Restart the loaded `server` under callgrind, drive the pass, stop it (its processes write
     their files as they exit) -> (the driver's result, the files by pid, seconds under valgrind)."""
-    server.shut_down()
-    server.wrapper = server_prefix(out_dir)
-    server.process = server._new_process()
     began = time.monotonic()
-    server._start_process()
+    server.restart_under(server_prefix(out_dir))
     try:
         result = asyncio.run(asyncio.wait_for(
             drive(workload, server.dsn, drawn, warmup, server.pid), timeout))
