@@ -6,6 +6,7 @@ comparison of INSTR/CMD (I)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -197,3 +198,48 @@ def test_a_duet_widens_its_timed_rows_for_its_bias_but_not_its_counted_ones():
     itr = paired["itr_s"]
     assert itr.design_ci_low == plain["itr_s"].ci_low
     assert itr.ci_low < plain["itr_s"].ci_low and itr.ci_high > plain["itr_s"].ci_high
+
+
+@pytest.mark.fast
+def test_a_postgres_backend_is_counted_between_its_markers(tmp_path):
+    from perflab.drive.pathlength.server import backend_counts, process_totals
+    from perflab.drive.pathlength.valgrind import Part
+
+    marker = "--dump-before=pg_backend_pid"
+    # The connection's start-up, the warm-up, three nulls (the marker's own 230 and a first,
+    # colder one), two transactions, the backend's end.
+    irs = [5_000_000, 900_000, 260, 230, 231, 10_230, 20_230]
+    parts = [Part(marker, ir) for ir in irs] + [Part("Program termination", 1_000)]
+    counts = backend_counts(parts, 2, nulls=3)
+    assert counts.overhead == 231
+    assert counts.per_transaction == [9_999.0, 19_999.0]
+    # A dump too many or too few (a transaction that called pg_backend_pid() itself) is refused.
+    with pytest.raises(ValueError, match="dumps at pg_backend_pid"):
+        backend_counts(parts + [Part(marker, 500)], 2, nulls=3)
+    # The other processes' instructions, by the kind pg_stat_activity gave their pid.
+    files = {}
+    for pid, ir in ((10, 700), (11, 300), (12, 40), (13, 5), (14, 99)):
+        (tmp_path / str(pid)).mkdir()
+        files[pid] = _callgrind_file(tmp_path / str(pid), [("Program termination", ir)])
+    totals = process_totals(files, {10: "postmaster", 11: "checkpointer", 12: "walwriter", 13: "walwriter"}, 14)
+    assert totals == {"checkpointer": 300.0, "postmaster": 700.0, "walwriter": 45.0}
+
+
+PG_DSN = """
+name: pg
+target: {kind: postgres, dsn: "postgresql://postgres@127.0.0.1:9/postgres"}
+transactions:
+  - {name: t, sql: "SELECT 1"}
+scripts: [{name: s, steps: [t]}]
+load: {users: 1}
+pathlength: {transactions: 10}
+"""
+
+
+@pytest.mark.fast
+def test_pathlength_of_a_postgres_server_perflab_does_not_start_is_refused(tmp_path):
+    result = perflab("validate", write_workload(tmp_path, PG_DSN))
+    assert result.returncode == 2
+    assert "target.server" in result.stderr and "Traceback" not in result.stderr
+    accepted = perflab("validate", str(Path(__file__).parents[2] / "examples" / "pathlength" / "postgres-known-loop.yaml"))
+    assert accepted.returncode == 0, accepted.stderr

@@ -239,6 +239,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 sut = record.sut if record.sut is not None else life.describe_sut()
                 sut.stop_note = note
         life.release()
+        if workload.pathlength is not None:
+            _count_pathlength(life)
         if recorder is not None:
             table = recorded_table(life, recorder)
         if cluster is not None:
@@ -254,6 +256,21 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             if recorder is not None:
                 recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
+
+
+def _count_pathlength(life: RunLifecycle) -> None:
+    """The counted pass (drive/pathlength/server.py) on a server of its own, after this run's
+    server has stopped: nothing it does reaches the timed rows. A run that did not complete is
+    not counted (its record says so)."""
+    from perflab.drive.pathlength.count import PassInputs, count_pathlength
+    from perflab.records.run import PathlengthRecord
+
+    plan = life.plan
+    if life.ending.status != "complete":
+        life.record.pathlength = PathlengthRecord(status="skipped", reason=f"the run is {life.ending.status}")
+        return
+    life.record.pathlength = count_pathlength(PassInputs(plan.workload, plan.workload_dir, life.run_dir, plan.seed,
+                                                         list(plan.placement.sut_cpus), []))
 
 
 def _measure_restart(life: RunLifecycle, server: PostgresServer) -> None:

@@ -195,7 +195,7 @@ class MonitorRecord(Record):
 #: counted transaction, columns PATHLENGTH_COLUMNS (instructions NaN where it failed or was not counted).
 PATHLENGTH_FILE = "pathlength.parquet"
 PATHLENGTH_COLUMNS = ("transaction", "class", "instructions", "ok", "error")
-PathlengthMethod = Literal["client_requests", "per_command"]
+PathlengthMethod = Literal["client_requests", "per_command", "server_backend"]
 
 
 class PathlengthRecord(Record):
@@ -208,13 +208,20 @@ class PathlengthRecord(Record):
     tool: str | None = Field(default=None, description="the counter: valgrind's version and tool")
     method: PathlengthMethod | None = Field(
         default=None, description="client_requests: callgrind counted each transaction between two client requests "
-        "in an in-process SUT's worker; per_command: each command ran under cachegrind")
+        "in an in-process SUT's worker; per_command: each command ran under cachegrind; server_backend: the server "
+        "(PostgreSQL) ran under callgrind and the backend serving the pass's one connection was counted between "
+        "marker calls (drive/pathlength/server.py)")
     transactions: int = Field(default=0, description="transactions counted")
     warmup: int = Field(default=0, description="transactions run before them, not counted")
     errors: int = Field(default=0, description="counted transactions that failed (not used)")
     overhead_instructions: float | None = Field(default=None, description="instructions of the two client requests "
-                                                "around each transaction (measured on empty ones), subtracted")
+                                                "around each transaction (measured on empty ones), subtracted; "
+                                                "server_backend: the marker statement's between two transactions")
     seconds: float | None = Field(default=None, description="the pass's wall time (valgrind's, not the SUT's)")
+    other_processes: dict[str, float] | None = Field(
+        default=None, description="server_backend: the instructions of the server's processes other than the counted "
+        "backend over the whole pass (start to shutdown), by pg_stat_activity's backend_type (walwriter, checkpointer, "
+        "background writer, ...; postmaster): not in INSTR/CMD (I)")
 
 
 class RunRecord(Record):

@@ -93,6 +93,8 @@ class PostgresServer:
         self.data_dir, self.data_note = self._data_dir(run_id)
         self.max_connections = max_connections
         self.cpus, self.cgroup = cpus, cgroup
+        #: a command line before the postmaster's (valgrind, for the counted pass: drive/pathlength/server.py)
+        self.wrapper: list[str] = []
         self.process = self._new_process()
         self.version: str | None = None
         self.wal_device = WalDevice(spec.wal_device, run_id) if spec.wal_device is not None else None
@@ -106,7 +108,7 @@ class PostgresServer:
 
     def _new_process(self) -> ServiceProcess:
         """The postmaster (not started): the first, or the next after a stop or a crash."""
-        return ServiceProcess("PostgreSQL server", [str(self.bin / "postgres"), "-D", str(self.data_dir)],
+        return ServiceProcess("PostgreSQL server", [*self.wrapper, str(self.bin / "postgres"), "-D", str(self.data_dir)],
                               self.run_dir / "postgres.log", account=self.account, cpus=self.cpus, cgroup=self.cgroup,
                               env={**os.environ, "LC_ALL": "C"})
 
@@ -235,6 +237,14 @@ class PostgresServer:
                     _copy_tree(target, wal)
                 os.replace(staging, self.template)
         self._drop_pages_charged_elsewhere()
+        self.process = self._new_process()
+        self._start_process()
+
+    def restart_under(self, wrapper: list[str]) -> None:
+        """A fast shutdown, then the postmaster started again on its data with `wrapper` before its
+        command line (valgrind: drive/pathlength/server.py), ready for queries."""
+        self.shut_down()
+        self.wrapper = list(wrapper)
         self.process = self._new_process()
         self._start_process()
 

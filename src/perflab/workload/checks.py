@@ -121,10 +121,10 @@ def _check_mixed(workload: Workload, batch: BatchBeside) -> None:
 
 
 #: The targets whose pathlength perflab can count (drive/pathlength/): an in-process SUT inside
-#: its worker, a command's processes. A server's (PostgreSQL's backends) is not counted yet: its
-#: instructions for one request are not told apart from its other work without starting it
-#: under valgrind, which perflab does not do.
-PATHLENGTH_KINDS = ("sqlite", "python", "command")
+#: its worker, a command's processes, a PostgreSQL server perflab starts (its backend, the server
+#: restarted under callgrind for the pass). An HTTP or TCP service's instructions for one request
+#: are not told apart from its other work.
+PATHLENGTH_KINDS = ("sqlite", "python", "command", "postgres")
 
 
 def _check_pathlength(workload: Workload) -> None:
@@ -133,6 +133,15 @@ def _check_pathlength(workload: Workload) -> None:
         raise LocatedError(("pathlength",), f"pathlength is counted for {', '.join(PATHLENGTH_KINDS)} targets, not "
                                             f"{target.kind}: the instructions a server spends on one request are "
                                             f"not told apart from its other work")
+    if isinstance(target, PostgresTarget):
+        if target.server is None:
+            raise LocatedError(("pathlength",), "a PostgreSQL target's pathlength is counted on a server perflab "
+                                                "starts (target.server), not at a DSN")
+        if target.server.standby is not None:
+            raise LocatedError(("pathlength",), "pathlength is not counted for a server with a standby")
+        if workload.drivers is not None:
+            raise LocatedError(("pathlength",), "pathlength is counted by perflab's driver on this host: remove "
+                                                "drivers")
 
 
 def _check_network_target(workload: Workload, service: Service) -> None:

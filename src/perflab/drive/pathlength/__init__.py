@@ -8,6 +8,7 @@ transactions.parquet. `count.py` runs it (a fresh SUT, the worker, the table, th
 `pathlength`); `draw.py` draws its transactions from the workload's mix and seed; `worker.py` is
 the counted worker; an in-process SUT (sqlite, python) is counted per transaction inside that
 worker run under callgrind (`inprocess.py`, with `client_request.py` marking where each
-transaction starts and ends), a command per process under cachegrind; `valgrind.py` holds the
+transaction starts and ends), a command per process under cachegrind, a PostgreSQL server's
+backend between the driver's marker calls with the server under callgrind (`server.py`); `valgrind.py` holds the
 command lines and the output formats.
 """

@@ -29,7 +29,7 @@ import perflab
 from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.pathlength.draw import draw
 from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_command
-from perflab.drive.pathlength.valgrind import valgrind_version
+from perflab.drive.pathlength.valgrind import callgrind_parts, valgrind_version
 from perflab.records.run import PATHLENGTH_FILE, PathlengthMethod, PathlengthRecord
 from perflab.sut.releases import call_with_path
 from perflab.workload.model import Workload
@@ -53,12 +53,17 @@ def count_pathlength(inputs: PassInputs) -> PathlengthRecord:
     """Run the counted pass; its record (status failed with the reason when it could not count)."""
     settings = inputs.workload.pathlength
     assert settings is not None  # called only for a workload that asks for it
-    method: PathlengthMethod = "client_requests" if inputs.workload.target.kind in _IN_PROCESS else "per_command"
-    tool = f"{valgrind_version()} {'callgrind' if method == 'client_requests' else 'cachegrind'}"
+    kind = inputs.workload.target.kind
+    method: PathlengthMethod = ("client_requests" if kind in _IN_PROCESS else
+                                "server_backend" if kind == "postgres" else "per_command")
+    tool = f"{valgrind_version()} {'cachegrind' if method == 'per_command' else 'callgrind'}"
     record = PathlengthRecord(status="failed", tool=tool, method=method, warmup=settings.warmup)
     started = time.monotonic()
     try:
-        _count(inputs, method, record)
+        if method == "server_backend":
+            _count_server(inputs, record)
+        else:
+            _count(inputs, method, record)
     except KeyboardInterrupt:
         # Ctrl-C during the pass: the timed run is measured and is stored all the same.
         record.status, record.reason = "failed", "interrupted (Ctrl-C) during the counted pass"
@@ -102,7 +107,13 @@ def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecor
         record.overhead_instructions = counts.overhead
         counted = counts.per_transaction
         callgrind_file.unlink(missing_ok=True)  # megabytes of call graph; the counts are in the table
-    counted_drawn = drawn[settings.warmup:]
+    _write_table(inputs, drawn[settings.warmup:], results, counted, record)
+
+
+def _write_table(inputs: PassInputs, counted_drawn: list, results: list[list], counted: list,
+                 record: PathlengthRecord) -> None:
+    """pathlength.parquet, one row per counted transaction; the record's counts and status."""
+    workload = inputs.workload
     names = [t.name for t in workload.transactions]
     classes = [t.tx_class for t in workload.transactions]
     instructions = [math.nan if not ok or n is None else float(n) for (ok, _e, _c), n in zip(results, counted)]
@@ -121,6 +132,49 @@ def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecor
         record.reason = "no counted transaction completed with a count"
         return
     record.status = "counted"
+
+
+def _count_server(inputs: PassInputs, record: PathlengthRecord) -> None:
+    """A PostgreSQL target: a fresh server loaded as the timed run's was, restarted under
+    callgrind, its backend counted between markers (drive/pathlength/server.py)."""
+    import shutil
+
+    from perflab.drive.pathlength.server import NULLS as SERVER_NULLS
+    from perflab.drive.pathlength.server import backend_counts, process_totals, run_counted_server
+    from perflab.drive.server_run import load_key, prepare_postgres
+    from perflab.sut.postgres_server import PostgresServer
+    from perflab.workload.model import PostgresTarget
+
+    workload, settings = inputs.workload, inputs.workload.pathlength
+    target = workload.target
+    assert settings is not None and isinstance(target, PostgresTarget) and target.server is not None
+    pass_dir = inputs.run_dir / PASS_DIR
+    pass_dir.mkdir(exist_ok=True)
+    drawn = draw(workload, inputs.seed, settings.warmup + settings.transactions)
+    server = PostgresServer(target.server, target.database, pass_dir, f"{inputs.run_dir.name}-pathlength",
+                            inputs.cpus or None, None)
+    out_dir = pass_dir / "callgrind"
+    if not server.account.can_reach(pass_dir):
+        out_dir = Path("/var/tmp/perflab-pgdata") / f"{inputs.run_dir.name}-callgrind"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    server.account.chown(out_dir)
+    try:
+        server.start(load_key(target))
+        prepare_postgres(target, server)
+        result, files, _seconds = run_counted_server(server, out_dir, [(d.tx_index, d.params) for d in drawn],
+                                                     settings.warmup, workload, settings.timeout)
+        backend = files.get(result.backend_pid)
+        if backend is None:
+            raise RuntimeError(f"no callgrind file of the counted backend (pid {result.backend_pid}) in {out_dir}")
+        counts = backend_counts(callgrind_parts(backend), len(result.results), SERVER_NULLS)
+        record.overhead_instructions = counts.overhead
+        record.other_processes = process_totals(files, result.kinds, result.backend_pid)
+        _write_table(inputs, drawn[settings.warmup:], result.results, counts.per_transaction, record)
+    finally:
+        note = server.stop()
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if note:
+            record.reason = f"{record.reason}; {note}" if record.reason else note
 
 
 def _prepare(workload: Workload, data: dict, inputs: PassInputs, pass_dir: Path) -> None:

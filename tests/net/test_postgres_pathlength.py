@@ -1,0 +1,70 @@
+"""PostgreSQL's pathlength against loops of known proportion: the counted pass restarts a real
+server under callgrind and counts the backend serving its connection between marker calls
+(drive/pathlength/server.py). The statements' rows are 0, 20,000 and 40,000, so the backend's
+instructions beyond the empty statement's double from short to long; the same statement counts
+the same from one transaction to the next; the background processes are given apart, never in
+INSTR/CMD (I). A few seconds of work under valgrind per release."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from .net_helpers import EXAMPLES, needs_pg15, needs_pgserver, run_workload
+
+WORKLOAD = EXAMPLES / "pathlength" / "postgres-known-loop.yaml"
+SHORT = {"stagger": 0.0, "stabilization": 0.5, "duration": 2.0}
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
+                                    reason="valgrind not installed (apt-get install valgrind)")
+
+# Tolerances, with room over what was measured on PostgreSQL 15.18 here (2026-11-28, run
+# 20261128-000626-postgres-known-loop-8b58): after the warm-up every count of a statement was the
+# same to the instruction, and twice the rows gave 2.0006 times the rows' instructions.
+SAME_STATEMENT_REL = 0.01
+DOUBLING_REL = 0.01
+
+
+def _check(tmp_path, changes, version):
+    run, metrics = run_workload(tmp_path, WORKLOAD, changes, **SHORT)
+    assert run["status"] == "complete", run["reason"]
+    assert run["fingerprint"]["sut_version"].startswith(f"PostgreSQL {version}.")
+    record = run["pathlength"]
+    assert record["status"] == "counted", record
+    assert record["method"] == "server_backend" and "callgrind" in record["tool"]
+    assert record["transactions"] == 30 and record["errors"] == 0
+    counted = pq.read_table(tmp_path / "store" / "runs" / run["run_id"] / "pathlength.parquet").to_pandas()
+    median = {}
+    for name in ("none", "short", "long"):
+        values = counted[counted.transaction == name].instructions
+        assert len(values) == 10 and values.notna().all(), values
+        median[name] = values.median()
+        # the same statement, the same count (to 1%), every time it is counted
+        assert ((values - median[name]).abs() <= SAME_STATEMENT_REL * median[name]).all(), (name, values.tolist())
+    # a statement's fixed cost is tens of thousands of instructions; 20,000 rows are millions
+    assert 10_000 < median["none"] < 1_000_000 and median["short"] > 10 * median["none"], median
+    # twice the rows, twice the rows' instructions
+    ratio = (median["long"] - median["none"]) / (median["short"] - median["none"])
+    assert ratio == pytest.approx(2.0, rel=DOUBLING_REL), (ratio, median)
+    # the background processes' instructions are given apart, not in INSTR/CMD (I)
+    others = record["other_processes"]
+    assert {"checkpointer", "walwriter", "postmaster"} <= set(others), others
+    assert all(v > 0 for v in others.values()), others
+    # INSTR/CMD (I) is the window's mix at the counted means: between the smallest and the largest
+    value = metrics.values["instr_cmd_i"]
+    assert median["none"] * 0.99 < value < median["long"] * 1.01, (value, median)
+    assert not (tmp_path / "store" / "runs" / run["run_id"] / "pathlength" / "callgrind").exists()
+    return median
+
+
+@needs_valgrind
+@needs_pg15
+def test_postgresql_15_backend_is_counted_against_a_doubled_loop(tmp_path):
+    _check(tmp_path, None, 15)
+
+
+@needs_valgrind
+@needs_pgserver
+def test_postgresql_16_backend_is_counted_against_a_doubled_loop(tmp_path):
+    _check(tmp_path, {"target.server.bin": "pgserver"}, 16)
