@@ -113,16 +113,17 @@ def calibrate(rule: Calibration, measure: Callable[[int | None, float | None], d
             users = next_users
         else:
             rate = rate * factor
-    if any(s.get("queueing") for s in result.steps):
-        queued = next(s for s in result.steps if s.get("queueing"))
+    queueing = [s for s in result.steps if s.get("queueing")]
+    if queueing:
+        first = queueing[0]
+        if best is None:
+            # every valid step queued: the one nearest the target, and the warning says so
+            best = min(queueing, key=lambda s: abs(s["util_proc_s"] - rule.target_util))
+        used = "every step queued: the nearest to the target is used" if best.get("queueing") else "not used"
         result.warnings.append(cav.remark(
-            Code.CALIBRATION, f"calibration step at {queued['users']} users was queueing (UTIL/PROC (S) "
-            f"{queued['util_proc_s']:.1f}% at a saturated SUT: response times far above the processor time per "
-            "command): not used", run_id=queued.get("run_id")))
-    if best is None:
-        # every valid step queued: the one nearest the target, as the warning above says
-        queued = [s for s in result.steps if s.get("queueing")]
-        best = min(queued, key=lambda s: abs(s["util_proc_s"] - rule.target_util)) if queued else None
+            Code.CALIBRATION, f"calibration step at {first['users']} users was queueing (UTIL/PROC (S) "
+            f"{first['util_proc_s']:.1f}% at a saturated SUT: response times far above the processor time per "
+            f"command): {used}", run_id=first.get("run_id")))
     chosen = best or result.steps[-1]
     if best is None and result.steps:
         result.warnings.append(cav.remark(Code.CALIBRATION, "no calibration run was valid: the comparison runs at the "
