@@ -38,7 +38,7 @@ def write_run(run_dir: Path, *, window=(10.0, 20.0), config: dict[str, Any] | No
 
 
 def transaction_table(end, *, response=None, ok=None, klass=None, think=None, first=None, service=None,
-                      instructions=None, tx=None) -> pa.Table:
+                      instructions=None, tx=None, user=None) -> pa.Table:
     end = np.asarray(end, dtype=np.float64)
     n = len(end)
     response = np.full(n, 0.01) if response is None else np.broadcast_to(np.asarray(response, float), (n,))
@@ -49,7 +49,7 @@ def transaction_table(end, *, response=None, ok=None, klass=None, think=None, fi
     klass = ["all"] * n if klass is None else list(klass)
     classes = pa.array(klass).dictionary_encode()
     return pa.table({
-        "user": pa.array(np.arange(n) % 7, pa.int32()),
+        "user": pa.array(np.arange(n) % 7 if user is None else np.asarray(user), pa.int32()),
         "script": pa.array(["s"] * n).dictionary_encode(),
         "transaction": pa.array(["t"] * n if tx is None else list(tx)).dictionary_encode(),
         "class": classes,

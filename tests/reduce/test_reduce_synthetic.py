@@ -184,6 +184,25 @@ def test_littles_law_check(make_run):
     assert any(w.startswith("Little's law") for w in m.warnings)
 
 
+def test_littles_law_in_mixed_work_is_the_users_own(make_run):
+    # 10 users (think 0.09 s, response 0.01 s: 100/s) and beside them one job initiator, recorded
+    # as user 10, running 100 jobs of 0.2 s in the window with no think. The run's ETR (T) is
+    # 110/s and its AVG LAST (T) mixes in the jobs; Little's law is the users' cycle: 100/s.
+    users = np.r_[np.arange(1000) % 10, np.full(100, 10)]
+    end = np.r_[in_window(1000), in_window(100)]
+    transactions = {"end": end, "response": np.r_[np.full(1000, 0.01), np.full(100, 0.2)],
+                    "think": np.r_[np.full(1000, 0.09), np.full(100, np.nan)], "user": users,
+                    "klass": ["online"] * 1000 + ["batch"] * 100}
+    mixed = {"name": "mixed", "load": {"users": 10, "batch": {"scripts": ["job"], "initiators": 1}}}
+    m = reduce_run(make_run(config={"users": 10}, workload=mixed, transactions=transactions))
+    assert m.values["etr_t"] == pytest.approx(110.0)
+    assert m.values["little_etr_t"] == pytest.approx(100.0) and m.values["little_dev"] == pytest.approx(0.0, abs=1e-9)
+    assert not any("Little" in w for w in m.warnings)
+    # the same rows in a run without a job stream: every row is a user's, and the law misses
+    m = reduce_run(make_run("plain", config={"users": 10}, transactions=transactions))
+    assert m.values["little_dev"] < -10 and any(w.startswith("Little's law") for w in m.warnings)
+
+
 def test_open_loop_has_no_littles_law(make_run):
     m = reduce_run(make_run(config={"rate": 100.0}, transactions={"end": in_window(1000)}))
     assert m.values["rate"] == 100.0 and m.values["users"] is None and m.values["little_etr_t"] is None

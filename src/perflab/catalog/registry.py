@@ -443,7 +443,8 @@ _METRICS: list[Metric] = [
              "(its queue grew); the open-loop steadiness gate.",
              F("100 * (tx_ok + errors_t) / tx_offered"), decimals=1),
     _perflab("little_etr_t", "LITTLE ETR (T)", "tx/s", "T", "Throughput",
-             "Closed-loop check (Little's law): USERS / (AVG THINK (T) + AVG LAST (T)); should equal ETR (T).",
+             "Closed-loop check (Little's law): USERS / (AVG THINK (T) + AVG LAST (T)); should equal ETR (T). "
+             "In mixed work, of the users' own transactions (not the jobs beside them).",
              F("users / (avg_think_t + avg_last_t)"), decimals=2),
     _perflab("little_dev", "LITTLE DEV", "%", "T", "Throughput",
              "Relative difference of the Little's-law rate from ETR (T).",

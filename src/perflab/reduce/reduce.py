@@ -151,7 +151,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
     tx: WindowTransactions | None = None
     tx_path = run_dir / "transactions.parquet"
     if tx_path.exists():
-        tx = read_window_transactions(tx_path, window, run_dir / "thinks.parquet")
+        tx = read_window_transactions(tx_path, window, run_dir / "thinks.parquet", with_users=_mixed_work(run))
     else:
         warnings.append(cav.transactions_missing())
 
@@ -242,7 +242,12 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
         last = float(np.nanmax(every.end)) if every is not None and every.count else window.end
         rows_of_run = _per_interval(every, samples, timeline_edges(window, width, last), h_cpus, measured)
 
-    warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None)
+    little = values
+    if tx is not None and tx.user is not None and config.users:
+        # Mixed work: Little's law holds for the users' own cycle, not for the jobs beside them.
+        little = _users_little(values, tx, float(config.users), window)
+        values["little_etr_t"], values["little_dev"] = little.get("little_etr_t"), little.get("little_dev")
+    warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None, little)
     if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
         warnings.append(cav.refaults_unmeasured())
     if _unmonitored(run):
@@ -563,8 +568,32 @@ def _per_interval(tx: WindowTransactions | None, samples: Samples | None, edges:
     return out
 
 
+def _mixed_work(run: RunRecord) -> bool:
+    """Users with a job stream beside them (the workload's load.batch)."""
+    load = (run.workload or {}).get("load") or {}
+    return isinstance(load, dict) and bool(load.get("batch"))
+
+
+def _users_little(values: dict[str, float | None], tx: WindowTransactions, users: float,
+                  window: Window) -> dict[str, float | None]:
+    """The run's values with the users' own rows in place of the run's: ETR (T), AVG LAST (T),
+    the counts and Little's-law rate and deviation, from the transactions of user numbers below
+    USERS (a job's are recorded above them)."""
+    assert tx.user is not None  # read for mixed work
+    rows = response_rows(tx, tx.user < users)
+    completed = rows["tx_ok"]
+    out = {**values, **rows, "etr_t": completed / window.duration if completed is not None and window.duration else None}
+    think, response, etr = out.get("avg_think_t"), out.get("avg_last_t"), out.get("etr_t")
+    out["little_etr_t"] = users / (think + response) if think is not None and response is not None else None
+    out["little_dev"] = (100.0 * (out["little_etr_t"] - etr) / etr
+                         if out["little_etr_t"] is not None and etr else None)
+    return out
+
+
 def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Caveat],
-             thinks: np.ndarray | None = None) -> list[Caveat]:
+             thinks: np.ndarray | None = None, little: dict[str, float | None] | None = None) -> list[Caveat]:
+    """The run's caveats; `little`: the values Little's law is checked on (the users' own, in
+    mixed work; the run's otherwise)."""
     notes: list[Caveat] = []
     tx_ok, errors = values.get("tx_ok"), values.get("errors_t")
     if tx_ok == 0:
@@ -581,9 +610,10 @@ def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Cave
     other = values.get("other_util_h")
     if other is not None and other < -cav.NEGATIVE_UTIL_PCT:
         notes.append(cav.negative_utilization("OTHER UTIL (H)", other, run.sut is not None and run.sut.host is not None))
-    deviation = values.get("little_dev")  # (from these two, when both were measured)
-    expected, etr = values.get("little_etr_t"), values.get("etr_t")
-    tolerance = little_tolerance_pct(values, thinks)
+    little = values if little is None else little
+    deviation = little.get("little_dev")  # (from these two, when both were measured)
+    expected, etr = little.get("little_etr_t"), little.get("etr_t")
+    tolerance = little_tolerance_pct(little, thinks)
     if deviation is not None and tolerance is not None and expected is not None and etr is not None \
             and abs(deviation) > tolerance:
         notes.append(cav.little_law(expected, etr, deviation, tolerance))

@@ -56,15 +56,19 @@ class WindowTransactions:
     # thinking at the end: thinks.parquet), and its class; None for runs without thinks.parquet.
     thinks: np.ndarray | None = None
     think_class: np.ndarray | None = None
+    # Each transaction's user number: read only for mixed work, whose jobs are recorded under
+    # numbers after the users' (drive/load/mixed.py); None otherwise.
+    user: np.ndarray | None = None
 
     @property
     def count(self) -> int:
         return len(self.end)
 
 
-def read_window_transactions(path: Path, window: Window, thinks_path: Path | None = None) -> WindowTransactions:
+def read_window_transactions(path: Path, window: Window, thinks_path: Path | None = None,
+                             with_users: bool = False) -> WindowTransactions:
     """The window's transactions; with `thinks_path` (thinks.parquet) also every think that
-    started in the window (see `WindowTransactions.thinks`)."""
+    started in the window (see `WindowTransactions.thinks`); `with_users`: each one's user too."""
     try:
         schema = pq.read_schema(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -72,7 +76,7 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
     missing = [c for c in _REQUIRED if c not in schema.names]
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", file=path, field=missing[0])
-    columns = [c for c in _REQUIRED + _OPTIONAL if c in schema.names]
+    columns = [c for c in _REQUIRED + _OPTIONAL + (("user",) if with_users else ()) if c in schema.names]
     table = pq.read_table(path, columns=columns, read_dictionary=[c for c in ("class", "transaction") if c in columns])
 
     def floats(name: str) -> np.ndarray:
@@ -95,6 +99,8 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
         first=floats("first_response")[inside] - intended, think=floats("think")[inside],
         instructions=floats("instructions")[inside], harness=floats("harness_cpu")[inside], class_code=codes,
         class_names=names, offered=offered, tx_code=tx_codes, tx_names=tx_names)
+    if "user" in columns:
+        result.user = floats("user")[inside]
     if thinks_path is not None and thinks_path.exists():
         think_all = floats("think")
         started = window.contains(intended_all - think_all) & ~np.isnan(think_all)
