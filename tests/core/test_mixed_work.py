@@ -144,3 +144,10 @@ def test_the_mixed_examples_validate_and_a_bad_class_key_is_refused(tmp_path):
                            name="study.yaml")
     result = perflab("validate", study)
     assert result.returncode == 2 and f"{study}:11" in result.stderr and "<key>.<class>" in result.stderr, result.stderr
+    # a known row of a class the workload does not have: refused with its line, the classes named
+    write_workload(tmp_path, RUN)
+    study = write_workload(tmp_path, STUDY.replace("avg_last_t.online]\nmetrics", "avg_last_t.onlin]\nmetrics"),
+                           name="study.yaml")
+    result = perflab("validate", study)
+    assert result.returncode == 2 and f"{study}:11" in result.stderr, result.stderr
+    assert "no class 'onlin'" in result.stderr and "batch, online" in result.stderr and "Traceback" not in result.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import caveats as cav
-from perflab.catalog.registry import REGISTRY
+from perflab.catalog.registry import REGISTRY, class_key
 from perflab.drive.lifecycle import RunObserver
 from perflab.drive.plan import RunRequest
 from perflab.drive.run import execute_run
@@ -138,6 +138,15 @@ def load_study(path: Path, aa: bool = False, duet: bool = False, arrangement: st
         if why is not None:
             raise InputError(f"configuration {study.configurations[i].name!r} {why}", file=path,
                              line=line_of(data, ("configurations", i)), field=f"configurations[{i}]")
+    classes = {t.tx_class for w in configured or [workload] for t in w.transactions}
+    for name in ("metrics", "gate_metrics"):
+        for i, key in enumerate(getattr(study, name) or []):
+            split = class_key(key)
+            if split is not None and split[1] not in classes:
+                # a misspelt class would be na in every run: a primary one would end the study in exit 4
+                raise InputError(f"{key!r}: the workload has no class {split[1]!r} (its classes: "
+                                 f"{', '.join(sorted(classes))})", file=path, line=line_of(data, (name, i)),
+                                 field=f"{name}[{i}]")
     return study, workload, workload_path
 
 
