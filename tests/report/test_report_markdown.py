@@ -145,3 +145,10 @@ def test_several_releases_against_one_base_make_a_release_trend(study):
     assert 'id="trend"' in html and 'id="chart-trend"' in html and "<svg" in html.split('id="chart-trend"', 1)[1]
     # One comparison is no trend.
     assert "Release trend" not in render_markdown(as_study_document({**study, "comparisons": study["comparisons"][:1]}))
+
+
+def test_a_field_set_to_null_is_a_change_the_software_table_shows(study):
+    # `load.batch: null` takes a job stream away: the row must say so, not drop it as a None
+    study["configurations"][1]["changes"] = {"load.batch": None, "scripts.job.weight": 0}
+    md = render_markdown(as_study_document(study))
+    assert "| what changed | nothing (base) | load.batch: removed (null), scripts.job.weight: 0 |" in md

@@ -118,6 +118,12 @@ def text(value: Any) -> str:
     return str(value)
 
 
+def changes_text(changes: Mapping[str, Any]) -> str:
+    """A configuration's `set`, every change shown: a field set to null is removed (load.batch:
+    null takes the job stream away), which `text` would leave out as it leaves out any None."""
+    return ", ".join(f"{k}: {'removed (null)' if v is None else text(v)}" for k, v in changes.items())
+
+
 def seconds(value: Any) -> str:
     x = fmt.number(value)
     return fmt.NA if x is None else f"{x:g} s"
@@ -343,7 +349,7 @@ def software_table(study: StudyDocument, configs: list[str]) -> Table:
     keys = ordered((k for conf in confs if conf is not None for k in conf.software), SOFTWARE_ORDER)
     rows = [[SOFTWARE_NAMES.get(k, k.replace("_", " "))] + [text(conf.software.get(k) if conf else None)
                                                             for conf in confs] for k in keys]
-    rows.append(["what changed"] + [text(conf.changes) if conf is not None and conf.changes
+    rows.append(["what changed"] + [changes_text(conf.changes) if conf is not None and conf.changes
                                     else ("nothing (base)" if conf is not None and conf.base else "not recorded")
                                     for conf in confs])
     return Table(["field"] + list(configs), rows)
