@@ -90,10 +90,12 @@ def test_agent_rows_match_local_monitoring_of_the_same_run(sut_host, tmp_path, m
     assert set(remote.per_component) == {"master", "workers", "other"}
     assert remote.per_component["workers"]["srv_tot_cpu_cmd_v"] > remote.per_component["master"]["srv_tot_cpu_cmd_v"]
     samples = pq.read_table(Path(run["monitor"]["out_path"])).to_pydict()
-    # Each sample's agent time, converted with the measured offset, lies within its request.
-    for t, rt, rtt in zip(samples["t"], samples["remote.t"], samples["remote.rtt_s"]):
+    # Each sample's agent time, converted with the measured offset, lies within its request (the
+    # row's own t is the midpoint of reading every source: under load the local sources' reading
+    # put it 4.3 ms from the agent's time, outside a 4.2 ms bound -- CI, 2026-11-28).
+    for mid, rt, rtt in zip(samples["remote.mid"], samples["remote.t"], samples["remote.rtt_s"]):
         if rt is not None:
-            assert abs(rt - t) <= rtt / 2 + host["clock_error_s"] + 2e-3
+            assert abs(rt - mid) <= rtt / 2 + host["clock_error_s"] + 1e-3
     print(f"PBT/CMD (S) agent {sv['pbt_cmd_s']:.4f} ms, local {lv['pbt_cmd_s']:.4f} ms; "
           f"(H) agent {sv['pbt_cmd_h']:.4f} ms, local {lv['pbt_cmd_h']:.4f} ms")
     assert "agent.cpu_user" in samples and "driver.cpu_user" in samples

@@ -261,6 +261,9 @@ class RemoteSource:
             out[AGENT_PREFIX + key[len("monitor."):] if key.startswith("monitor.") else key] = float(value)
         out["remote.t"] = answer["t"] - self._offset - self._t0
         out["remote.rtt_s"] = t2 - t1
+        # the request's own midpoint: the row's `t` is the midpoint of reading every source, the
+        # local ones too, so only this one bounds where the agent's reading lies (within rtt/2)
+        out["remote.mid"] = (t1 + t2) / 2 - self._t0
         return out
 
     def read(self) -> dict[str, float]:
