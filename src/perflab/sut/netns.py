@@ -26,6 +26,7 @@ import ipaddress
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 
 from perflab.errors import SutFailure
@@ -33,6 +34,9 @@ from perflab.workload.model import ServiceNetwork
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"  # where `ip netns add` mounts named namespaces
+# A namespace of perflab's younger than this may be a run still setting up (created, its
+# server not yet started in it), so it is never taken for a killed run's leftover.
+STALE_AFTER_S = 60.0
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -55,6 +59,7 @@ class NetworkNamespace:
         self.name = f"perflab-{tag}"
         self.host_if, self.ns_if = f"plh{tag}", f"pln{tag}"
         self.created = False
+        self.reclaimed: str | None = None  # a killed run's leftover that create() removed, described
         self._setns: Callable[[int, int], int] | None = None  # libc's, resolved by create()
 
     @property
@@ -64,11 +69,18 @@ class NetworkNamespace:
 
     def describe(self) -> str:
         return (f"netns {self.name}: veth {self.host_if} {self.spec.peer_address} <-> {self.ns_if} "
-                f"{self.spec.address}" + (f", mtu {self.spec.mtu}" if self.spec.mtu else ""))
+                f"{self.spec.address}" + (f", mtu {self.spec.mtu}" if self.spec.mtu else "")
+                + (f"; {self.reclaimed}" if self.reclaimed else ""))
 
     def create(self) -> None:
         peer = str(ipaddress.ip_interface(self.spec.peer_address).ip)
-        if _ip("-o", "addr", "show", "to", peer, check=False).stdout.strip():
+        holder = _interface_holding(peer)
+        if holder is not None and (leftover := _stale_leftover(holder)) is not None:
+            _ip("link", "del", holder, check=False)
+            _ip("netns", "del", leftover, check=False)
+            self.reclaimed = f"removed {leftover} ({holder} {peer}), left by a run that was killed"
+            holder = _interface_holding(peer)
+        if holder is not None:
             raise SutFailure(f"service.network: {peer} is already an address of this machine (another run's "
                              f"veth?): give the service other addresses")
         done = _ip("netns", "add", self.name, check=False)
@@ -112,6 +124,38 @@ class NetworkNamespace:
         _ip("link", "del", self.host_if, check=False)  # deleting one end deletes the other
         _ip("netns", "del", self.name, check=False)
         self.created = False
+
+
+def _interface_holding(address: str) -> str | None:
+    """The name of this namespace's interface that has `address`, or None."""
+    for line in _ip("-o", "addr", "show", "to", address, check=False).stdout.splitlines():
+        fields = line.split()
+        if len(fields) > 1:
+            return fields[1].split("@")[0]
+    return None
+
+
+def _stale_leftover(interface: str) -> str | None:
+    """The namespace of a killed run whose host end is `interface`, or None when the interface
+    is not perflab's or its run may be alive. A run killed with SIGKILL (or a session ended under
+    it) cannot remove its pair; the kernel keeps the pair as long as the named namespace exists,
+    and its address would refuse every later run. A leftover is perflab's naming (plh<tag>, netns
+    perflab-<tag>), has no process in the namespace (the server died with the run) and is older
+    than STALE_AFTER_S (a live run between creating it and starting its server has none either)."""
+    if not interface.startswith("plh"):
+        return None
+    name = f"perflab-{interface[3:]}"
+    path = os.path.join(NETNS_DIR, name)
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return None
+    if age < STALE_AFTER_S:
+        return None
+    pids = _ip("netns", "pids", name, check=False)
+    if pids.returncode != 0 or pids.stdout.strip():
+        return None
+    return name
 
 
 def namespaces_permitted() -> tuple[bool, str]:
