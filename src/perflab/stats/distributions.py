@@ -4,7 +4,8 @@ scipy.stats builds its distribution objects (and parses their docstrings) when i
 1.3 s of every `perflab run`, `show` or `study` on this machine, against 0.35 s for
 scipy.special, whose functions scipy.stats' own t, normal and chi-squared distributions call.
 Each function here is the scipy.stats one it is named after (tests/stats/test_distributions.py
-compares them), vectorized like it.
+compares them), vectorized like it. scipy.special itself is imported at the first call, not with this module:
+most commands that import perflab's statistics never compute a quantile.
 """
 
 from __future__ import annotations
@@ -12,32 +13,37 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import special
+
+
+def _special() -> Any:
+    from scipy import special  # here, not at import: 0.3 s of every command's start otherwise
+
+    return special
 
 
 def t_ppf(p: Any, df: Any) -> Any:
     """Student's t quantile: scipy.stats.t.ppf(p, df)."""
-    return special.stdtrit(df, p)
+    return _special().stdtrit(df, p)
 
 
 def t_sf(t: Any, df: Any) -> Any:
     """Student's t survival function, P(T > t): scipy.stats.t.sf(t, df)."""
-    return special.stdtr(df, np.negative(t))
+    return _special().stdtr(df, np.negative(t))
 
 
 def norm_ppf(p: Any) -> Any:
     """The standard normal quantile: scipy.stats.norm.ppf(p)."""
-    return special.ndtri(p)
+    return _special().ndtri(p)
 
 
 def norm_cdf(x: Any) -> Any:
     """The standard normal distribution function: scipy.stats.norm.cdf(x)."""
-    return special.ndtr(x)
+    return _special().ndtr(x)
 
 
 def chi2_ppf(p: Any, df: Any) -> Any:
     """The chi-squared quantile: scipy.stats.chi2.ppf(p, df). chdtri inverts the upper tail."""
-    return special.chdtri(df, np.subtract(1.0, p))
+    return _special().chdtri(df, np.subtract(1.0, p))
 
 
 def linear_trend(y: np.ndarray) -> tuple[float, float]:
