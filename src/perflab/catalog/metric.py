@@ -168,6 +168,9 @@ class Metric:
     text: bool = False            # a descriptive attribute (RELEASE), not a number
     measurement: str = ""         # for raw metrics: how perflab (or the seed lab) measured it
     span: Span = Span.WINDOW      # measured over the window, or after it (`Span`)
+    # Counted, not timed (instructions): a partner sharing the machine cannot stretch it, so a
+    # duet's bias bound does not widen it (study/compare.py). Cycles and CPI are time: not counted.
+    counted: bool = False
 
     @property
     def raw(self) -> bool:

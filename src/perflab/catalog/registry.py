@@ -249,7 +249,7 @@ _METRICS: list[Metric] = [
                          "transaction name's mean count under valgrind times the window's completed transactions "
                          "of that name); else samples i.instructions (perf_event); else the sum of "
                          "transactions.instructions (a command target's valgrind mode) over the window's completed "
-                         "transactions"),
+                         "transactions", counted=True),
     _perflab("cycles_i", "CYCLES (I)", "cycles", "I", "Measurement", "CPU cycles in the window.", decimals=0,
              measurement="samples i.cycles (perf_event)"),
     _perflab("page_reads", "PAGE READS", "pages", "", "Measurement",
@@ -493,7 +493,7 @@ _METRICS: list[Metric] = [
     _perflab("instr_cmd_i", "INSTR/CMD (I)", "instr", "I", "Proc. Usage",
              "Instructions per command: the pathlength (counted by valgrind in a pass after the window, "
              "workload `pathlength`, where the machine has no counter).", F("instructions_i / tx_ok"), decimals=0,
-             direction=LOWER),
+             direction=LOWER, counted=True),
     _perflab("cpi_i", "CPI (I)", "", "I", "Proc. Usage", "Cycles per instruction.",
              F("cycles_i / instructions_i"), decimals=2, direction=LOWER),
     _seed("pbt_cmd", "PBT/CMD", "ms", "", "Proc. Usage",

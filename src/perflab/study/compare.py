@@ -236,14 +236,10 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
 _finite = finite
 
 
-#: Rows counted rather than timed: instructions (source (I)). Cycles and CPI are (I) rows too,
-#: but a cycle is time -- it stretches when a partner shares the caches -- so they keep the bias.
-COUNTED_ROWS = frozenset({"instructions_i", "instr_cmd_i"})
-
-
 def counted(key: str) -> bool:
-    """A row counted rather than timed (COUNTED_ROWS)."""
-    return key in COUNTED_ROWS
+    """A row counted rather than timed (the catalog's `counted`: instructions, not cycles)."""
+    metric = REGISTRY.get(base_key(key))
+    return metric is not None and metric.counted
 
 
 def _compare_with_zeros(entry: MetricComparison, base: dict, new: dict) -> MetricComparison:
