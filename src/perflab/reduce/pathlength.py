@@ -13,14 +13,13 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
-from perflab.reduce.transactions import WindowTransactions
+from perflab.reduce.transactions import WindowTransactions, read_parquet
 
 
 def counted_instructions(path: Path, tx: WindowTransactions) -> tuple[float | None, str]:
     """The window's INSTRUCTIONS (I) from the counted pass, and a note on how it was made."""
-    table = pq.read_table(path, columns=["transaction", "instructions", "ok"])
+    table = read_parquet(path, ["transaction", "instructions", "ok"])
     names = [str(n) for n in table.column("transaction").to_pylist()]
     counts = table.column("instructions").to_numpy(zero_copy_only=False).astype(np.float64)
     ok = np.asarray(table.column("ok").to_pylist(), dtype=bool)

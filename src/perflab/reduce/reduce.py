@@ -28,6 +28,7 @@ from perflab.reduce.pathlength import counted_instructions
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
 from perflab.reduce.transactions import (
     WindowTransactions,
+    grouped_response_rows,
     harness_total,
     instructions_total,
     per_bucket,
@@ -483,11 +484,9 @@ def _per_group(tx: WindowTransactions, window: Window, codes: np.ndarray, names:
                keys: Sequence[str]) -> dict[str, dict[str, float | None]]:
     """`keys` for each group of the window's transactions (rows whose code is the group's index)."""
     out: dict[str, dict[str, float | None]] = {}
-    for code, name in enumerate(names):
-        select = codes == code
-        if not select.any():
+    for name, raw in zip(names, grouped_response_rows(tx, codes, len(names))):
+        if raw is None:
             continue
-        raw = response_rows(tx, select)
         raw["window_s"] = window.duration
         derived = REGISTRY.evaluate(raw, keys=keys)
         out[name] = {key: derived.get(key) for key in keys}

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from perflab.errors import InputError
+from perflab.reduce.transactions import read_parquet
 from perflab.reduce.window import Counter, Window
 
 _CPU_COLUMN = re.compile(r"^h\.cpu(\d+)\.(\w+)$")
@@ -44,7 +44,7 @@ class Samples:
     @classmethod
     def read(cls, path: Path) -> Samples:
         try:
-            table = pq.read_table(path)
+            table = read_parquet(path)
         except Exception as exc:  # pyarrow raises several types for a damaged file
             raise InputError(f"not a readable parquet file: {exc}", file=path) from None
         if "t" not in table.column_names:

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from perflab.errors import InputError
 from perflab.reduce.window import Window
-from perflab.stats.quantiles import PERCENTILES, nearest_rank
+from perflab.stats.quantiles import PERCENTILES
 
 _REQUIRED = ("end", "ok", "intended_start")
 _OPTIONAL = ("actual_start", "first_response", "think", "class", "transaction", "instructions", "harness_cpu")
@@ -65,6 +65,15 @@ class WindowTransactions:
         return len(self.end)
 
 
+def read_parquet(path: Path, columns: Sequence[str] | None = None,
+                 read_dictionary: Sequence[str] = ()) -> pa.Table:
+    """One parquet file's `columns` (all when None). Through ParquetFile rather than
+    pq.read_table: read_table goes through pyarrow.dataset, whose import (pandas with it) costs a
+    third of a second of every `perflab show`. Raises what pyarrow raises for a damaged file."""
+    with pq.ParquetFile(path, read_dictionary=list(read_dictionary) or None) as file:
+        return file.read(columns=None if columns is None else list(columns))
+
+
 def read_window_transactions(path: Path, window: Window, thinks_path: Path | None = None,
                              with_users: bool = False) -> WindowTransactions:
     """The window's transactions; with `thinks_path` (thinks.parquet) also every think that
@@ -77,12 +86,18 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", file=path, field=missing[0])
     columns = [c for c in _REQUIRED + _OPTIONAL + (("user",) if with_users else ()) if c in schema.names]
-    table = pq.read_table(path, columns=columns, read_dictionary=[c for c in ("class", "transaction") if c in columns])
+    try:
+        table = read_parquet(path, columns, [c for c in ("class", "transaction") if c in columns])
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(f"not a readable parquet file: {exc}", file=path) from None
+    read: dict[str, np.ndarray] = {}
 
     def floats(name: str) -> np.ndarray:
         if name not in table.column_names:
             return np.full(table.num_rows, np.nan)
-        return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        if name not in read:  # each column converted once (think and intended_start are used twice)
+            read[name] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        return read[name]
 
     end = floats("end")
     inside = window.contains(end)        # NaN (unfinished) compares False: never in the window
@@ -117,7 +132,7 @@ def _pending_thinks(path: Path, window: Window, names: list[str]) -> tuple[np.nd
     """Thinks still running at the end (thinks.parquet) that started in the window, with their
     class as an index into `names` (-1 for a class no transaction of the run has)."""
     try:
-        table = pq.read_table(path, columns=["start", "think", "class"])
+        table = read_parquet(path, ["start", "think", "class"])
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputError(f"not a readable parquet file: {exc}", file=path) from None
     start = table.column("start").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -152,34 +167,89 @@ def _classes(table: pa.Table, inside: np.ndarray, name: str = "class") -> tuple[
 
 
 def _mean(values: np.ndarray) -> float | None:
-    values = values[~np.isnan(values)]
+    nan = np.isnan(values)
+    if nan.any():
+        values = values[~nan]
     return float(values.mean()) if len(values) else None
+
+
+def _ranks(values: np.ndarray, percentiles: Sequence[int]) -> list[float | None]:
+    """nearest_rank(values, percentiles), partitioning `values` in place (the caller's own copy)."""
+    n = len(values)
+    if n == 0:
+        return [None] * len(percentiles)
+    ranks = [max(0, math.ceil(q / 100 * n) - 1) for q in percentiles]
+    values.partition(sorted(set(ranks)))
+    return [float(values[k]) for k in ranks]
+
+
+def _rows(tx_ok: int, errors: int, response: np.ndarray, first: np.ndarray, service: np.ndarray,
+          thinks: np.ndarray, own: bool = False) -> dict[str, float | None]:
+    """The response rows of the ok transactions' `response`, `first` and `service` times (in
+    their order in the file: a mean's rounding depends on it); `own`: the arrays are this call's
+    to reorder."""
+    rows: dict[str, float | None] = {
+        "tx_ok": float(tx_ok),
+        "errors_t": float(errors),
+        "avg_last_t": float(response.mean()) if len(response) else None,
+        "avg_first_t": _mean(first),
+        "avg_service_t": _mean(service),
+        "avg_think_t": _mean(thinks),
+    }
+    rows.update({f"resp_p{q}_t": value for q, value in
+                 zip(PERCENTILES, _ranks(response if own else response.copy(), PERCENTILES))})
+    rows["resp_max_t"] = float(response.max()) if len(response) else None
+    nan = np.isnan(service)
+    measured = service[~nan] if nan.any() else (service if own else service.copy())
+    rows["service_p90_t"] = _ranks(measured, (90,))[0]
+    return rows
 
 
 def response_rows(tx: WindowTransactions, select: np.ndarray | None = None) -> dict[str, float | None]:
     """The raw response-time and count rows (registry keys) of the selected transactions."""
     ok = tx.ok if select is None else tx.ok & select
-    errors = (~tx.ok) if select is None else (~tx.ok & select)
-    response = tx.response[ok]
+    tx_ok = int(ok.sum())
+    errors = (len(tx.ok) if select is None else int(select.sum())) - tx_ok
     if tx.thinks is not None:
         assert tx.think_class is not None  # set with thinks (read_window_transactions)
         thinks = tx.thinks if select is None else tx.thinks[np.isin(tx.think_class, np.unique(tx.class_code[select]))]
     else:  # a run from before thinks.parquet: the thinks of the window's completed transactions
         thinks = tx.think[ok]
-    rows: dict[str, float | None] = {
-        "tx_ok": float(ok.sum()),
-        "errors_t": float(errors.sum()),
-        "avg_last_t": float(response.mean()) if len(response) else None,
-        "avg_first_t": _mean(tx.first[ok]),
-        "avg_service_t": _mean(tx.service[ok]),
-        "avg_think_t": _mean(thinks),
-    }
-    for q, value in zip(PERCENTILES, nearest_rank(response)):
-        rows[f"resp_p{q}_t"] = value
-    rows["resp_max_t"] = float(response.max()) if len(response) else None
-    service = tx.service[ok]
-    rows["service_p90_t"] = nearest_rank(service[~np.isnan(service)], (90,))[0]
-    return rows
+    return _rows(tx_ok, errors, tx.response[ok], tx.first[ok], tx.service[ok], thinks, own=True)
+
+
+def grouped_response_rows(tx: WindowTransactions, codes: np.ndarray,
+                          groups: int) -> list[dict[str, float | None] | None]:
+    """response_rows(tx, codes == g) for each g in range(groups) (None for a group without a
+    transaction), in one pass: the ok transactions are ordered by group once (a stable sort, so
+    each group's times stay in file order and its means are the same to the last bit), and each
+    group is a slice."""
+    out: list[dict[str, float | None] | None] = [None] * groups
+    present = np.bincount(codes, minlength=groups)
+    if not len(codes):
+        return out
+    ok = tx.ok
+    ok_codes = codes[ok]
+    errors = present - np.bincount(ok_codes, minlength=groups)
+    # a small key sorts by radix (linear); the codes index names, far fewer than 32,768
+    key = ok_codes.astype(np.int16) if groups < (1 << 15) else ok_codes
+    order = np.flatnonzero(ok)[np.argsort(key, kind="stable")]
+    response, first, service = tx.response[order], tx.first[order], tx.service[order]
+    think = tx.think[order] if tx.thinks is None else None
+    starts = np.concatenate(([0], np.cumsum(np.bincount(ok_codes, minlength=groups))))
+    for g in range(groups):
+        if not present[g]:
+            continue
+        part = slice(int(starts[g]), int(starts[g + 1]))
+        if think is not None:
+            thinks = think[part]
+        else:
+            assert tx.thinks is not None and tx.think_class is not None  # set together
+            classes = np.unique(tx.class_code[codes == g])
+            thinks = tx.thinks[np.isin(tx.think_class, classes)]
+        out[g] = _rows(int(starts[g + 1] - starts[g]), int(errors[g]), response[part], first[part], service[part],
+                       thinks, own=True)
+    return out
 
 
 def read_run_transactions(path: Path) -> WindowTransactions:
@@ -219,14 +289,15 @@ def per_bucket(tx: WindowTransactions, edges: np.ndarray, percentiles: Sequence[
     counts = np.bincount(ok_index, minlength=buckets)
     errors = np.bincount(index[~tx.ok], minlength=buckets)
     sums = np.bincount(ok_index, weights=response, minlength=buckets)
-    # Completion times are nearly sorted already, so a stable sort by bucket is close to linear.
-    order = np.argsort(ok_index, kind="stable")
-    grouped = response[order]
+    # A stable sort of a small integer key is a radix sort (linear); the percentiles need no
+    # order within a bucket, so each bucket's slice of this copy is partitioned in place.
+    key = ok_index.astype(np.int16) if buckets < (1 << 15) else ok_index
+    grouped = response[np.argsort(key, kind="stable")]
     starts = np.concatenate(([0], np.cumsum(counts)))
     rows = []
     for b in range(buckets):
         n = int(counts[b])
-        ranks = nearest_rank(grouped[starts[b]:starts[b + 1]], tuple(percentiles))
+        ranks = _ranks(grouped[starts[b]:starts[b + 1]], percentiles)
         row: dict[str, float | None] = {"tx_ok": float(n), "errors_t": float(errors[b]),
                                         "avg_last_t": float(sums[b] / n) if n else None}
         row.update({f"resp_p{q}_t": value for q, value in zip(percentiles, ranks)})
