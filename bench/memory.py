@@ -72,8 +72,11 @@ def perflab_rss(users: int, stabilization: float | None = None, measurement: flo
     inside = [rss for t, rss in run.polls if rss and t0 + window["start"] <= t < t0 + idle_end]
     if not inside:
         raise RuntimeError(f"no RSS sample inside the window of {run.run_id}")
+    # the whole run's highest sample too: the users' burst of transactions (all in flight at once)
+    # and the run's end (its tables written, reduced) hold more than idle users do
+    peak = max((rss for _, rss in run.polls if rss), default=None)
     return {"rss_bytes": statistics.median(inside), "samples": len(inside), "command": run.command,
-            "run_id": run.run_id, "background_cores": run.background_cores}
+            "run_id": run.run_id, "background_cores": run.background_cores, "peak_rss_bytes": peak}
 
 
 def _tool_rss(argv: list[str], timeout: float) -> dict[str, Any]:

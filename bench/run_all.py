@@ -123,6 +123,7 @@ def part_memory(reps: int, smoke: bool, stored: dict[str, Any] | None = None) ->
             out["perflab"].setdefault(n, []).append(
                 {"bytes_per_user": (full["rss_bytes"] - base["rss_bytes"]) / (n - 1), "command": full["command"],
                  "rss_bytes": full["rss_bytes"], "baseline_rss_bytes": base["rss_bytes"],
+                 "peak_rss_mb": full["peak_rss_bytes"] / 1e6 if full.get("peak_rss_bytes") else None,
                  "background_cores": max(full["background_cores"], base["background_cores"])})
     out["perflab"] = {n: collect(rows) for n, rows in out["perflab"].items()}
     if smoke:
