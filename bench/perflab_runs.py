@@ -70,11 +70,12 @@ class PerflabRun:
 def run_perflab(workload_text: str, name: str, *, args: tuple[str, ...] = (), monitor: bool = False,
                 poll: Callable[[int], Any] | None = None, poll_every: float = 0.2,
                 on_start: Callable[[subprocess.Popen], None] | None = None,
-                timeout: float = 600.0) -> PerflabRun:
+                timeout: float = 600.0, ok_exits: tuple[int, ...] = (0,)) -> PerflabRun:
     """`perflab run` in its own process, pinned to the driver CPU; returns the stored run.
 
     `poll(pid)` is called every `poll_every` seconds while it runs (memory readings);
-    `on_start(proc)` once it has started (a profiler attaches there).
+    `on_start(proc)` once it has started (a profiler attaches there). `ok_exits`: the exit
+    statuses taken as a stored run (5: complete but invalid, where validity is not measured).
     """
     directory = workdir("workloads")
     path = write_text(directory / f"{name}.yaml", workload_text)
@@ -114,7 +115,7 @@ def run_perflab(workload_text: str, name: str, *, args: tuple[str, ...] = (), mo
     own_cpu = usage.ru_utime + usage.ru_stime  # the run's processes: driver, SUT workers, monitor
     background = max(0.0, machine_busy_s() - busy0 - own_cpu) / wall
     out, err = out_path.read_text(), err_path.read_text()
-    if proc.returncode != 0:
+    if proc.returncode not in ok_exits:
         raise RuntimeError(f"perflab run {name} exited {proc.returncode}: {err.strip()[-2000:]}")
     run_id = out.strip().splitlines()[-1].strip()
     run_dir = store / "runs" / run_id

@@ -111,18 +111,19 @@ def part_memory(reps: int, smoke: bool, stored: dict[str, Any] | None = None) ->
     """perflab's RSS per idle user, and the peers' (unless `stored` rows are to be kept for them)."""
     import memory as mem
 
-    sizes = (200,) if smoke else (1000, 10000, 100000)
+    sizes = (200,) if smoke else (1000, 10000, 100000, 1000000)
     out: dict[str, Any] = {"perflab": {}}
     for i in range(1 if smoke else reps):
-        base = mem.with_retries(lambda: mem.perflab_rss(1, 2.0 if smoke else 4.0, 1.0 if smoke else 4.0),
+        base = mem.with_retries(lambda: mem.perflab_rss(1, 2.0 if smoke else None, 1.0 if smoke else 4.0),
                                 mem.quiet_enough)
         for n in sizes:
             log(f"memory / perflab {n} users: repetition {i + 1}")
-            full = mem.with_retries(lambda n=n: mem.perflab_rss(n, 2.0 if smoke else 4.0, 1.0 if smoke else 4.0),
+            full = mem.with_retries(lambda n=n: mem.perflab_rss(n, 2.0 if smoke else None, 1.0 if smoke else 4.0),
                                     mem.quiet_enough)
             out["perflab"].setdefault(n, []).append(
                 {"bytes_per_user": (full["rss_bytes"] - base["rss_bytes"]) / (n - 1), "command": full["command"],
                  "rss_bytes": full["rss_bytes"], "baseline_rss_bytes": base["rss_bytes"],
+                 "peak_rss_mb": full["peak_rss_bytes"] / 1e6 if full.get("peak_rss_bytes") else None,
                  "background_cores": max(full["background_cores"], base["background_cores"])})
     out["perflab"] = {n: collect(rows) for n, rows in out["perflab"].items()}
     if smoke:

@@ -38,7 +38,19 @@ class Limit:
         return value
 
 
-MAX_USERS = Limit("simulated users", "PERFLAB_MAX_USERS", 100_000)
+#: The driver's memory for its simulated users, said before a run starts (run.json
+#: config.driver_memory_bytes, the progress output): DRIVER_BASE_BYTES + DRIVER_BYTES_PER_USER a
+#: user. Measured (bench/memory.py, docs/performance.md "Memory per simulated user"): the driver
+#: with one user holds about 110 MB; an idle user about 430 bytes more, at 100k and at 1M users.
+#: A user with a transaction in flight holds more (its Task, coroutines, the request): the 1M
+#: run, whose users all issue theirs at once, peaked at 2.32 GB, 2.2 KB a user above the base.
+#: The estimate counts that worst case, rounded up.
+DRIVER_BASE_BYTES = 128 * 1024 * 1024
+DRIVER_BYTES_PER_USER = 2400
+
+#: What this 24 GiB machine holds with half of it left to the system under test and the rest:
+#: 5 million users at DRIVER_BYTES_PER_USER are 12 GB (the bound was 100,000 at 3.4 KB an idle user).
+MAX_USERS = Limit("simulated users", "PERFLAB_MAX_USERS", 5_000_000)
 MAX_RATE = Limit("arrivals per second", "PERFLAB_MAX_RATE", 100_000.0, integer=False)
 MAX_WORKERS = Limit("SUT worker processes", "PERFLAB_MAX_WORKERS", 1024)
 MAX_DURATION = Limit("seconds in a duration", "PERFLAB_MAX_DURATION", 7 * 24 * 3600.0, integer=False)
@@ -57,7 +69,8 @@ ALL = (MAX_USERS, MAX_RATE, MAX_WORKERS, MAX_DURATION, MAX_FILE_BYTES, MAX_BLOCK
 
 def _over(limit: Limit) -> str:
     hint = f" (set {limit.env} to allow more)" if limit.env else ""
-    return f"at most {limit.value():,g} {limit.name}{hint}"
+    value = limit.value()
+    return f"at most {value:,.0f} {limit.name}{hint}" if limit.integer else f"at most {value:,g} {limit.name}{hint}"
 
 
 def finite(value: float) -> float:
@@ -71,6 +84,11 @@ def finite(value: float) -> float:
     if not math.isfinite(number):
         raise ValueError(f"expected a finite number, got {value!r}")
     return value
+
+
+def driver_memory_bytes(users: int) -> int:
+    """The driver's memory (RSS) a run of `users` simulated users will need, estimated."""
+    return DRIVER_BASE_BYTES + users * DRIVER_BYTES_PER_USER
 
 
 def check_users(value: int) -> int:

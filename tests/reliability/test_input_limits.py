@@ -33,7 +33,7 @@ def workload(tmp_path, load="load: {users: 2}", timing="timing: {measurement: 10
     ("load: {rate: .inf}", "", "", "load.rate", "finite"),
     ("load: {rate: .nan}", "", "", "load.rate", "finite"),
     ("load: {rate: 1e9}", "", "", "load.rate", "at most 100,000 arrivals per second"),
-    ("load: {users: 100001}", "", "", "load.users", "at most 100,000 simulated users"),
+    ("load: {users: 5000001}", "", "", "load.users", "at most 5,000,000 simulated users"),
     ("load: {users: 2}", "timing: {measurement: .nan}", "", "timing.measurement", "finite"),
     ("load: {users: 2}", "timing: {measurement: .inf}", "", "timing.measurement", "finite"),
     ("load: {users: 2}", "timing: {stagger: .nan}", "", "timing.stagger", "finite"),
@@ -66,11 +66,11 @@ def test_the_bounds_themselves_are_accepted(tmp_path):
 
 
 def test_an_environment_variable_raises_a_bound(tmp_path, monkeypatch):
-    path = workload(tmp_path, "load: {users: 150000}")
+    path = workload(tmp_path, "load: {users: 6000000}")
     with pytest.raises(InputError):
         load_workload(path)
-    monkeypatch.setenv("PERFLAB_MAX_USERS", "200000")
-    assert load_workload(path).load.users == 150_000
+    monkeypatch.setenv("PERFLAB_MAX_USERS", "7000000")
+    assert load_workload(path).load.users == 6_000_000
 
 
 def test_a_bad_environment_override_is_one_error(tmp_path, monkeypatch):
@@ -81,7 +81,7 @@ def test_a_bad_environment_override_is_one_error(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("override, option", [
     ({"rate": math.inf}, "--rate"), ({"rate": math.nan}, "--rate"), ({"rate": 1e9}, "--rate"),
-    ({"users": 100_001}, "--users"), ({"workers": 5000}, "--workers"), ({"duration": math.nan}, "--duration"),
+    ({"users": 5_000_001}, "--users"), ({"workers": 5000}, "--workers"), ({"duration": math.nan}, "--duration"),
     ({"duration": 1e12}, "--duration"), ({"stabilization": math.inf}, "--stabilization"),
 ])
 def test_overrides_meet_the_same_limits(tmp_path, override, option):
@@ -93,7 +93,7 @@ def test_overrides_meet_the_same_limits(tmp_path, override, option):
 
 @pytest.mark.parametrize("args, option", [
     (["--rate", "inf"], "--rate"), (["--rate", "nan"], "--rate"), (["--rate", "1e9"], "--rate"),
-    (["--users", "100001"], "--users"), (["--workers", "1025"], "--workers"), (["-d", "99999999h"], "--duration"),
+    (["--users", "5000001"], "--users"), (["--workers", "1025"], "--workers"), (["-d", "99999999h"], "--duration"),
 ])
 @pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_command_line_overrides_are_refused_before_a_run_starts(tmp_path, store, args, option):

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from perflab import __version__, caveats
+from perflab import __version__, caveats, limits
 from perflab.drive.live import LiveWriter
 from perflab.drive.load.deadline import deadlines_of
 from perflab.drive.load.engine import Engine
@@ -256,7 +256,9 @@ class RunLifecycle:
                 processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
                 driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
                 jobs=plan.jobs, initiators=plan.initiators,
-                real_storage_bytes=plan.memory_limit, stagger_s=plan.phases.stagger,
+                real_storage_bytes=plan.memory_limit,
+                driver_memory_bytes=limits.driver_memory_bytes(plan.users) if plan.users else None,
+                stagger_s=plan.phases.stagger,
                 stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
                 block=position.block, order=position.order, purpose=position.purpose,
                 configuration=position.configuration, duet=self._duet_key),
@@ -266,6 +268,10 @@ class RunLifecycle:
         self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus(), self._duet_key)}
         if self.observer is not None:
             self.observer.started(run_id, self.run_dir)
+            memory = record.config.driver_memory_bytes
+            say = getattr(self.observer, "memory_needed", None)  # the terminal's progress says it
+            if memory is not None and plan.users and say is not None:
+                say(plan.users, memory)
         return record
 
     def _cpus(self) -> list[int]:

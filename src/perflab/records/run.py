@@ -59,6 +59,9 @@ class RunConfig(Record):
     shared_cpus: bool = Field(default=False, description='the driver and the SUT share a CPU (reports say so)')
     real_storage_bytes: int | None = Field(default=None, description="memory limit of the SUT's cgroup (REAL "
                                                                      "STORAGE), null: none")
+    driver_memory_bytes: int | None = Field(default=None, description="the driver's memory (RSS) its simulated "
+                                                    "users were estimated to need before the run started "
+                                                    "(perflab.limits.driver_memory_bytes); null: no users")
     stagger_s: float = Field(default=0.0, description='users start spread over this period')
     stabilization_s: float = Field(default=0.0, description='warm-up excluded from the window')
     measurement_s: float = Field(default=0.0, description='the planned measurement window')

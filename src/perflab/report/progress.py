@@ -17,6 +17,26 @@ from perflab.safe_text import visible
 from perflab.study.events import CalibrationStepDone, RunEnded, RunStarted, StudyEvent
 from perflab.study.events import Progress as ScheduleProgress
 
+#: A study's runs say the memory their users need from this many users on (its small runs, one
+#: line each, do not).
+STUDY_MEMORY_NOTE_USERS = 100_000
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n < 10e9 else f"{n / 1e9:.1f} GB"
+
+
+def _mem_available() -> int | None:
+    """MemAvailable of /proc/meminfo, in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
 
 class RunProgress:
     """Called from the event loop about twice a second; keeps its own cost small."""
@@ -40,6 +60,18 @@ class RunProgress:
     def started(self, run_id: str, run_dir: Path) -> None:
         if self.announce:
             self.console.print(f"run [bold]{escape(run_id)}[/bold] -> {escape(run_dir)}")
+
+    def memory_needed(self, users: int, memory: int) -> None:
+        """Said before the run starts: the driver's memory its users will need (an estimate,
+        perflab.limits.driver_memory_bytes), against what the machine has available now."""
+        available = _mem_available()
+        line = f"{users:,} users: the driver will need about {_gb(memory)} of memory"
+        if available is None:
+            self.console.print(line)
+        elif memory > available:
+            self.console.print(f"[yellow]{escape(line)}, more than the {_gb(available)} available now[/yellow]")
+        else:
+            self.console.print(f"{escape(line)} ({_gb(available)} available)")
 
     def tick(self, engine, elapsed: float) -> None:
         phases = engine.phases
@@ -81,6 +113,10 @@ class StudyProgress:
     def started(self, run_id: str, run_dir: Path) -> None:
         if self.run_progress is not None:
             self.run_progress.started(run_id, run_dir)
+
+    def memory_needed(self, users: int, memory: int) -> None:
+        if self.run_progress is not None and users >= STUDY_MEMORY_NOTE_USERS:
+            self.run_progress.memory_needed(users, memory)
 
     def tick(self, engine, elapsed: float) -> None:
         if self.run_progress is not None:

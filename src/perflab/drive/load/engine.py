@@ -13,11 +13,18 @@ dropped and recorded as errors rather than queued without bound.
 
 Every simulated user or arrival draws from its own seeded stream (workload/rng.py): the same
 seed gives the same script choices and think times however the event loop interleaves them.
+
+A closed-loop user costs memory only for its state while it thinks (or waits to log on): a
+`_User` of a few slots in one heap of wake-up times, which a single timer serves. It gets an
+asyncio Task only from a wake-up to its next think (its transactions, which may await the
+network), so a million idle users are a million small objects, not a million Tasks, coroutine
+frames, Futures and timers (about 3.4 KB each before; bench/memory.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,7 +46,8 @@ STOP_GRACE_S = 30.0
 #: still in flight then is given up and counted as hung (see `stop_wait_s`).
 DRAIN_SLACK_S = 1.0
 TIMER_TICK_S = 0.001  # uvloop's timers count whole milliseconds of CLOCK_MONOTONIC
-USER_START_BATCH = 1000  # user tasks created per event-loop iteration
+USER_START_BATCH = 1000  # users created per event-loop iteration
+USER_WAKE_BATCH = 1000  # users woken per timer callback; more due ones wait for the loop's next turn
 
 
 def stop_wait_s(deadlines: list[float], grace: float = 0.0) -> float:
@@ -70,6 +78,29 @@ async def sleep_until(deadline: float) -> None:
     """
     while (delay := deadline - time.monotonic()) > 0:
         await asyncio.sleep(math.ceil(delay / TIMER_TICK_S) * TIMER_TICK_S)
+
+
+class _User:
+    """A closed-loop user's state between its transactions: what its coroutine frame and Task
+    held before, in a few slots (about 0.3 KB with its two random streams).
+
+    `step` is the index in `script` of the step whose think is running (the transaction that
+    follows it is the user's next), -1 before logon, when `prev_end` is the logon time. `think`
+    is the think drawn for that step; the transaction is intended at prev_end + think.
+    `partial`: that think is the rest of one begun before logon (timing.first_think: residual).
+    """
+
+    __slots__ = ("uid", "rng", "prng", "script", "step", "prev_end", "think", "partial")
+
+    def __init__(self, uid: int, rng: UserRandom, prng: UserRandom, logon: float):
+        self.uid = uid
+        self.rng = rng
+        self.prng = prng
+        self.script: Script | None = None
+        self.step = -1
+        self.prev_end = logon
+        self.think = 0.0
+        self.partial = False
 
 
 class Executor(Protocol):
@@ -163,7 +194,16 @@ class Engine:
         self.stopping = False
         self.in_flight = 0
         self._giving_up = False  # the drain's wait is over: a transaction still in flight is recorded as given up
-        self._thinking: dict[int, asyncio.Task] = {}
+        self._thinking: dict[int, asyncio.Task] = {}  # arrival schedule, initiators: waiting for their time
+        # Closed-loop users waiting for their logon or the end of a think: (wake-up time, uid, user),
+        # served by one timer (_arm, _wake_due). Users between a wake-up and their next think run as Tasks.
+        self._parked: list[tuple[float, int, _User]] = []
+        self._timer: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._timer_at = math.inf
+        self._waking = False  # in _wake_due, which arms the timer once at its end
+        self._active: set[asyncio.Task] = set()
+        self._user_errors: list[BaseException] = []
+        self._residual_start = workload.timing.first_think == "residual"
         # The driver's own counts (connections, TLS handshakes), read at the window's edges: a
         # monitor sample a second apart, interpolated, would cut the users' logon burst of full
         # handshakes into fractions -- and a full and a resumed count rounded apart.
@@ -211,20 +251,27 @@ class Engine:
         return self.outcome
 
     async def _start_users(self, tasks: list[asyncio.Task], users: int) -> None:
-        """Create the user tasks USER_START_BATCH at a time, letting the loop run in between.
+        """Create the users USER_START_BATCH at a time, letting the loop run in between, each
+        parked until its logon.
 
-        A user's first step (its random streams, its logon timer) costs tens of microseconds:
-        50,000 users started in one loop iteration made it last over a second, and whatever
-        fell due meanwhile started late. Logon times are fixed by the user number
-        (t0 + stagger * uid / users), not by when the task is created, so batching moves no
-        logon.
+        A user's random streams cost microseconds: 50,000 users started in one loop iteration
+        made it last over a second, and whatever fell due meanwhile started late. Logon times
+        are fixed by the user number (t0 + stagger * uid / users), not by when the user is
+        created, so batching moves no logon.
         """
+        self._loop = asyncio.get_running_loop()
         base = self.share.first_user
+        all_users = self.share.all_users or users
+        seed, t0, stagger = self.seed, self.t0, self.phases.stagger
         for first in range(base, base + users, USER_START_BATCH):
             if self.stopping:
                 return
             last = min(base + users, first + USER_START_BATCH)
-            tasks.extend(asyncio.ensure_future(self._user(uid)) for uid in range(first, last))
+            for uid in range(first, last):
+                user = _User(uid, UserRandom(seed, uid, 0), UserRandom(seed, uid, 1),
+                             t0 + stagger * uid / max(1, all_users))
+                if not self._stopped_for(user.prev_end):
+                    self._park(user, user.prev_end)
             await asyncio.sleep(0)
 
     def interrupt(self, reason: str) -> None:
@@ -255,6 +302,7 @@ class Engine:
             # anything: wake them now. At the window end nobody waits for a time past it.
             for task in list(self._thinking.values()):
                 task.cancel()
+            self._unpark_all()
 
     @property
     def drain_wait_s(self) -> float:
@@ -265,10 +313,19 @@ class Engine:
 
     async def _drain(self, tasks: list[asyncio.Task]) -> None:
         started = time.monotonic()
-        pending = set(tasks)
         # In steps, so a run cut short meanwhile (Ctrl-C during a long wait) waits its shorter time.
-        while pending and (left := started + self.drain_wait_s - time.monotonic()) > 0:
-            _, pending = await asyncio.wait(pending, timeout=min(left, 0.5))
+        # Users still parked are due before the window end (the others have stopped): they wake
+        # within a tick and join the tasks waited for.
+        while (left := started + self.drain_wait_s - time.monotonic()) > 0:
+            pending = {task for task in tasks if not task.done()} | self._active
+            if pending:
+                await asyncio.wait(pending, timeout=min(left, 0.5))
+            elif self._parked:
+                await asyncio.sleep(min(left, TIMER_TICK_S))
+            else:
+                break
+        self._unpark_all()  # given up while still thinking: as a think cut short
+        pending = {task for task in tasks if not task.done()} | self._active
         if pending:
             # Still in flight a deadline after the window: recorded (as hung, past its deadline)
             # by `_transaction` as its task is cancelled, never dropped uncounted.
@@ -276,11 +333,10 @@ class Engine:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        for task in tasks:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                exc = task.exception()
-                if not isinstance(exc, SutFailure):
-                    self.fail(f"driver error: {type(exc).__name__}: {exc}")
+        errors = [task.exception() for task in tasks if task.done() and not task.cancelled()]
+        for exc in [*errors, *self._user_errors]:
+            if exc is not None and not isinstance(exc, SutFailure):
+                self.fail(f"driver error: {type(exc).__name__}: {exc}")
 
     async def _measure_driver(self, loop) -> None:
         """The driver's own CPU over the measurement window: a saturated driver measures itself."""
@@ -400,34 +456,135 @@ class Engine:
             prev_end = await self._transaction(uid, script, step, intended, think, prng)
         return prev_end
 
-    async def _user(self, uid: int) -> None:
-        rng = UserRandom(self.seed, uid, 0)
-        prng = UserRandom(self.seed, uid, 1)
-        users = self.share.all_users or self.users
-        assert users is not None  # a user runs in a closed loop, which has its users
-        logon = self.t0 + self.phases.stagger * uid / max(1, users)
-        if self._stopped_for(logon):
-            return
+    # --- closed-loop users: parked while they think, a Task while they transact ------------
+
+    def _park(self, user: _User, when: float) -> None:
+        """The user waits (for its logon, or the end of its think) until `when`."""
+        heapq.heappush(self._parked, (when, user.uid, user))
+        if when < self._timer_at and not self._waking:
+            self._arm(when)
+
+    def _arm(self, when: float) -> None:
+        """One timer for the earliest parked user. As sleep_until: the delay rounded up to whole
+        timer ticks, never below one (uvloop's timers count whole milliseconds and may fire up
+        to one early; _wake_due re-arms for a user not yet due), so nobody wakes before its time."""
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = self._loop
+        delay = when - time.monotonic()
+        if delay <= 0:
+            self._timer = loop.call_soon(self._wake_due)
+        else:
+            self._timer = loop.call_later(math.ceil(delay / TIMER_TICK_S) * TIMER_TICK_S, self._wake_due)
+        self._timer_at = when
+
+    def _wake_due(self) -> None:
+        """Wake the parked users whose time has come (USER_WAKE_BATCH at most, the rest on the
+        loop's next turn), then re-arm for the earliest left."""
+        self._timer, self._timer_at = None, math.inf
+        parked = self._parked
+        now = time.monotonic()
+        woken = 0
+        self._waking = True
         try:
-            await self._think(uid, logon)
-        except asyncio.CancelledError:
-            if self.stopping:
+            while parked and parked[0][0] <= now and woken < USER_WAKE_BATCH:
+                user = heapq.heappop(parked)[2]
+                woken += 1
+                if user.step < 0:
+                    try:
+                        if not self._logon(user, now):
+                            continue  # parked until its first think ends, or stopped
+                    except Exception as exc:  # noqa: BLE001 - as a user's Task would: the run fails in _drain
+                        self._user_errors.append(exc)
+                        continue
+                self._start(user)
+        finally:
+            self._waking = False
+        if parked:
+            self._arm(parked[0][0])  # at once when the batch left some due
+
+    def _start(self, user: _User) -> None:
+        """The user's transactions, from the one now due to its next think, in a Task."""
+        task = self._loop.create_task(self._active_user(user))
+        self._active.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        self._active.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._user_errors.append(exc)  # failed in _drain (a SUT failure has failed the run already)
+
+    def _unpark_all(self) -> None:
+        """Nobody parked wakes: the run was cut short (or the drain gave up). A think running is
+        recorded as still running (thinks.parquet), as when the user stops at the window end."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, math.inf
+        parked, self._parked = sorted(self._parked), []
+        for _, uid, user in parked:
+            if user.step >= 0 and not user.partial:
+                assert user.script is not None
+                step = user.script.steps[user.step]
+                self.recorder.add_pending_think(uid, step.tx_index, step.klass, user.prev_end, user.think)
+
+    def _logon(self, user: _User, now: float) -> bool:
+        """The user logs on: its first script (the init script, or one drawn from the mix) and
+        its first think. True when the first transaction is due now."""
+        logon = user.prev_end
+        user.prev_end = max(logon, now) if self.phases.stagger == 0 else logon
+        user.step = 0
+        user.partial = self._residual_start
+        if self.init is not None:
+            user.script = self.init
+        else:
+            user.script = self.mix[user.rng.pick(self.mix_cumulative)]
+        return self._next_think(user)
+
+    def _next_think(self, user: _User) -> bool:
+        """Draw the think before the user's next transaction. True: the transaction is due now
+        (no think left); False: the user is parked until it is, or stops (its transaction would
+        fall after the window end, or the run was cut short)."""
+        script = user.script
+        assert script is not None
+        while user.step >= len(script.steps):  # the script is done: the next, drawn from the mix
+            script = user.script = self.mix[user.rng.pick(self.mix_cumulative)]
+            user.step = 0
+            user.partial = False
+        step = script.steps[user.step]
+        partial = user.partial
+        think = step.think.sample_residual(user.rng) if partial else step.think.sample(user.rng)
+        user.think = think
+        intended = user.prev_end + think
+        # A think still running when the user stops is recorded apart (thinks.parquet):
+        # AVG THINK (T) counts every think that started in the window, long ones included.
+        if self._stopped_for(intended):
+            if not partial:
+                self.recorder.add_pending_think(user.uid, step.tx_index, step.klass, user.prev_end, think)
+            return False
+        if intended - time.monotonic() > 0:
+            self._park(user, intended)
+            return False
+        return True
+
+    async def _active_user(self, user: _User) -> None:
+        """Issue the user's transaction now due, and the following ones while no think parks it."""
+        uid, prng = user.uid, user.prng
+        while True:
+            script = user.script
+            assert script is not None
+            step = script.steps[user.step]
+            intended = user.prev_end + user.think
+            think = NAN if user.partial else user.think  # the rest of a think begun before logon: no whole think
+            user.partial = False
+            if self._stopped_for(intended):
                 return
-            raise
-        start = max(logon, time.monotonic()) if self.phases.stagger == 0 else logon
-        prev_end: float | None = start
-        residual = self.workload.timing.first_think == "residual"
-        try:
-            if self.init is not None:
-                prev_end = await self._run_script(uid, self.init, rng, prng, start, residual=residual)
-                residual = False
-            mix, cumulative = self.mix, self.mix_cumulative
-            while prev_end is not None:
-                script = mix[rng.pick(cumulative)]
-                prev_end = await self._run_script(uid, script, rng, prng, prev_end, residual=residual)
-                residual = False
-        except SutFailure:
-            return
+            try:
+                user.prev_end = await self._transaction(uid, script, step, intended, think, prng)
+            except SutFailure:
+                return
+            user.step += 1
+            if not self._next_think(user):
+                return
 
     def _arrival_times(self) -> Iterator[float]:
         """Intended start of every arrival, from the schedule's own seeded stream (nothing else
