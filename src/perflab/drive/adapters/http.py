@@ -121,9 +121,12 @@ class HttpExecutor:
         request = self.fast[tx_index]
         if request is not None and self.per_user:
             client = self.clients.get(user)
-            conn = client.ready() if client is not None else None
-            if conn is not None:
-                return conn.exchange(request.wire, request)
+            # an idle connection of the user's own client (limit 1: no semaphore, so no waiting)
+            if client is not None and client.idle:
+                conn = client.idle.pop()
+                if conn.lost is None and not conn.transport.is_closing():
+                    return conn.exchange(request.wire, request)
+                # else the server closed it: dropped, as _take drops it
         return self._execute(tx_index, params, user)
 
     async def _execute(self, tx_index: int, params: dict | None, user: int) -> Reply:

@@ -10,8 +10,12 @@ request is the point of it, so it avoids per-request work that does not depend o
   loaded (http_request.py);
 - on the fast path a connection resolves its future to the transaction's Reply itself
   (checks included): see `LeanConnection` and `HttpExecutor.execute`;
-- timeouts are one periodic sweep over the open connections' deadlines, not a timer (and
-  `asyncio.wait_for`'s extra future and callback) armed and cancelled per request.
+- timeouts are one periodic sweep over the open connections, not a timer (and
+  `asyncio.wait_for`'s extra future and callback) armed and cancelled per request; a request
+  notes the sweep's count when it is sent, not even a clock reading;
+- the parser calls back into Python twice per response (on_body, on_message_complete): the
+  time the response began to arrive is taken in data_received, keep-alive is read when the
+  message is complete (see `LeanConnection`).
 
 Both clients answer a request with (status, headers, body, headers_at): headers_at is when
 the response headers arrived (the transaction's first response).
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import ssl
 import time
 from collections.abc import Callable
@@ -31,6 +36,7 @@ from urllib.parse import urlsplit
 
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_request import IDEMPOTENT, PreparedRequest, encode_request
+from perflab.drive.workers import Reply
 from perflab.errors import SutFailure
 from perflab.extras import require
 from perflab.workload.model import TlsOptions
@@ -119,11 +125,21 @@ class Deadlines:
     every tick (a tenth of the timeout, at most 1 s), that aborts each connection whose request
     is past its deadline. A timer per request would cost a libuv timer started and stopped per
     request (and `asyncio.wait_for` a second future and a callback); a request instead times out
-    between `timeout` and `timeout + tick` after it was sent."""
+    between `timeout` and `timeout + tick` after it was sent.
+
+    The sweeps are counted (`ticks`) and a request notes the count when it is sent (an attribute
+    read, where a deadline would take a clock reading per request): it is past its deadline once
+    `limit` whole ticks (ceil(timeout / tick)) have passed after the one it was sent in, i.e. at
+    the sweep `limit + 1` counts later -- at least `timeout` after it was sent (a late timer only
+    makes that later) and less than two ticks more (one when the timeout is a whole number of
+    ticks, as it is unless the tick is clamped to 10 ms or 1 s). Sweeps stop while no connection is open, when no
+    request can be out."""
 
     def __init__(self, timeout: float, loop: asyncio.AbstractEventLoop):
         self.timeout = timeout
         self.tick = min(1.0, max(0.01, timeout / 10))
+        self.limit = math.ceil(timeout / self.tick - 1e-9)  # whole ticks in a timeout
+        self.ticks = 0  # sweeps so far
         self.loop = loop
         self.conns: set[LeanConnection] = set()
         self.timer: asyncio.TimerHandle | None = None
@@ -137,8 +153,9 @@ class Deadlines:
         self.conns.discard(conn)
 
     def _sweep(self) -> None:
-        now = time.monotonic()
-        for conn in [c for c in self.conns if c.waiter is not None and c.deadline <= now]:
+        self.ticks += 1
+        sent_by = self.ticks - self.limit - 1  # sent in that tick or before: past its deadline
+        for conn in [c for c in self.conns if c.waiter is not None and c.sent_tick <= sent_by]:
             conn.break_off(TimeoutError(f"no response within {self.timeout:g} s"))
         self.timer = self.loop.call_later(self.tick, self._sweep) if self.conns else None
 
@@ -187,24 +204,29 @@ class LeanConnection(asyncio.Protocol):
     A request's future resolves to (status, headers, body, headers_at), or -- on the fast path,
     where `request` is set -- to the transaction's Reply. When a response completes, the
     connection puts itself back among its client's idle ones before waking the user, so the
-    user's next request finds it there."""
+    user's next request finds it there.
 
-    __slots__ = ("client", "parser", "loop", "transport", "waiter", "request", "deadline", "chunks",
-                 "raw_headers", "headers_at", "keep_alive", "served", "received", "lost")
+    headers_at, the transaction's first response, is when the response began to arrive: the
+    clock is read in data_received when the first bytes of the response come in (they hold its
+    status line and, but for a server that sends its headers in pieces, all of them), so the
+    parser has no on_headers_complete to call back per response."""
+
+    __slots__ = ("client", "parser", "loop", "deadlines", "transport", "waiter", "request", "sent_tick",
+                 "chunks", "raw_headers", "headers_at", "served", "received", "lost")
 
     def __init__(self, client: LeanClient):
         self.client = client
         self.parser = httptools.HttpResponseParser(self)
         self.loop = client.loop
+        self.deadlines = client.deadlines
         self.transport: _Transport = _NOT_CONNECTED  # connection_made sets the real one
         self.waiter: asyncio.Future | None = None
         self.request: PreparedRequest | None = None
-        self.deadline = 0.0
+        self.sent_tick = 0  # Deadlines.ticks when the current request was sent
         # reused from response to response: fewer allocations per request
         self.chunks: list[bytes] = []
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self.headers_at = 0.0
-        self.keep_alive = True
         self.served = 0  # responses completed: a reused connection may meet KeepAliveClosed
         self.received = False  # any byte of the current response yet
         self.lost: Exception | None = None
@@ -214,7 +236,7 @@ class LeanConnection(asyncio.Protocol):
         self.waiter = waiter = self.loop.create_future()
         self.request = request
         self.received = False
-        self.deadline = time.monotonic() + self.client.timeout
+        self.sent_tick = self.deadlines.ticks
         self.transport.write(wire)
         return waiter
 
@@ -234,7 +256,9 @@ class LeanConnection(asyncio.Protocol):
         self.client.deadlines.add(self)
 
     def data_received(self, data: bytes) -> None:
-        self.received = True
+        if not self.received:  # the response's first bytes: its headers arrive (see the class)
+            self.received = True
+            self.headers_at = time.monotonic()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError:
@@ -252,10 +276,6 @@ class LeanConnection(asyncio.Protocol):
         self._fail(self.lost)
 
     # httptools callbacks (on_header: see HeaderReadingConnection)
-    def on_headers_complete(self) -> None:
-        self.headers_at = time.monotonic()
-        self.keep_alive = self.parser.should_keep_alive()
-
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
 
@@ -263,22 +283,27 @@ class LeanConnection(asyncio.Protocol):
         waiter, request = self.waiter, self.request
         self.waiter = self.request = None
         self.served += 1
-        body = b"".join(self.chunks)
-        self.chunks.clear()
+        chunks = self.chunks
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        parser = self.parser
         if waiter is None:  # an answer to no request (a 408 on an idle connection, say): do not reuse
             self.lost = ConnectionResetError("the server sent a response to no request")
             self.transport.close()
-        elif self.keep_alive:
-            self.client.release(self)
+        elif parser.should_keep_alive():  # llhttp answers it in on_message_complete as in on_headers_complete
+            self.client.idle.append(self)  # LeanClient.release
         else:
             self.transport.close()
         if waiter is None or waiter.done():  # nobody waits (a cancelled user): the connection is free again
             self.raw_headers.clear()
             return
-        status = self.parser.get_status_code()
+        status = parser.get_status_code()
         if request is not None:
             self.raw_headers.clear()
-            waiter.set_result(request.reply(status, body, self.headers_at))
+            if request.plain and 200 <= status < 400:  # PreparedRequest.reply's checks, passed
+                waiter.set_result(Reply(True, None, self.headers_at))
+            else:
+                waiter.set_result(request.reply(status, body, self.headers_at))
         else:
             headers = _Headers((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self.raw_headers)
             self.raw_headers.clear()
@@ -477,11 +502,6 @@ class LeanClient:
             raise ValueError(f"no host in the base URL {base!r}")
         return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.netloc
 
-    def ready(self) -> LeanConnection | None:
-        """An idle open connection the fast path may take without waiting, if any (never from a
-        pool: there the semaphore decides who goes first)."""
-        return self._take() if self.slots is None else None
-
     def _take(self) -> LeanConnection | None:
         idle = self.idle
         while idle:
@@ -491,7 +511,7 @@ class LeanClient:
         return None
 
     def release(self, conn: LeanConnection) -> None:
-        self.idle.append(conn)
+        self.idle.append(conn)  # (inlined in LeanConnection.on_message_complete)
 
     def recover(self, waiter: asyncio.Future, request: PreparedRequest, exc: Exception) -> None:
         """A fast-path request failed: resolve its future with the executor's Reply for it."""

@@ -113,6 +113,7 @@ class PreparedRequest:
     # the lean client's bytes of `fixed`
     wire: bytes | None = None
     expected: bytes | None = None  # expect_body, encoded
+    plain: bool = False  # no expect_status, no expect_body: any 2xx or 3xx passes (`problem`)
 
     @classmethod
     def of(cls, request: HttpRequest, default_headers: dict[str, str], base: str) -> PreparedRequest:
@@ -127,6 +128,7 @@ class PreparedRequest:
             prepared.fixed = prepared.render({}, base)
         if request.expect_body is not None:
             prepared.expected = request.expect_body.encode()
+        prepared.plain = not prepared.statuses and prepared.expected is None
         return prepared
 
     @property
