@@ -21,8 +21,13 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
 
 # Tolerances, with room over what was measured on PostgreSQL 15.18 here (2026-11-28, run
 # 20261128-000626-postgres-known-loop-8b58): after the warm-up every count of a statement was the
-# same to the instruction, and twice the rows gave 2.0006 times the rows' instructions.
+# same to the instruction, and twice the rows gave 2.0006 times the rows' instructions. Now and
+# then one count is a few hundred instructions off the others (PostgreSQL 16, CI of 2026-11-28:
+# one `none` of 10 at 31,982 against 32,360, -378 = 1.2%; a `long` -215 in 14 runs here): some
+# time-gated work in the backend falls in or out of a part. A misplaced part is tens of
+# thousands of instructions off at least (the empty statement's whole count).
 SAME_STATEMENT_REL = 0.01
+SAME_STATEMENT_ABS = 2_000
 DOUBLING_REL = 0.01
 
 
@@ -40,8 +45,9 @@ def _check(tmp_path, changes, version):
         values = counted[counted.transaction == name].instructions
         assert len(values) == 10 and values.notna().all(), values
         median[name] = values.median()
-        # the same statement, the same count (to 1%), every time it is counted
-        assert ((values - median[name]).abs() <= SAME_STATEMENT_REL * median[name]).all(), (name, values.tolist())
+        # the same statement, the same count (to 1% or 2,000 instructions), every time it is counted
+        bound = max(SAME_STATEMENT_REL * median[name], SAME_STATEMENT_ABS)
+        assert ((values - median[name]).abs() <= bound).all(), (name, values.tolist())
     # a statement's fixed cost is tens of thousands of instructions; 20,000 rows are millions
     assert 10_000 < median["none"] < 1_000_000 and median["short"] > 10 * median["none"], median
     # twice the rows, twice the rows' instructions
