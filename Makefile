@@ -26,17 +26,21 @@ demo-run: $(STAMP)
 accuracy: $(STAMP)
 	$(VENV)/bin/perflab accuracy
 
-# The tests (what CI runs: .ci/run calls `make test`): both tiers, each with a count of its
-# outcomes at the end (tests/conftest.py). The lab tier is every test that starts a real run or
-# a real system -- perflab's driver against SQLite, the synthetic SUT, PostgreSQL, nginx, Ray,
+# The tests (what CI runs: .ci/run calls `make test`): both tiers, each phase with a count of
+# its outcomes at the end (tests/conftest.py). The lab tier is every test that starts a real run
+# or a real system -- perflab's driver against SQLite, the synthetic SUT, PostgreSQL, nginx, Ray,
 # network namespaces, monitors of real processes, Chromium -- and the long simulations of the
-# statistics; it keeps every truth test and runs one test at a time (its runs pin the driver and
-# the SUT to CPUs and measure them). tests/tiers.py decides, by rule. The fast tier runs first,
-# on every CPU (-n auto: its tests start no real run and share nothing).
+# statistics; it keeps every truth test. tests/tiers.py decides, by rule. The fast tier runs
+# first, on every CPU (-n auto: its tests start no real run and share nothing). The lab tier runs
+# in two phases: the `shared` lab tests -- the simulations, and real systems checked for exit
+# codes, reasons, stored runs and pages, never a measured value (tests/tiers.py's LAB_SHARED) --
+# two at a time; then every other lab test one at a time (its runs pin the driver and the SUT to
+# CPUs and measure them).
 test: $(STAMP)
 	@$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile; fast=$$?; \
-	$(VENV)/bin/pytest -q -m lab; lab=$$?; \
-	if [ $$fast -ne 0 ]; then exit $$fast; fi; exit $$lab
+	$(VENV)/bin/pytest -q -m "lab and shared" -n 2 --dist loadfile; shared=$$?; \
+	$(VENV)/bin/pytest -q -m "lab and not shared"; quiet=$$?; \
+	for rc in $$fast $$shared $$quiet; do if [ $$rc -ne 0 ]; then exit $$rc; fi; done
 
 # The linters (.ci/run calls `make lint` before the tests): ruff, then mypy over src/perflab at the
 # strictness pyproject.toml's [tool.mypy] states and why (every package, serve/ included).

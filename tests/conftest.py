@@ -14,10 +14,13 @@ FAST_TEST_S = 30.0
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that starts a real run or system `lab` (tiers.py says how it is told)."""
+    """Mark every test that starts a real run or system `lab`, and the lab tests that may run
+    beside another `shared` (tiers.py says how each is told)."""
     for item in items:
         if tiers.item_is_lab(item):
             item.add_marker(pytest.mark.lab)
+            if tiers.item_is_shared(item):
+                item.add_marker(pytest.mark.shared)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

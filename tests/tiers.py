@@ -17,6 +17,21 @@ one of `LAB_COMMANDS` as its first argument (`perflab("study", ...)`, `[*PERFLAB
 that the rule would put there (it promises to start no real run -- a bad-input test whose
 command is refused before any run). In the fast tier, conftest.py fails a test that stores a
 real run in its tmp_path, so a test the rule misses is found the first time it runs.
+
+The lab tier runs in two phases (the Makefile's `test`):
+
+* **shared** (`-m "lab and shared"`, two at a time: `-n 2 --dist loadfile`): the simulations
+  (`LAB_SIMULATIONS`: they measure no machine) and the lab tests named in `LAB_SHARED` -- tests
+  that start real systems but assert nothing a second test on the other CPU could change: exit
+  codes, failure reasons, stored and listed runs, what a browser shows, a seed's determinism, a
+  threshold two orders of magnitude away. Every one of them keeps its own store, its own ports
+  (0 or a free one) and no fixed network namespace.
+* **quiet** (`-m "lab and not shared"`, one at a time): every other lab test. A lab test is quiet
+  unless it is named in `LAB_SHARED`: every truth of CPU, time, rate, memory or counts per
+  second, every study and its verdicts, calibration, duets, harness cost and lateness, and
+  anything on fixed ports or namespaces (nginx on 18080, the remote SUT host, Ray) stays here.
+  Being conservative is the rule: a test named in LAB_SHARED by mistake flakes when its
+  neighbour loads the machine, a quiet test only costs time.
 """
 
 from __future__ import annotations
@@ -48,6 +63,37 @@ LAB_SIMULATIONS = (
     "tests/stats/test_stats_error_control.py::",
     "tests/study/test_validity.py::test_stationary_open_loop_runs_are_almost_never_excluded_and_a_growing_queue_is",
     "tests/stats/test_stats_multiplicity.py::test_holm_known_values_and_statsmodels_oracle",
+)
+#: Lab tests that may run beside another lab test (the `shared` phase; the docstring says which
+#: qualify). Node ids or their prefixes; loadfile keeps a file's tests, and its module fixtures,
+#: on one worker.
+LAB_SHARED = (
+    # failures, signals, full disks, hung SUTs, SIGKILLed drivers and what the store shows after:
+    # exit codes, reasons and stored files (test_runtime_hung's bound on a run's length is its
+    # window plus 30 s of slack against a 2 s deadline)
+    "tests/reliability/test_runtime_store_views.py::",
+    "tests/reliability/test_runtime_sigkill.py::",
+    "tests/reliability/test_runtime_hung.py::",
+    "tests/reliability/test_runtime_signals.py::",
+    "tests/reliability/test_runtime_disk_full.py::",
+    "tests/reliability/test_runtime_concurrent.py::",   # its two runs share one store, their own
+    "tests/reliability/test_secrets.py::",
+    "tests/reliability/test_text_terminal.py::",
+    "tests/core/test_driver.py::test_sut_crash_marks_run_failed_and_keeps_transactions",
+    "tests/core/test_driver.py::test_sigterm_leaves_a_readable_interrupted_run",
+    "tests/core/test_driver.py::test_sigkill_leaves_the_catalog_working",
+    # a seed's determinism: the same script choices and think times, user by user, over a prefix
+    # (> 50 per user of ~300 a user completes in the window)
+    "tests/core/test_driver.py::test_same_seed_same_sequence",
+    "tests/net/test_external_seeds.py::",                # a free port per server (its docstring)
+    # what `perflab serve` and Chromium show of stored runs and a live one (perflab serve on port 0)
+    "tests/serve/test_browser.py::",
+    "tests/serve/test_dashboard_browser.py::",
+    "tests/serve/test_live_writer.py::test_a_plain_perflab_run_writes_live_json",
+    "tests/report/test_report_chromium.py::",
+    # the embedded default without the extras; a threshold 100x away from the measured ITR (S)
+    "tests/install/test_without_extras.py::test_the_embedded_default_runs_without_the_extras",
+    "tests/reduce/test_catalog_thresholds.py::test_perflab_run_exits_1_when_a_threshold_is_violated",
 )
 #: The tests' ways of calling perflab's command line (cli_helpers.perflab, reliability_helpers.run_main).
 CLI_HELPERS = frozenset({"perflab", "run_main", "_perflab"})
@@ -175,6 +221,12 @@ def item_is_lab(item: Any) -> bool:
     for defs in (info.name2fixturedefs.values() if info is not None else ()):
         functions.extend(d.func for d in defs)
     return any(f is not None and function_is_lab(f) for f in functions)
+
+
+def item_is_shared(item: Any) -> bool:
+    """A lab test that may run beside another (the `shared` phase): a simulation, or one named
+    in LAB_SHARED. Every other lab test runs alone."""
+    return item.nodeid.startswith(LAB_SIMULATIONS) or item.nodeid.startswith(LAB_SHARED)
 
 
 def lab_names(items: Iterable[Any]) -> list[str]:
