@@ -52,8 +52,10 @@ lint: $(STAMP)
 
 # The fast tier alone: unit tests, synthetic run directories, and studies, compare, capacity and
 # the dashboard driven through the model driver (perflab.drive.model_driver: known cost, noise,
-# drift) -- no real run. It takes about 6 minutes of CPU (946 tests, measured 2026-11-27), spread
-# over every CPU; the loop to run while working, `make test` before pushing.
+# drift) -- no real run. It takes about 4 minutes on a 2-CPU machine (1,106 tests in 241 s, measured
+# 2026-11-27), spread over every CPU; the loop to run while working, `make test` before pushing.
+# The lab tier's shared phase took 280 s there (41 tests, two at a time) and its quiet phase about
+# 18 minutes (127 tests in 1,063 s, one at a time): 22 minutes for the lab tier, 26 for `make test`.
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile
 
