@@ -384,6 +384,13 @@ class RunLifecycle:
             raise SutFailure(f"the SUT host's monitor ({plan.remote.describe()}) could not be read when the run "
                              f"started: {(remote or {}).get('reason')}")
 
+    def end_sampling(self) -> None:
+        """The monitor's final sample, now (Sampler.end_sampling): from here on the SUT may stop
+        and the driver store its rows while the monitor writes its file; `stop_monitor` waits for
+        that. A monitor problem is left to `stop_monitor`, which notes it."""
+        if self.sampler is not None:
+            self.sampler.end_sampling()
+
     def stop_monitor(self) -> None:
         """Stop the monitors and keep their summary; a monitor problem must not lose the transactions."""
         if self.sampler is None:

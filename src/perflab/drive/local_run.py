@@ -85,9 +85,13 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             ending.status, ending.reason = outcome.status, outcome.reason
     finally:
         life.closing = True  # a SIGTERM from here on waits until the run is stored
-        life.stop_monitor()
+        # The final sample first, with the SUT still up; then the workers go and the rows are
+        # gathered while the monitor writes its file (release waits for it, with the
+        # driver's CPUs still its own until then).
+        life.end_sampling()
         if pool is not None:
             pool.close()
+        table = recorded_table(life, recorder)
         life.release()
         if counters is not None:
             counters.close()
@@ -95,7 +99,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
         if workload.pathlength is not None:
             _count_pathlength(life, paths)
         try:
-            result = life.finish(recorded_table(life, recorder), engine)
+            result = life.finish(table, engine)
         finally:
             if recorder is not None:
                 recorder.close(remove=(life.run_dir / "transactions.parquet").exists())

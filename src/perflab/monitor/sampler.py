@@ -79,6 +79,7 @@ class Sampler:
         self._pending: list[dict] = []  # reports read while waiting for something else
         self.sources: dict[str, dict] = {}
         self.summary: dict | None = None
+        self._stopping = False  # "stop" sent (end_sampling or stop)
 
     @property
     def pid(self) -> int | None:
@@ -117,18 +118,39 @@ class Sampler:
         if pids:
             self._send(("add " + " ".join(map(str, pids)) + "\n").encode())
 
+    def end_sampling(self, timeout_s: float = 30.0) -> None:
+        """Have the monitor take its final sample and wait until it has, not for its file: the
+        driver may stop the SUT once this returns, and store its own rows while the monitor
+        writes samples.parquet (`stop` then waits for that). A monitor that is gone or does not
+        answer is left to `stop`, which reports it."""
+        if self._proc is None or self.summary is not None or self._stopping:
+            return
+        self._stopping = True
+        try:
+            self._send(b"stop\n")
+        except MonitorError:
+            return
+        msg = self._receive(timeout_s)
+        while msg is not None and msg.get("event") == "sampled":  # a late answer to sample_now
+            msg = self._receive(timeout_s)
+        if msg is not None and msg.get("event") != "final":
+            self._pending.append(msg)  # an error, or the summary itself: `stop` reads it
+
     def stop(self, timeout_s: float = 120.0) -> dict:
         """Final sample, write samples.parquet atomically, and return the monitor's summary."""
         if self._proc is None:
             raise MonitorError("sampler not started")
         if self.summary is not None:
             return self.summary
-        try:
-            self._send(b"stop\n")
-        except MonitorError:
-            pass  # it already exited; its last report (if any) is still in the pipe
+        if not self._stopping:
+            self._stopping = True
+            try:
+                self._send(b"stop\n")
+            except MonitorError:
+                pass  # it already exited; its last report (if any) is still in the pipe
         msg = self._pending.pop(0) if self._pending else self._receive(timeout_s)
-        while msg is not None and msg.get("event") == "sampled":  # a late answer to sample_now
+        # a late answer to sample_now, or the final sample's notice
+        while msg is not None and msg.get("event") in ("sampled", "final"):
             msg = self._receive(timeout_s)
         try:
             self._proc.wait(timeout=10)
@@ -149,7 +171,7 @@ class Sampler:
         """Have the monitor take a sample now, off its grid, and wait until it has; its time in
         seconds since t0, or None (no monitor, or no answer). A job stream's window runs from one
         such sample to another, so no counter in it is interpolated."""
-        if self._proc is None or self.summary is not None:
+        if self._proc is None or self.summary is not None or self._stopping:
             return None
         try:
             self._send(b"sample\n")

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import marshal
-import multiprocessing
 import os
 import signal
 import time
 from collections import deque
 from collections.abc import Callable
 
-from perflab.drive.workers.process import worker_main
+from perflab.drive.workers.launch import start_worker
 from perflab.drive.workers.wire import READ_CHUNK, FrameReader, Reply, WorkerSpec, frame, write_all
 from perflab.errors import SutFailure
 
@@ -73,8 +72,6 @@ class WorkerPool:
     def __init__(self, specs: list[WorkerSpec], depth: int = 2, deadlines: list[float] | None = None,
                  grace: float = 0.0, on_worker: Callable[[int], None] | None = None):
         self.depth = depth
-        # spawn, not fork: a worker must not inherit the driver's event loop or threads.
-        self._ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
         self.failure: str | None = None
         self.deadlines: list[float] = deadlines or []  # none: no transaction has a deadline
@@ -96,14 +93,8 @@ class WorkerPool:
         self._idle = [w for _ in range(depth) for w in reversed(self.workers)]
 
     def _spawn(self, spec: WorkerSpec) -> _Worker:
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=worker_main, args=(child, spec), name=f"perflab-sut-{spec.index}",
-                                    daemon=True)
-        try:
-            process.start()
-        finally:
-            child.close()
-        return _Worker(spec.index, process, parent, spec)
+        process, conn = start_worker(spec)
+        return _Worker(spec.index, process, conn, spec)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -15,6 +15,18 @@ from pathlib import Path
 from perflab.drive.workers.wire import READ_CHUNK, FrameReader, WorkerSpec, frame, write_all
 
 
+def main_from_fd(fd: int) -> None:
+    """A worker started by perflab.drive.workers.launch: its parent's import path, then its spec,
+    arrive on `fd` before anything else."""
+    import pickle
+    import sys
+    from multiprocessing.connection import Connection
+
+    conn = Connection(fd)
+    sys.path[:] = marshal.loads(conn.recv_bytes())
+    worker_main(conn, pickle.loads(conn.recv_bytes()))
+
+
 def worker_main(conn, spec: WorkerSpec) -> None:
     """Entry point of a SUT worker process."""
     # Ctrl-C goes to the whole process group; the driver decides when workers stop.
