@@ -43,12 +43,11 @@ def texts(page, selector: str) -> list[str]:
 
 def hover_middle(page, svg: str) -> list[str]:
     """Move the pointer to the middle of a chart; the tooltip's lines."""
-    area = page.locator(f"{svg} rect.hover-area")
-    # A chart below the fold (compare's overlay under its tables) takes no pointer events at
-    # coordinates outside the viewport: bring it into view first.
-    area.scroll_into_view_if_needed()
-    box = area.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    # Locator.hover scrolls a chart below the fold into view (compare's overlay under its
+    # tables), points at the area's middle, and starts again if the area is replaced meanwhile:
+    # a live chart is redrawn each second (CI, 2026-11-28: "Element is not attached to the DOM"
+    # between a scroll and a bounding box taken by hand).
+    page.locator(f"{svg} rect.hover-area").hover()
     expect(page.locator(f"{svg} g.tip")).to_have_attribute("visibility", "visible")
     return texts(page, f"{svg} g.tip text")
 
