@@ -267,6 +267,36 @@ def reduce_section(results: dict) -> list[str]:
 # --- goals -------------------------------------------------------------------------------------
 
 
+def run_overhead_section() -> list[str]:
+    """A run's time outside its window, from the newest bench/results/run-overhead-*.json
+    (bench/run_overhead.py, two source trees side by side)."""
+    files = sorted((BENCH / "results").glob("run-overhead-*.json"))
+    if not files:
+        return []
+    from run_overhead import table
+
+    doc = json.loads(files[-1].read_text())
+    trees = list(doc["trees"])
+    day = files[-1].stem.removeprefix("run-overhead-")
+    return ["## A run's own time outside its window", "",
+            "What every run of a study and every lab test pays on top of its planned window: the workload "
+            "read, the SUT's workers started, cgroup and monitor, then the final sample, the samples file, "
+            "the rows and the record. `bench/run_overhead.py` runs the known-cost python SUT (4 ms a "
+            "transaction, 150/s, 0.5 s + 2 s, monitors on) as `perflab run` and as a 6-run `perflab study`, "
+            "the source trees alternating, and gives the wall time less the planned windows, per run.", "",
+            table(doc["rows"], trees), "",
+            f"*{day}, this 2-CPU guest, under the lab's quiet lock: `python bench/run_overhead.py "
+            + " ".join(f"--tree {t}=..." for t in trees) + f" --reps {1 + max(r['rep'] for r in doc['rows'])}` "
+            f"(rows: bench/results/{files[-1].name}; before = fffebd9, after = a SUT worker started as a fresh "
+            "interpreter and the samples file written while the driver gathers its rows). The gain is small "
+            "beside the spread between repetitions (a second from one to the next). Inside a run "
+            "(RunLifecycle's steps timed), starting one SUT worker went from about 1.0 s to 0.4 s -- "
+            "multiprocessing's spawn imported the parent's main module, perflab's command line or pytest, into "
+            "every worker -- and the monitor's stop from 0.6-0.8 s to 0.2-0.3 s; what is left is the command's "
+            "own imports (0.7-0.9 s), the monitor's file (pyarrow's import, 0.3-0.5 CPU-s) and the driver's "
+            "first conversion of its rows (pyarrow imports pandas, 0.35-0.7 s).*", ""]
+
+
 def goals_section(results: dict) -> list[str]:
     d = results.get("driver") or {}
     http = d.get("http") or {}
@@ -352,6 +382,7 @@ def render(results: dict) -> str:
     lines += memory_section(results)
     lines += schedule_section(results)
     lines += monitor_section(results)
+    lines += run_overhead_section()
     lines += reduce_section(results)
     lines += profile_section(results)
     return "\n".join(lines).rstrip() + "\n"

@@ -45,10 +45,10 @@ workload: known-cost.yaml
 configurations:
   - name: base
   - name: candidate
-blocks: 2
+blocks: 3
 seed: 2
 """
-STUDY_RUNS = 4
+STUDY_RUNS = 6
 
 
 def _timed(argv: list[str], src: str, cwd: Path) -> float:
