@@ -125,16 +125,22 @@ class Sampler:
         answer is left to `stop`, which reports it."""
         if self._proc is None or self.summary is not None or self._stopping:
             return
-        self._stopping = True
-        try:
-            self._send(b"stop\n")
-        except MonitorError:
+        if not self._request_stop():
             return
         msg = self._receive(timeout_s)
         while msg is not None and msg.get("event") == "sampled":  # a late answer to sample_now
             msg = self._receive(timeout_s)
         if msg is not None and msg.get("event") != "final":
             self._pending.append(msg)  # an error, or the summary itself: `stop` reads it
+
+    def _request_stop(self) -> bool:
+        """Send "stop", once (end_sampling or stop); False when the monitor is already gone."""
+        self._stopping = True
+        try:
+            self._send(b"stop\n")
+        except MonitorError:
+            return False
+        return True
 
     def stop(self, timeout_s: float = 120.0) -> dict:
         """Final sample, write samples.parquet atomically, and return the monitor's summary."""
@@ -143,11 +149,7 @@ class Sampler:
         if self.summary is not None:
             return self.summary
         if not self._stopping:
-            self._stopping = True
-            try:
-                self._send(b"stop\n")
-            except MonitorError:
-                pass  # it already exited; its last report (if any) is still in the pipe
+            self._request_stop()  # gone already: its last report (if any) is still in the pipe
         msg = self._pending.pop(0) if self._pending else self._receive(timeout_s)
         # a late answer to sample_now, or the final sample's notice
         while msg is not None and msg.get("event") in ("sampled", "final"):
