@@ -14,7 +14,8 @@ from cli_helpers import load_run, perflab, run_dir_of, write_workload
 
 from perflab.drive.load import engine as engine_module
 from perflab.drive.load.engine import USER_START_BATCH, sleep_until
-from perflab.drive.workers import FrameReader, WorkerPool, WorkerSpec, frame
+from perflab.drive.workers.pool import WorkerPool
+from perflab.drive.workers.wire import FrameReader, WorkerSpec, frame
 from perflab.drive.workers import pool as workers_module
 from perflab.errors import SutFailure
 from perflab.workload.loader import load_workload

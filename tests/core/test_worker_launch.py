@@ -9,7 +9,8 @@ import textwrap
 
 from cli_helpers import write_workload
 
-from perflab.drive.workers import WorkerPool, WorkerSpec
+from perflab.drive.workers.pool import WorkerPool
+from perflab.drive.workers.wire import WorkerSpec
 from perflab.workload.loader import load_workload
 
 PROBE = '''

@@ -99,6 +99,8 @@ def test_sampler_writes_the_samples_contract(spawn, tmp_path):
     assert cols["s.cpu_user"][-1] >= r["user"] - 2 * TICK >= 0.6 - 3 * TICK
     assert cols["v.py.cpu_user"][-1] == cols["s.cpu_user"][-1]
     assert summary["sampling_cpu_s"] >= 0 and summary["monitor_cpu_s"] > 0
+    # asked to stop, the monitor handed its rows over and the driver wrote the file
+    assert summary["monitor_write_cpu_s"] == 0.0 and summary["driver_write_cpu_s"] >= 0
 
 
 DRIVER = r"""
@@ -145,6 +147,30 @@ def test_monitor_writes_and_exits_when_the_driver_is_killed(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+DRIVER_DIES_STOPPING = r"""
+import os, sys
+from perflab.monitor.sampler import MonitorSpec, Sampler
+s = Sampler(MonitorSpec(out_path=sys.argv[1], interval_s=0.1))
+s.start()
+s.end_sampling()  # "stop" sent and the final sample taken: the rows are on their way
+print(s.pid, flush=True)
+os._exit(0)  # gone before it reads them or writes the file
+"""
+
+
+def test_a_driver_gone_before_writing_the_handed_rows_leaves_the_file_to_the_monitor(tmp_path):
+    out = tmp_path / "samples.parquet"
+    driver = subprocess.run([sys.executable, "-c", DRIVER_DIES_STOPPING, str(out)], capture_output=True,
+                            text=True, timeout=60)
+    monitor_pid = int(driver.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while not _gone(monitor_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(monitor_pid), "monitor lingers after its driver died"
+    cols, meta = read_samples(out)
+    assert meta["end"] == "stopped" and len(cols["t"]) >= 2
 
 
 def test_sigterm_writes_and_stop_still_returns_the_summary(tmp_path):

@@ -17,7 +17,8 @@ from perflab.drive.load.batch import engine_for, mixed_work
 from perflab.drive.load.deadline import WORKER_ENFORCED_GRACE_S, deadlines_of
 from perflab.drive.load.recorder import SPILL_FILE, Recorder
 from perflab.drive.pathlength.count import PassInputs, count_pathlength
-from perflab.drive.workers import WorkerPool, WorkerSpec
+from perflab.drive.workers.pool import WorkerPool
+from perflab.drive.workers.wire import WorkerSpec
 from perflab.monitor.sources.counters import SharedCounters
 from perflab.records.run import PathlengthRecord
 from perflab.sut import isolation

@@ -16,8 +16,10 @@ VM with all machine sources, SharedCounters, a driver pid and two components):
     1 s interval,   5 SUT processes: 0.0011 CPU-s per s (0.11 % of one core)
     1 s interval,  51 SUT processes: 0.0041 CPU-s per s (0.41 %)
     0.1 s interval, 5 SUT processes: 0.0086 CPU-s per s (0.86 %)
-plus ~0.1 CPU-s to start and ~0.35 CPU-s to write the parquet (pyarrow import), both outside
-the sampled span. Most of the per-sample cost is ~70 us per SUT process (four /proc reads) and
+plus ~0.1 CPU-s to start, outside the sampled span. Asked to stop, the monitor hands its rows to
+the driver, which writes samples.parquet (samples_file.py); only a monitor whose driver is gone
+writes the file itself, ~0.35 CPU-s more (pyarrow's import). Most of the per-sample cost is
+~70 us per SUT process (four /proc reads) and
 PSS (smaps_rollup, ~170 us per small process), which is why PSS is refreshed every 5 s.
 """
 
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .sampler import MonitorSpec
+from .samples_file import SampleRows, write_samples
 from .sources import SourceUnavailable
 
 if TYPE_CHECKING:
@@ -209,28 +212,22 @@ class _Monitor:
         self.rows.append(row)
         return row["t"]
 
+    def rows_to_hand_over(self, end_reason: str) -> SampleRows:
+        """The rows, their columns and metadata, and the summary: what the driver writes as
+        samples.parquet when it asked the monitor to stop."""
+        return SampleRows(list(self.columns), self.rows, self._meta(end_reason), self._summary(end_reason))
+
     def write(self, end_reason: str) -> dict:
+        """Write samples.parquet here: the driver is gone, or did not ask for the rows."""
         cpu_at_write = _own_cpu_s()
         summary = self._summary(end_reason)
-        import pyarrow as pa  # only now: importing it costs more CPU than an hour of sampling
-        import pyarrow.parquet as pq
-
-        names = list(self.columns)
-        table = pa.table(
-            {n: pa.array([row.get(n) for row in self.rows], type=pa.float64()) for n in names}
-        )
-        meta = {"interval_s": self.spec.interval_s, "t0_monotonic": self.spec.t0_monotonic,
-                "sources": self.status, "end": end_reason}
-        table = table.replace_schema_metadata({"perflab.samples": json.dumps(meta)})
-        out = Path(self.spec.out_path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        pq.write_table(table, tmp)
-        _fsync(tmp)
-        os.replace(tmp, out)
-        _fsync(out.parent)
+        write_samples(Path(self.spec.out_path), list(self.columns), self.rows, self._meta(end_reason))
         summary["monitor_write_cpu_s"] = round(_own_cpu_s() - cpu_at_write, 4)
         return summary
+
+    def _meta(self, end_reason: str) -> dict:
+        return {"interval_s": self.spec.interval_s, "t0_monotonic": self.spec.t0_monotonic,
+                "sources": self.status, "end": end_reason}
 
     def _summary(self, end_reason: str) -> dict:
         first, last = (self.rows[0], self.rows[-1]) if self.rows else ({}, {})
@@ -272,14 +269,6 @@ class _Monitor:
 def _own_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _next_grid_time(now: float, t0: float, interval: float) -> float:
@@ -378,16 +367,57 @@ def main() -> None:
         end_reason = end_reason or "monitor error"
         monitor.sample()  # the final sample, whatever ended the run
         monitor.close()
-        # Measuring is over: the driver may stop the SUT now, and the file is written on any CPU
-        # while the driver stores its own rows (the write is ~0.5 CPU-s: pyarrow's import).
+        # Measuring is over: the driver may stop the SUT now.
         report({"event": "final"})
-        try:
-            os.sched_setaffinity(0, allowed)
-        except OSError:
-            pass
-        try:
-            summary = monitor.write(end_reason)
-        except Exception as e:
-            report({"event": "error", "message": f"writing samples failed: {type(e).__name__}: {e}"})
-            raise
-        report({"event": "stopped", "summary": summary})
+        # Asked to stop, the rows go to the driver: it has pyarrow loaded, this process has not.
+        # Until the driver says it has written the file, the rows stay here too: a driver that dies
+        # (or stops reading) before that leaves the file to be written here, on any CPU.
+        handed = end_reason == "stopped" and _hand_over(rep, monitor.rows_to_hand_over(end_reason))
+        if not (handed and _written_by_driver(ctl, parent_fd, pending)):
+            try:
+                os.sched_setaffinity(0, allowed)
+            except OSError:
+                pass
+            try:
+                summary = monitor.write(end_reason)
+            except Exception as e:
+                report({"event": "error", "message": f"writing samples failed: {type(e).__name__}: {e}"})
+                raise
+            report({"event": "stopped", "summary": summary})
+
+
+def _written_by_driver(ctl: int, parent_fd: int | None, pending: bytes,
+                       timeout_s: float = 300.0) -> bool:
+    """Wait for the driver's `written` (samples.parquet is in place); False when the control pipe
+    closes, the driver dies or says nothing for `timeout_s` -- the monitor then writes the file."""
+    deadline = time.monotonic() + timeout_s
+    watched = [ctl] + ([parent_fd] if parent_fd is not None else [])
+    while b"written\n" not in pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select(watched, [], [], min(left, 1.0))
+        if parent_fd is not None and parent_fd in ready:
+            return False
+        if ctl in ready:
+            chunk = os.read(ctl, 65536)
+            if not chunk:
+                return False
+            pending += chunk
+    return True
+
+
+def _hand_over(rep: int, rows: SampleRows) -> bool:
+    """Send the rows to the driver: a JSON line `rows` with the payload's size, then the pickled
+    SampleRows. False when the driver is no longer reading (it died after asking to stop): the
+    monitor then writes the file itself."""
+    payload = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+    data = (json.dumps({"event": "rows", "size": len(payload)}) + "\n").encode() + payload
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(rep, view)
+            view = view[written:]
+    except OSError:
+        return False
+    return True

@@ -15,8 +15,11 @@ Why a separate process: sampling must not compete with the driver's event loop f
 
 The protocol: the spec goes to the monitor pickled, length-prefixed, on its control pipe; then
 text commands, one a line (`add PID...`, `stop`). The monitor answers on its report pipe with
-JSON lines: `ready` (with the sources' status) after its first sample, `stopped` (with the
-summary) after writing samples.parquet, or `error`.
+JSON lines: `ready` (with the sources' status) after its first sample; asked to stop, `final`
+after its last sample and then `rows` (the size of a pickled samples_file.SampleRows that follows
+the line), which the sampler writes as samples.parquet -- the driver has pyarrow loaded, the
+monitor would spend ~0.35 CPU-s importing it; a monitor that ends otherwise writes the file
+itself and answers `stopped` (with the summary); or `error`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .samples_file import SampleRows, write_samples
 
 MACHINE_SOURCES = ("proc_stat", "vmstat", "diskstats", "netdev")
 
@@ -154,6 +159,25 @@ class Sampler:
         # a late answer to sample_now, or the final sample's notice
         while msg is not None and msg.get("event") in ("sampled", "final"):
             msg = self._receive(timeout_s)
+        rows: SampleRows | None = None
+        if msg is not None and msg.get("event") == "rows":
+            rows = self._receive_rows(int(msg["size"]), timeout_s)
+        if rows is not None:
+            # Written here, then `written` tells the monitor it may exit.
+            started = time.thread_time()
+            try:
+                write_samples(Path(self.spec.out_path), rows.columns, rows.rows, rows.meta)
+            except OSError:
+                # (a full disk): the monitor still holds the rows; a closed control pipe makes
+                # it write them itself and report how that went.
+                ctl = self._pipes()[0]
+                os.close(ctl)
+                self._ctl = os.open(os.devnull, os.O_WRONLY)  # _pipes() stays whole for the close below
+                msg = self._receive(timeout_s)
+            else:
+                self._send(b"written\n")
+                self.summary = dict(rows.summary, monitor_write_cpu_s=0.0,
+                                    driver_write_cpu_s=round(time.thread_time() - started, 4))
         try:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -161,6 +185,8 @@ class Sampler:
         ctl, rep = self._pipes()
         os.close(ctl)
         os.close(rep)
+        if self.summary is not None:
+            return self.summary
         if msg is None or msg.get("event") != "stopped":
             raise MonitorError(
                 f"monitor ended without a summary (exit code {self._proc.returncode}): "
@@ -222,6 +248,24 @@ class Sampler:
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
+
+    def _receive_rows(self, size: int, timeout_s: float) -> SampleRows | None:
+        """The pickled rows that follow a `rows` line; None if the monitor died sending them."""
+        deadline = time.monotonic() + timeout_s
+        rep = self._pipes()[1]
+        while len(self._buf) < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([rep], [], [], left)
+            if ready:
+                chunk = os.read(rep, max(65536, size - len(self._buf)))
+                if not chunk:
+                    return None
+                self._buf += chunk
+        payload, self._buf = self._buf[:size], self._buf[size:]
+        rows = pickle.loads(payload)
+        return rows if isinstance(rows, SampleRows) else None
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
