@@ -386,8 +386,8 @@ class RunLifecycle:
 
     def end_sampling(self) -> None:
         """The monitor's final sample, now (Sampler.end_sampling): from here on the SUT may stop
-        and the driver store its rows while the monitor writes its file; `stop_monitor` waits for
-        that. A monitor problem is left to `stop_monitor`, which notes it."""
+        and the driver store its rows; `stop_monitor` then takes the monitor's rows and writes
+        samples.parquet. A monitor problem is left to `stop_monitor`, which notes it."""
         if self.sampler is not None:
             self.sampler.end_sampling()
 

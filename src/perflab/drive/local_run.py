@@ -86,9 +86,8 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
             ending.status, ending.reason = outcome.status, outcome.reason
     finally:
         life.closing = True  # a SIGTERM from here on waits until the run is stored
-        # The final sample first, with the SUT still up; then the workers go and the rows are
-        # gathered while the monitor writes its file (release waits for it, with the
-        # driver's CPUs still its own until then).
+        # The final sample first, with the SUT still up; then the workers go, the rows are
+        # gathered, and release writes the monitor's rows as samples.parquet.
         life.end_sampling()
         if pool is not None:
             pool.close()

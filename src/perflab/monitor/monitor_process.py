@@ -1,5 +1,6 @@
-"""The monitor process: reads every source on a fixed grid, writes samples.parquet at the end
-(the driver's side, and why this is a process of its own: sampler.py).
+"""The monitor process: reads every source on a fixed grid and, at the end, hands its rows to the
+driver, which writes samples.parquet -- or writes it itself when the driver is gone (the driver's
+side, and why this is a process of its own: sampler.py).
 
 Timing: sample k is taken at the first grid point t0 + k * interval after the previous one
 (missed grid points are skipped, never caught up in a burst), so samples of different runs and

@@ -1,6 +1,6 @@
 """The sampler, the driver's handle on the monitor: a separate process that reads every source
-on a fixed grid and writes samples.parquet (docs/architecture.md has the column contract;
-monitor_process.py is the code that runs in that process).
+on a fixed grid; its rows become samples.parquet (docs/architecture.md has the column contract;
+monitor_process.py is the code that runs in that process, samples_file.py writes the file).
 
     spec = MonitorSpec(out_path=run_dir / "samples.parquet", t0_monotonic=t0, interval_s=1.0,
                        sut_pids=[...], driver_pid=os.getpid(), cpus=driver_cpus)
@@ -124,10 +124,10 @@ class Sampler:
             self._send(("add " + " ".join(map(str, pids)) + "\n").encode())
 
     def end_sampling(self, timeout_s: float = 30.0) -> None:
-        """Have the monitor take its final sample and wait until it has, not for its file: the
-        driver may stop the SUT once this returns, and store its own rows while the monitor
-        writes samples.parquet (`stop` then waits for that). A monitor that is gone or does not
-        answer is left to `stop`, which reports it."""
+        """Have the monitor take its final sample and wait until it has: the driver may stop the
+        SUT once this returns and store its own rows; `stop` then takes the monitor's rows and
+        writes samples.parquet. A monitor that is gone or does not answer is left to `stop`,
+        which reports it."""
         if self._proc is None or self.summary is not None or self._stopping:
             return
         if not self._request_stop():
