@@ -36,8 +36,13 @@ accuracy: $(STAMP)
 # codes, reasons, stored runs and pages, never a measured value (tests/tiers.py's LAB_SHARED) --
 # two at a time; then every other lab test one at a time (its runs pin the driver and the SUT to
 # CPUs and measure them).
+# PYTHONDONTWRITEBYTECODE is unset for the tests: the suite starts hundreds of interpreters (each
+# pytest worker rewrites every test module's asserts, each perflab command compiles its modules),
+# and without cached bytecode every one of them compiles again -- 8 s of each pytest process's
+# collection on this machine.
 test: $(STAMP)
-	@$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile; fast=$$?; \
+	@unset PYTHONDONTWRITEBYTECODE; \
+	$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile; fast=$$?; \
 	$(VENV)/bin/pytest -q -m "lab and shared" -n 2 --dist loadfile; shared=$$?; \
 	$(VENV)/bin/pytest -q -m "lab and not shared"; quiet=$$?; \
 	for rc in $$fast $$shared $$quiet; do if [ $$rc -ne 0 ]; then exit $$rc; fi; done
@@ -58,7 +63,7 @@ lint: $(STAMP)
 # time) and its quiet phase 17.5 minutes (136 tests in 1,049 s, one at a time): 21.6 minutes for
 # the lab tier, 25.4 for `make test` (issue 24's goal, 15 minutes, is not met).
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile
+	@unset PYTHONDONTWRITEBYTECODE; $(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile
 
 clean:
 	rm -rf $(VENV) perflab-runs .pytest_cache .mypy_cache .ruff_cache

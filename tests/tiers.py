@@ -172,6 +172,16 @@ def _uses(node: ast.AST) -> tuple[set[str], bool]:
 
 
 @functools.lru_cache(maxsize=None)
+def _def_uses(path: Path, name: str) -> tuple[frozenset[str], bool]:
+    """_uses of one top-level definition, walked once per collection (every test's closure
+    reaches the same helpers)."""
+    module = _module(path)
+    assert module is not None and name in module[0]
+    names, real = _uses(module[0][name])
+    return frozenset(names), real
+
+
+@functools.lru_cache(maxsize=None)
 def _is_lab(path: Path, name: str) -> bool:
     """Whether the function `name` of `path`, or anything it calls among the tests' own
     functions, starts a real run or system."""
@@ -186,7 +196,7 @@ def _is_lab(path: Path, name: str) -> bool:
         if module is None or there not in module[0]:
             continue
         defs, imports = module
-        names, real = _uses(defs[there])
+        names, real = _def_uses(file, there)
         if real or names & LAB_NAMES:
             return True
         for used in names:
@@ -197,6 +207,7 @@ def _is_lab(path: Path, name: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=None)
 def function_is_lab(function: Callable[..., Any]) -> bool:
     """Whether `function` (a test or a fixture) starts a real run or system, by the rule."""
     function = inspect.unwrap(function)
