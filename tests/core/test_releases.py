@@ -107,6 +107,7 @@ def test_a_run_measures_the_release_it_names_and_sqlite_counts_its_commits(tmp_p
     assert len(tx) > 200 and samples["sut.commits"].iloc[-1] == tx.ok.sum()
 
 
+@pytest.mark.fast   # refused before any run starts (tests/tiers.py)
 def test_a_study_that_changes_the_binding_and_the_release_is_refused(tmp_path):
     study = tmp_path / "s.yaml"
     study.write_text(textwrap.dedent(f"""

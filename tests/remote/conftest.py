@@ -1,6 +1,9 @@
 """The SUT host of the remote tests: a network namespace running nginx (in a cgroup of its own,
 on CPU 1), a node_exporter, a process-exporter and `perflab agent`; perflab drives it from the
-root namespace over the lab's bridge. Module-scoped: started once, removed at the end."""
+root namespace over the lab's bridge. Package-scoped: started once for tests/remote/ and removed
+after its last test -- test_distributed, test_remote_monitor and test_remote_outcome share one
+SUT host (each starts any agent of its own on a port of its own), instead of a namespace, nginx,
+two exporters and an agent started and stopped three times."""
 
 from __future__ import annotations
 
@@ -81,7 +84,7 @@ class SutHost:
         return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def sut_host(tmp_path_factory):
     why = NetLab.available()
     if why is not None:

@@ -167,7 +167,7 @@ def test_agent_lost_mid_run_marks_rows_na_with_the_reason(sut_host, tmp_path):
 
 
 def test_external_sut_without_monitor_has_na_s_rows_and_says_why(sut_host, tmp_path):
-    workload = sut_host.workload(tmp_path / "w.yaml", None, measurement="2s")
+    workload = sut_host.workload(tmp_path / "w.yaml", None, measurement="1s")
     result = execute_run(RunRequest(load_workload(workload), workload), Store(tmp_path / "store"))
     metrics = reduce_run(result.run_dir)
     assert result.status == "complete" and metrics.values["tx_ok"] > 0

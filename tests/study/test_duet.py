@@ -23,9 +23,13 @@ transactions:
 scripts: [{{name: s, steps: [work]}}]
 think: 0
 load: {{users: 2}}
-timing: {{stagger: 0s, stabilization: 0.5s, measurement: 2s}}
+timing: {{stagger: 0s, stabilization: 0.5s, measurement: 1s}}
+monitor_interval: 0.5s
 placement: {{workers: 2}}
 """
+# A 1 s window whose edges fall on each run's monitor samples (every 0.5 s from its start), so
+# each SUT's CPU in it is read between two samples, not interpolated across a 1 s gap that held
+# its workers' start-up. 125-250 transactions a SUT: the edges' share stays near 1%.
 
 
 def _write(tmp_path: Path, study: str) -> Path:
@@ -74,13 +78,15 @@ def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_
             edges = values["users"] / values["tx_ok"]
             assert cost * (1 - edges) <= values["pbt_cmd_s"] <= cost * 1.25, by_config
         # the two shared one SUT CPU: together they cannot have used more than all of it (2% for
-        # the counters' granularity over a 2 s window)
+        # the counters' granularity and the two monitors' samples a few ms apart over a 1 s window)
         assert sum(m["util_proc_s"] for m in by_config.values()) <= 102.0, by_config
     (pbt,) = [m for m in doc["comparisons"][0]["metrics"] if m["key"] == "pbt_cmd_s"]
     # Twice the CPU per transaction, told apart while sharing a CPU. A random outcome only in
     # name: the ratio is 2 and its per-block scatter about 1% (synthetic:work burns to a CPU-time
-    # target), so the interval reaching the ±3% margin would take a 30-sigma error: false
-    # failure far below 1e-4.
+    # target; 0.96% over 1 s windows). The interval (3 blocks, t = 6.2 at 1 - 0.05/2) reaches the
+    # ±3% margin, 0.663 below ln 2, only if the blocks' SD s exceeds sqrt(3) x 0.663 / 6.2 = 18.5%,
+    # 19 times the scatter sigma: 2 s^2 / sigma^2 is chi-square(2), beyond 2 x 19^2 with
+    # probability exp(-19^2) -- a false failure far below 1e-4.
     assert pbt["verdict"] == "WORSE"
 
 
