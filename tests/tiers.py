@@ -105,6 +105,26 @@ LAB_SHARED = (
     "tests/cases/test_paths.py::test_echo_over_a_unix_socket_only",
     "tests/net/test_tcp_http.py::test_echo_streaming_several_messages_per_transaction",
     "tests/net/test_restart_time.py::",       # log positions, and times compared only with each other
+    # perflab's own runs checked for instruction counts under valgrind, a seed's schedule and
+    # shares, exit codes and outcomes, fingerprints, exact counts and bytes, CPU placements, and
+    # bounds that hold on a loaded host (each passed with both CPUs held by busy loops)
+    "tests/core/test_pathlength_run.py::",
+    "tests/core/test_driver.py::test_valgrind_mode_counts_instructions_per_command",
+    "tests/core/test_driver.py::test_sqlite_two_releases",
+    "tests/core/test_driver.py::test_script_mix_follows_weights",
+    "tests/core/test_engine_schedule.py::test_open_loop_same_seed_same_arrivals_and_scripts",
+    "tests/core/test_engine_schedule.py::test_open_loop_batches_keep_the_rate_and_never_start_early",
+    "tests/core/test_run_outcomes.py::test_a_run_with_errors_shows_errors_and_exits_5",
+    "tests/core/test_run_outcomes.py::test_a_clean_run_is_complete_and_exits_0",
+    "tests/study/test_sweep_and_limits.py::test_memory_limit_reaches_the_sut_cgroup",
+    "tests/core/test_releases.py::test_a_run_measures_the_release_it_names_and_sqlite_counts_its_commits",
+    "tests/core/test_recorder.py::test_a_run_longer_than_the_spill_keeps_every_transaction",
+    "tests/core/test_run_inprocess.py::test_consecutive_runs_restore_affinity_and_do_not_share_cpus",
+    "tests/core/test_job_stream.py::test_a_stream_of_known_bytes",
+    "tests/core/test_mixed_work.py::test_a_study_judges_a_class_row_as_its_primary_metric",
+    "tests/bench/test_bench_smoke.py::test_null_target_driver_cost",
+    "tests/bench/test_bench_smoke.py::test_schedule_lateness_is_never_negative",
+    "tests/bench/test_bench_smoke.py::test_monitor_overhead_is_reported",
     # the embedded default without the extras; a threshold 100x away from the measured ITR (S)
     "tests/install/test_without_extras.py::test_the_embedded_default_runs_without_the_extras",
     "tests/reduce/test_catalog_thresholds.py::test_perflab_run_exits_1_when_a_threshold_is_violated",
