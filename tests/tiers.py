@@ -104,7 +104,6 @@ LAB_SHARED = (
     "tests/net/test_guest.py::test_the_probe_fails_natively_so_it_tells_the_two_apart",
     "tests/cases/test_paths.py::test_echo_over_a_unix_socket_only",
     "tests/net/test_tcp_http.py::test_echo_streaming_several_messages_per_transaction",
-    "tests/net/test_restart_time.py::",       # log positions, and times compared only with each other
     # perflab's own runs checked for instruction counts under valgrind, a seed's schedule and
     # shares, exit codes and outcomes, fingerprints, exact counts and bytes, CPU placements, and
     # bounds that hold on a loaded host (each passed with both CPUs held by busy loops)
