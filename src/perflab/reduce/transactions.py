@@ -366,7 +366,9 @@ def per_bucket(tx: WindowTransactions, edges: np.ndarray, percentiles: Sequence[
     """Counts and response rows per time bucket (by completion time): the mean, and each of
     `percentiles` by nearest rank over the ok transactions completed in the bucket."""
     buckets = len(edges) - 1
-    index = np.clip(np.searchsorted(edges, tx.end, side="right") - 1, 0, buckets - 1)
+    index = np.searchsorted(edges, tx.end, side="right")
+    index -= 1  # in place: each step of 10M rows as a new array is 75 MB of fresh pages
+    np.clip(index, 0, buckets - 1, out=index)
     ok_index = index[tx.ok]
     response = tx.response[tx.ok]
     counts = np.bincount(ok_index, minlength=buckets)
