@@ -1,17 +1,26 @@
-"""Reusing freed memory in a process that reduces one large run and exits (`perflab show`).
+"""Reusing freed memory in a process that reduces one large run and exits (`perflab show --json`).
 
 A reduction of ten million transactions makes a few dozen arrays of 50-80 MB that live for a
 moment each. glibc gives every allocation above 32 MB its own mapping and returns it to the
 kernel when freed, so the next array is faulted in again, page by page; numpy also asks for
 transparent huge pages on large arrays, and where the kernel compacts memory to find them
-(defrag = madvise) a first touch can stall for seconds. Measured on the lab machine (a VM, 2
-cores): of a 10M-row `perflab show` of 8-9 s, 4 s were system time in page faults and
-compaction, not the reduction's own work.
+(defrag = madvise) a first touch can stall for seconds.
 
 `reuse_freed_memory()` keeps freed memory in the process's heap for the next array (glibc:
-no per-allocation mappings, no trimming) and turns off numpy's huge-page advice. It changes
-where memory comes from, never a value: a process that calls it computes the same numbers.
-Only for a short-lived process: the heap then never shrinks until exit.
+no per-allocation mappings, no trimming) and turns off numpy's huge-page advice. Measured on the
+lab machine (a VM, 2 cores), `perflab show --json` of 10M transactions, the reader streamed
+(bench/findings.md, 2026-11-28): 4.71 s wall with both, 5.84 s with glibc's settings only,
+6.82 s with neither -- system time 1.1-1.3 s, 2.1-2.4 s, 3.1-3.8 s. It changes where memory
+comes from, never a value: `show --json` prints the same bytes either way.
+
+Why it is safe where it is:
+* scoped: only `perflab show --json` calls it, a process that reduces one run, prints and
+  exits; the heap then never shrinks, which nothing long-lived (serve, study, a test) may call;
+* numpy's switch is private (numpy._core.multiarray._set_madvise_hugepage; the public knob,
+  NUMPY_MADVISE_HUGEPAGE, is read once when numpy is imported, before the command runs): a
+  numpy without it keeps its default, nothing fails;
+* mallopt is glibc's: elsewhere (another libc, another platform) nothing changes and the
+  function says False.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from perflab.errors import InputError
+from perflab.reduce import arrow_numpy
 from perflab.reduce.transactions import read_parquet
 from perflab.reduce.window import Counter, Window
 
@@ -49,15 +50,14 @@ class Samples:
             raise InputError(f"not a readable parquet file: {exc}", file=path) from None
         if "t" not in table.column_names:
             raise InputError("no `t` column (sample time, seconds since t0)", file=path, field="t")
-        t = table.column("t").to_numpy(zero_copy_only=False).astype(np.float64)
+        t = arrow_numpy.floats(table.column("t"))
         order = np.argsort(t, kind="stable")
         columns = {}
         for name in table.column_names:
             if name == "t":
                 continue
-            values = table.column(name).to_numpy(zero_copy_only=False)
             try:
-                columns[name] = values.astype(np.float64)[order]
+                columns[name] = arrow_numpy.floats(table.column(name))[order]
             except (TypeError, ValueError):
                 continue  # a non-numeric column is not a counter or gauge
         return cls(t[order], columns)
