@@ -435,6 +435,8 @@ class RunLifecycle:
 
         if hasattr(engine, "on_mark") and self.sampler is not None:
             engine.on_mark = self.sampler.sample_now  # a job stream: samples at its start and end
+        if hasattr(engine, "on_window_edge") and self.sampler is not None:
+            engine.on_window_edge = self.sampler.sample_edge  # users: samples at the window's edges
         live = self.live_writer()
         ticks = [t for t in (self.observer.tick if self.observer is not None else None, live.tick) if t is not None]
 

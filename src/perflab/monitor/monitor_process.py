@@ -360,6 +360,9 @@ def main() -> None:
                             # ends when its jobs do, and counters read there need no interpolation.
                             # The driver waits for the answer before its first job starts.
                             report({"event": "sampled", "t": monitor.sample()})
+                        elif cmd == "edge":
+                            # A window's edge (Sampler.sample_edge): no answer, nobody waits.
+                            monitor.sample()
                 if wake_r in ready:
                     os.read(wake_r, 4096)
             if end_reason is None:

@@ -14,7 +14,8 @@ Why a separate process: sampling must not compete with the driver's event loop f
 (`monitor.cpu_*`), and it must survive -- and then notice -- the driver's death.
 
 The protocol: the spec goes to the monitor pickled, length-prefixed, on its control pipe; then
-text commands, one a line (`add PID...`, `stop`). The monitor answers on its report pipe with
+text commands, one a line (`add PID...`; `sample`, answered `sampled`; `edge`, a sample at a
+window's edge, unanswered; `stop`). The monitor answers on its report pipe with
 JSON lines: `ready` (with the sources' status) after its first sample; asked to stop, `final`
 after its last sample and then `rows` (the size of a pickled samples_file.SampleRows that follows
 the line), which the sampler writes as samples.parquet -- the driver has pyarrow loaded, the
@@ -211,6 +212,17 @@ class Sampler:
         if msg is not None:
             self._pending.append(msg)  # an error or an early stop: stop() reports it
         return None
+
+    def sample_edge(self) -> None:
+        """Have the monitor take a sample now, off its grid, without waiting or an answer: a
+        window's edge, where the reduction then reads the counters instead of interpolating
+        them between grid samples. The driver's event loop is never held up by it."""
+        if self._proc is None or self.summary is not None or self._stopping:
+            return
+        try:
+            self._send(b"edge\n")
+        except MonitorError:
+            pass  # a monitor that is gone is reported when it is stopped
 
     def __enter__(self) -> Sampler:
         self.start()

@@ -208,6 +208,11 @@ class Engine:
         # monitor sample a second apart, interpolated, would cut the users' logon burst of full
         # handshakes into fractions -- and a full and a resumed count rounded apart.
         self.count_reader: Callable[[], dict[str, int]] | None = None
+        # Asks the monitor for a sample now, without waiting (Sampler.sample_edge): called at the
+        # window's start and end, so the SUT's and the host's counters at the edges are read
+        # there, not interpolated across a second of the grid (the workers' start-up, a logon
+        # burst or the drain would be smeared into the window).
+        self.on_window_edge: Callable[[], None] | None = None
         self._compile()
 
     # --- preparation --------------------------------------------------------------------
@@ -344,6 +349,8 @@ class Engine:
 
         start = self.t0 + self.phases.window_start
         await asyncio.sleep(max(0.0, start - time.monotonic()))
+        if self.on_window_edge is not None:
+            self.on_window_edge()
         u0 = resource.getrusage(resource.RUSAGE_SELF)
         w0 = time.monotonic()
         count_reader = self.count_reader
@@ -353,6 +360,8 @@ class Engine:
         finally:
             u1 = resource.getrusage(resource.RUSAGE_SELF)
             w1 = time.monotonic()
+            if self.on_window_edge is not None and not self.cut_short:
+                self.on_window_edge()
             self.outcome.driver_cpu_window_s = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
             self.outcome.window_wall_s = w1 - w0
             if count_reader is not None and counts0 is not None and not self.cut_short:  # cut short: the window ends elsewhere
