@@ -57,11 +57,11 @@ lint: $(STAMP)
 
 # The fast tier alone: unit tests, synthetic run directories, and studies, compare, capacity and
 # the dashboard driven through the model driver (perflab.drive.model_driver: known cost, noise,
-# drift) -- no real run. It takes about 4 minutes on a 2-CPU machine (1,157 tests in 224 s, measured
+# drift) -- no real run. It takes about 3.5 minutes on a 2-CPU machine (1,172 tests in 204 s, measured
 # 2026-11-28 in a fresh clone's .ci/run), spread over every CPU; the loop to run while working,
-# `make test` before pushing. The lab tier's shared phase took 250 s there (41 tests, two at a
-# time) and its quiet phase 17.5 minutes (136 tests in 1,049 s, one at a time): 21.6 minutes for
-# the lab tier, 25.4 for `make test` (issue 24's goal, 15 minutes, is not met).
+# `make test` before pushing. The lab tier's shared phase took 321 s there (87 tests, two at a
+# time) and its quiet phase 9.3 minutes (90 tests in 555 s, one at a time): 14.6 minutes for the
+# lab tier, 18.0 for `make test` (issue 24's goal, 15 minutes, is not met).
 test-fast: $(STAMP)
 	@unset PYTHONDONTWRITEBYTECODE; $(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile
 
