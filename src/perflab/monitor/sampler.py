@@ -33,7 +33,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,9 +171,7 @@ class Sampler:
             except OSError:
                 # (a full disk): the monitor still holds the rows; a closed control pipe makes
                 # it write them itself and report how that went.
-                ctl = self._pipes()[0]
-                os.close(ctl)
-                self._ctl = os.open(os.devnull, os.O_WRONLY)  # _pipes() stays whole for the close below
+                self._close_control()
                 msg = self._receive(timeout_s)
             else:
                 self._send(b"written\n")
@@ -183,9 +181,8 @@ class Sampler:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._kill()
-        ctl, rep = self._pipes()
-        os.close(ctl)
-        os.close(rep)
+        self._close_control()
+        os.close(self._pipes()[1])
         if self.summary is not None:
             return self.summary
         if msg is None or msg.get("event") != "stopped":
@@ -232,6 +229,12 @@ class Sampler:
         if self._proc is not None and self.summary is None:
             self.stop()
 
+    def _close_control(self) -> None:
+        """Close the control pipe (once): the monitor reads its end of file."""
+        if self._ctl is not None and self._ctl >= 0:
+            os.close(self._ctl)
+            self._ctl = -1  # closed; _send then fails as for a monitor that is gone
+
     def _pipes(self) -> tuple[int, int]:
         """The control and report pipes, open from start() on."""
         if self._ctl is None or self._rep is None:
@@ -244,37 +247,32 @@ class Sampler:
         except (BrokenPipeError, OSError) as e:
             raise MonitorError(f"monitor process is gone: {e}") from e
 
-    def _receive(self, timeout_s: float) -> dict | None:
+    def _fill(self, enough: Callable[[], bool], timeout_s: float) -> bool:
+        """Read the report pipe into the buffer until `enough()`; False on timeout or its end."""
         deadline = time.monotonic() + timeout_s
         rep = self._pipes()[1]
-        while b"\n" not in self._buf:
+        while not enough():
             left = deadline - time.monotonic()
             if left <= 0:
-                return None
+                return False
             ready, _, _ = select.select([rep], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(rep, 65536)
-            if not chunk:
-                return None
-            self._buf += chunk
+            if ready:
+                chunk = os.read(rep, 1 << 20)
+                if not chunk:
+                    return False
+                self._buf += chunk
+        return True
+
+    def _receive(self, timeout_s: float) -> dict | None:
+        if not self._fill(lambda: b"\n" in self._buf, timeout_s):
+            return None
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
     def _receive_rows(self, size: int, timeout_s: float) -> SampleRows | None:
         """The pickled rows that follow a `rows` line; None if the monitor died sending them."""
-        deadline = time.monotonic() + timeout_s
-        rep = self._pipes()[1]
-        while len(self._buf) < size:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([rep], [], [], left)
-            if ready:
-                chunk = os.read(rep, max(65536, size - len(self._buf)))
-                if not chunk:
-                    return None
-                self._buf += chunk
+        if not self._fill(lambda: len(self._buf) >= size, timeout_s):
+            return None
         payload, self._buf = self._buf[:size], self._buf[size:]
         rows = pickle.loads(payload)
         return rows if isinstance(rows, SampleRows) else None
