@@ -4,7 +4,8 @@ positions the server gave before the crash.
 
 The truth: the WAL to replay is known before the crash -- from the last checkpoint's redo point
 to the insert position, every byte of it flushed (pg_control_checkpoint(), pg_current_wal_*_lsn
-after a synchronous commit). The server's log must say that redo started at that redo point --
+after a synchronous commit, repeated until no other process has inserted past the flush position:
+one CI run lost 16 kB that autovacuum or the background writer inserted after the commit). The server's log must say that redo started at that redo point --
 or, when the redo point is the checkpoint record itself (a checkpoint of an idle server: nothing
 was written between the two), at the record after it, one checkpoint record later (PostgreSQL
 reads past it: under 128 bytes) -- and ended at the start of the last record at or before the crash position: one record

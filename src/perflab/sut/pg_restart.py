@@ -92,17 +92,27 @@ def parse_recovery_log(text: str) -> RecoveryLog:
         not_required=done is None and REDO_NOT_REQUIRED.search(text) is not None)
 
 
+FLUSH_TRIES = 5  # a busy background process can outrun one commit, seldom five in a row
+
+
 async def _positions(dsn: str) -> tuple[str, str]:
     """(the last checkpoint's redo point, the insert position), every byte up to it flushed."""
     asyncpg = require("asyncpg", extra="net", feature="a postgres target")
     conn = await asyncpg.connect(dsn, timeout=30)
     try:
-        async with conn.transaction():
-            await conn.execute("SET LOCAL synchronous_commit = on")
-            await conn.fetchval("SELECT txid_current()")  # an xid: its commit record is written and flushed
+        # Another process (autovacuum, the background writer) may insert WAL after our commit and
+        # before the positions are read -- one CI run's were two full-page images, 16 kB, that the
+        # crash then lost, being in no file. Commit again until nothing was inserted past the flush
+        # position: then the insert position is durable, as the record claims.
+        for _ in range(FLUSH_TRIES):
+            async with conn.transaction():
+                await conn.execute("SET LOCAL synchronous_commit = on")
+                await conn.fetchval("SELECT txid_current()")  # an xid: its commit record is written and flushed
+            insert, flushed = await conn.fetchrow(
+                "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text")
+            if lsn_bytes(insert) <= lsn_bytes(flushed):
+                break
         redo = await conn.fetchval("SELECT redo_lsn::text FROM pg_control_checkpoint()")
-        insert = await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
-        flushed = await conn.fetchval("SELECT pg_current_wal_flush_lsn()::text")
         return redo, max(insert, flushed, key=lsn_bytes)
     finally:
         await conn.close()
