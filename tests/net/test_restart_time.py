@@ -47,7 +47,10 @@ def _check_restart(run: dict, metrics) -> dict:
     assert v["restart_t"] + 2 * PG_LOG_RESOLUTION_S >= v["redo_s"] + (v["recovery_ckpt_s"] or 0.0), v
     assert v["redo_cpu_s"] <= v["redo_s"] + 2 * PG_LOG_RESOLUTION_S  # one process: no more CPU than time
     assert v["startup_t"] > 0 and v["wal_ckpt_mb"] == pytest.approx(restart["wal_since_checkpoint"] / 1e6)
-    assert v["redo_mb_sec"] == pytest.approx(restart["redo_bytes"] / restart["redo_s"] / 1e6)
+    if restart["redo_s"] > 0:
+        assert v["redo_mb_sec"] == pytest.approx(restart["redo_bytes"] / restart["redo_s"] / 1e6)
+    else:   # the log said 0.00 s (7 MB replayed in under 5 ms: a CI run on PostgreSQL 16): no rate
+        assert v["redo_mb_sec"] is None
     return v
 
 

@@ -635,7 +635,8 @@ _METRICS: list[Metric] = [
              decimals=3, direction=LOWER,
              measurement="run.json sut.restart.redo_cpu_s (the log's 'CPU: user: N s, system: N s')", span=AFTER),
     _perflab("redo_mb_sec", "REDO MB/SEC", "MB/s", "", "Restart",
-             "Replay rate: megabytes of write-ahead log replayed per second of redo.",
+             "Replay rate: megabytes of write-ahead log replayed per second of redo; na when the log's elapsed time "
+             "rounds to 0.00 s (its resolution is a hundredth of a second).",
              F("redo_bytes / redo_s / 1000000"), decimals=1, direction=HIGHER, span=AFTER),
     _perflab("recovery_ckpt_s", "RECOVERY CKPT TIME", "s", "", "Restart",
              "The end-of-recovery checkpoint (writing what redo dirtied), as the server's log times it.",
