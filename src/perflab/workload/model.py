@@ -365,6 +365,10 @@ class Timing(Strict):
     deadline: Duration | None = Field(
         default=None, description="the deadline of every transaction without a timeout: of its own (default 60 s; "
         "a job stream's timeout for a batch load): past it the transaction is an error and the run invalid")
+    wake: Literal["exact", "tick"] = Field(
+        default="exact", description="exact: a user whose think ends wakes at its time, to tens of microseconds "
+        "(a timerfd); tick: on the event loop's millisecond timer, up to a millisecond and a loop turn late, for "
+        "fewer wake-ups of the driver (each costs about 20 us of its CPU on a virtual machine)")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod

@@ -34,6 +34,7 @@ from typing import Protocol
 from perflab.drive.load.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
 from perflab.drive.load.mix import Script, Step, compile_scripts
 from perflab.drive.load.recorder import Recorder
+from perflab.drive.load.wake_timer import TIMER_TICK_S, WakeTimer, wake_timer
 from perflab.errors import SutFailure
 from perflab.workload.model import ClosedLoad, OpenLoad, Workload
 from perflab.workload.rng import UserRandom
@@ -45,7 +46,6 @@ STOP_GRACE_S = 30.0
 #: executor's own grace) and this much more, for the executor to kill and answer it; whatever is
 #: still in flight then is given up and counted as hung (see `stop_wait_s`).
 DRAIN_SLACK_S = 1.0
-TIMER_TICK_S = 0.001  # uvloop's timers count whole milliseconds of CLOCK_MONOTONIC
 USER_START_BATCH = 1000  # users created per event-loop iteration
 USER_WAKE_BATCH = 1000  # users woken per timer callback; more due ones wait for the loop's next turn
 
@@ -198,7 +198,8 @@ class Engine:
         # Closed-loop users waiting for their logon or the end of a think: (wake-up time, uid, user),
         # served by one timer (_arm, _wake_due). Users between a wake-up and their next think run as Tasks.
         self._parked: list[tuple[float, int, _User]] = []
-        self._timer: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._timer: WakeTimer | None = None   # made on the loop, with the first user (_start_users)
+        self._soon: asyncio.Handle | None = None  # a wake-up for users already due
         self._timer_at = math.inf
         self._waking = False  # in _wake_due, which arms the timer once at its end
         self._active: set[asyncio.Task] = set()
@@ -265,6 +266,7 @@ class Engine:
         created, so batching moves no logon.
         """
         self._loop = asyncio.get_running_loop()
+        self._timer = wake_timer(self._loop, self._wake_due, exact=self.workload.timing.wake == "exact")
         base = self.share.first_user
         all_users = self.share.all_users or users
         seed, t0, stagger = self.seed, self.t0, self.phases.stagger
@@ -474,23 +476,25 @@ class Engine:
             self._arm(when)
 
     def _arm(self, when: float) -> None:
-        """One timer for the earliest parked user. As sleep_until: the delay rounded up to whole
-        timer ticks, never below one (uvloop's timers count whole milliseconds and may fire up
-        to one early; _wake_due re-arms for a user not yet due), so nobody wakes before its time."""
-        if self._timer is not None:
+        """One timer for the earliest parked user: a timerfd at its time to the microsecond
+        (wake_timer.py; the loop's tick timer where there is none, which may fire a tick early:
+        _wake_due re-arms for a user not yet due), so nobody wakes before its time."""
+        if self._timer is None:
+            return   # closed (_close_timer): the run is over and nobody wakes
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
+        if when <= time.monotonic():
             self._timer.cancel()
-        loop = self._loop
-        delay = when - time.monotonic()
-        if delay <= 0:
-            self._timer = loop.call_soon(self._wake_due)
+            self._soon = self._loop.call_soon(self._wake_due)
         else:
-            self._timer = loop.call_later(math.ceil(delay / TIMER_TICK_S) * TIMER_TICK_S, self._wake_due)
+            self._timer.arm(when)
         self._timer_at = when
 
     def _wake_due(self) -> None:
         """Wake the parked users whose time has come (USER_WAKE_BATCH at most, the rest on the
         loop's next turn), then re-arm for the earliest left."""
-        self._timer, self._timer_at = None, math.inf
+        self._soon, self._timer_at = None, math.inf
         parked = self._parked
         now = time.monotonic()
         woken = 0
@@ -523,12 +527,20 @@ class Engine:
         if not task.cancelled() and (exc := task.exception()) is not None:
             self._user_errors.append(exc)  # failed in _drain (a SUT failure has failed the run already)
 
+    def _close_timer(self) -> None:
+        """Nobody is woken any more: the wake-up and its descriptor are given back."""
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
+        self._timer_at = math.inf
+
     def _unpark_all(self) -> None:
         """Nobody parked wakes: the run was cut short (or the drain gave up). A think running is
         recorded as still running (thinks.parquet), as when the user stops at the window end."""
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer, self._timer_at = None, math.inf
+        self._close_timer()
         parked, self._parked = sorted(self._parked), []
         for _, uid, user in parked:
             if user.step >= 0 and not user.partial:
