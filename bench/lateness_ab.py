@@ -1,0 +1,39 @@
+"""Closed-loop start lateness of two source trees side by side (bench/findings.md, *Issue 28,
+item 3*): bench/schedule.py's `perflab_closed(N)` run with PYTHONPATH set to each tree in turn,
+alternated, under the caller's quiet lock:
+
+    flock /work/quiet.lock python bench/lateness_ab.py --tree before=/tmp/before/src \
+        --tree after=src --users 10000,100000 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import schedule
+from common import workdir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a src directory")
+    parser.add_argument("--users", default="10000")
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    trees = dict(t.split("=", 1) for t in args.tree)
+    for rep in range(args.reps):
+        for users in (int(u) for u in args.users.split(",")):
+            for name, tree in trees.items():
+                os.environ["PYTHONPATH"] = os.path.abspath(tree)
+                row = schedule.perflab_closed(users)
+                run = json.loads((workdir("store") / "runs" / row["run_id"] / "run.json").read_text())
+                print(json.dumps({"tree": name, "users": users, "rep": rep, "p50_ms": row["p50_ms"],
+                                  "p99_ms": row["p99_ms"], "max_ms": row["max_ms"], "early": row.get("early"),
+                                  "driver_util_pct": (run.get("driver") or {}).get("util_pct"),
+                                  "run_id": row["run_id"]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
