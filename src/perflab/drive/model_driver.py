@@ -63,7 +63,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflab import __version__, caveats
+from perflab import __version__, arrow_arrays, caveats
 from perflab.drive.lifecycle import RunObserver, RunResult, now_iso
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.load.params import ParamMaker
@@ -509,7 +509,7 @@ def _fingerprint(plan: RunPlan) -> dict[str, Any]:
 
 
 def _dictionary(indices: list[int], names: list[str]) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int16()), pa.array(names, pa.string()))
+    return arrow_arrays.dictionary(indices, names)
 
 
 def _transactions(plan: RunPlan, sim: _Simulated) -> pa.Table:
@@ -518,7 +518,7 @@ def _transactions(plan: RunPlan, sim: _Simulated) -> pa.Table:
     n = len(r["end"])
     nan = np.full(n, np.nan)
     columns: dict[str, Any] = {   # pyarrow arrays and numpy ones, made pyarrow's below
-        "user": pa.array(r["user"], pa.int32()),
+        "user": arrow_arrays.numbers(r["user"], pa.int32()),
         "script": _dictionary(r["script"], [s.name for s in w.scripts]),
         "transaction": _dictionary(r["transaction"], [t.name for t in w.transactions]),
         "class": _dictionary(r["class"], sim.classes),
@@ -526,15 +526,15 @@ def _transactions(plan: RunPlan, sim: _Simulated) -> pa.Table:
         "actual_start": np.asarray(r["actual_start"], np.float64),
         "first_response": nan,
         "end": np.asarray(r["end"], np.float64),
-        "ok": pa.array(r["ok"], pa.bool_()),
-        "error": pa.array(r["error"], pa.string()),
+        "ok": arrow_arrays.booleans(r["ok"]),
+        "error": arrow_arrays.strings(r["error"]),
         "think": np.asarray(r["think"], np.float64),
         "cpu": np.asarray(r["cpu"], np.float64),
         "cpu_user": nan, "cpu_sys": nan, "instructions": nan,
-        "worker": pa.array(r["worker"], pa.int16()),
+        "worker": arrow_arrays.numbers(r["worker"], pa.int16()),
         "harness_cpu": nan,
     }
-    return pa.Table.from_arrays([pa.array(columns[f.name], f.type) if not isinstance(columns[f.name], pa.Array)
+    return pa.Table.from_arrays([arrow_arrays.of_type(columns[f.name], f.type) if not isinstance(columns[f.name], pa.Array)
                                  else columns[f.name] for f in SCHEMA], schema=SCHEMA)
 
 
@@ -542,11 +542,11 @@ def _thinks(plan: RunPlan, sim: _Simulated) -> pa.Table:
     w = plan.workload
     t = sim.thinks
     return pa.Table.from_arrays([
-        pa.array(t["user"], pa.int32()),
+        arrow_arrays.numbers(t["user"], pa.int32()),
         _dictionary(t["transaction"], [x.name for x in w.transactions]),
         _dictionary(t["class"], sim.classes),
-        pa.array(t["start"], pa.float64()),
-        pa.array(t["think"], pa.float64())], schema=THINKS_SCHEMA)
+        arrow_arrays.numbers(t["start"], pa.float64()),
+        arrow_arrays.numbers(t["think"], pa.float64())], schema=THINKS_SCHEMA)
 
 
 def _accrued(grid: np.ndarray, starts: np.ndarray, ends: np.ndarray, amounts: np.ndarray) -> np.ndarray:
@@ -602,4 +602,4 @@ def _samples(plan: RunPlan, model: Model, sim: _Simulated, interval: float) -> p
         for field in ("nice", "irq", "softirq", "iowait", "steal"):
             columns[f"h.cpu{cpu}.{field}"] = np.zeros_like(grid)
         columns[f"h.cpu{cpu}.idle"] = np.maximum(grid - u - s, 0.0)
-    return pa.table(columns)
+    return pa.Table.from_arrays([arrow_arrays.numbers(v, pa.float64()) for v in columns.values()], names=list(columns))

@@ -39,9 +39,10 @@ def write_samples(out: Path, columns: Sequence[str], rows: Sequence[Mapping[str,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from perflab import arrow_arrays
     from perflab.store.atomic import write_atomic
 
-    table = pa.table({n: pa.array([row.get(n) for row in rows], type=pa.float64()) for n in columns})
+    table = pa.table({n: arrow_arrays.numbers([row.get(n) for row in rows], pa.float64()) for n in columns})
     table = table.replace_schema_metadata({META_KEY: json.dumps(dict(meta))})
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

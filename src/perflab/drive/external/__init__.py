@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from perflab import arrow_arrays
 from perflab.drive.load.recorder import SCHEMA
 from perflab.records.run import RunStatus
 from perflab.workload.thinktime import ConstantThink, ThinkTime
@@ -77,16 +78,15 @@ class TableBuilder:
         for f in SCHEMA:
             values = self.columns[f.name]
             if f.name in names:
-                arrays.append(pa.DictionaryArray.from_arrays(pa.array(values, pa.int16()),
-                                                             pa.array(names[f.name], pa.string())))
+                arrays.append(arrow_arrays.dictionary(values, names[f.name]))
             elif f.name == "think":
-                arrays.append(pa.array([NAN] * n, pa.float64()))
+                arrays.append(arrow_arrays.numbers([NAN] * n, pa.float64()))
             elif f.name in ("cpu", "cpu_user", "cpu_sys", "instructions", "harness_cpu"):
-                arrays.append(pa.array([NAN] * n, pa.float64()))
+                arrays.append(arrow_arrays.numbers([NAN] * n, pa.float64()))
             elif f.name == "worker":
-                arrays.append(pa.array([-1] * n, pa.int16()))
+                arrays.append(arrow_arrays.numbers([-1] * n, pa.int16()))
             else:
-                arrays.append(pa.array(values, f.type))
+                arrays.append(arrow_arrays.of_type(values, f.type))
         return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 

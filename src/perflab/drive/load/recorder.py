@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from perflab import arrow_arrays
 from perflab.redact import redact_text
 
 NAN = math.nan
@@ -189,11 +190,11 @@ class Recorder:
                 for index, text in error_texts.items():
                     if first <= index < first + count:
                         texts[index - first] = text
-                arrays.append(pa.array(texts, pa.string()))
+                arrays.append(arrow_arrays.strings(texts))
             elif field.name in _CLOCK_COLUMNS:
-                arrays.append(pa.array(np.asarray(by_name[field.name], dtype=np.float64) - self.t0, field.type))
+                arrays.append(arrow_arrays.numbers(np.asarray(by_name[field.name], dtype=np.float64) - self.t0, field.type))
             else:
-                arrays.append(pa.array(by_name[field.name], field.type))
+                arrays.append(arrow_arrays.of_type(by_name[field.name], field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=SPILL_SCHEMA)
 
     def _spill(self) -> None:
@@ -284,12 +285,12 @@ class Recorder:
         p = self.pending
 
         def names(indices: list[int], dictionary: list[str]) -> pa.DictionaryArray:
-            return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int16()), pa.array(dictionary, pa.string()))
+            return arrow_arrays.dictionary(indices, dictionary)
 
         return pa.Table.from_arrays([
-            pa.array(p["user"], pa.int32()), names(p["transaction"], self.tx_names),
-            names(p["class"], self.class_names), pa.array(p["start"], pa.float64()),
-            pa.array(p["think"], pa.float64())], schema=THINKS_SCHEMA)
+            arrow_arrays.numbers(p["user"], pa.int32()), names(p["transaction"], self.tx_names),
+            names(p["class"], self.class_names), arrow_arrays.numbers(p["start"], pa.float64()),
+            arrow_arrays.numbers(p["think"], pa.float64())], schema=THINKS_SCHEMA)
 
     def __len__(self) -> int:
         return self.spilled + len(self.ok)
@@ -339,8 +340,8 @@ class Recorder:
         for field in SCHEMA:
             column = spilled.column(field.name)
             if field.name in dictionaries:
-                indices = column.combine_chunks() if column.num_chunks else pa.array([], pa.int16())
-                columns.append(pa.DictionaryArray.from_arrays(indices, pa.array(dictionaries[field.name], pa.string())))
+                indices = column.combine_chunks() if column.num_chunks else arrow_arrays.numbers([], pa.int16())
+                columns.append(pa.DictionaryArray.from_arrays(indices, arrow_arrays.strings(dictionaries[field.name])))
             else:
                 columns.append(column)
         return pa.Table.from_arrays(columns, schema=SCHEMA)

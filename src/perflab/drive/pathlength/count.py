@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import perflab
+from perflab import arrow_arrays
 from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.pathlength.draw import draw
 from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_command
@@ -118,11 +119,11 @@ def _write_table(inputs: PassInputs, counted_drawn: list, results: list[list], c
     classes = [t.tx_class for t in workload.transactions]
     instructions = [math.nan if not ok or n is None else float(n) for (ok, _e, _c), n in zip(results, counted)]
     table = pa.table({
-        "transaction": pa.array([names[d.tx_index] for d in counted_drawn], pa.string()),
-        "class": pa.array([classes[d.tx_index] for d in counted_drawn], pa.string()),
-        "instructions": pa.array(instructions, pa.float64()),
-        "ok": pa.array([bool(r[0]) for r in results], pa.bool_()),
-        "error": pa.array([r[1] for r in results], pa.string()),
+        "transaction": arrow_arrays.strings([names[d.tx_index] for d in counted_drawn]),
+        "class": arrow_arrays.strings([classes[d.tx_index] for d in counted_drawn]),
+        "instructions": arrow_arrays.numbers(instructions, pa.float64()),
+        "ok": arrow_arrays.booleans([bool(r[0]) for r in results]),
+        "error": arrow_arrays.strings([r[1] for r in results]),
     })
     pq.write_table(table, inputs.run_dir / PATHLENGTH_FILE)
     record.transactions = len(results)
