@@ -13,6 +13,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "perflab"
 #: Pipeline order: a package may import only packages of a lower rank (or its own).
 RANKS = {
     "errors": 0, "caveats": 0, "tools": 0, "safe_text": 0, "redact": 0, "extras": 0, "values": 0, "files": 0, "limits": 0, "http_server": 0,
+    "arrow_arrays": 0,
     "stats": 1, "records": 1, "catalog": 1,
     "workload": 2, "store": 2,
     "sut": 3, "monitor": 3,
