@@ -422,8 +422,8 @@ class StudyRunner:
         if runs and all(any(c.code is cav.Code.DRIVER_SATURATED for c in r.exclusions) for r in runs):
             other = "split-duet" if self.arrangement == "duet" else "one-at-a-time"
             self.builder.warn(cav.note(
-                f"every pair was excluded for its drivers: in a {self.arrangement} they could not keep up. "
-                f"`--arrangement {other}` gives "
+                f"every pair was excluded for its drivers: in a {self.arrangement} they could not keep up"
+                f"{_shortfall(runs)}. `--arrangement {other}` gives "
                 + ("each driver a CPU of its own (beside the other SUT)" if other == "split-duet"
                    else "the driver a CPU of its own")
                 + ", and `--arrangement auto` chooses from the calibration's measured CPU (docs/studies.md)"))
@@ -589,3 +589,19 @@ def aa_result(doc: StudyDocument) -> AAResult | None:
         result.power = power(entry.cv, entry.n_blocks, 1.0, margin=margin,
                              confidence=doc.design.confidence or DEFAULT_CONFIDENCE).equivalent
     return result
+
+
+def _shortfall(runs) -> str:
+    """By how much the drivers fell short of the saturation gate, from their runs' exclusions:
+    their CPU against the gate, and the share of the transactions they issued that would fit
+    under it (gate / CPU: a driver's CPU grows with the transactions it issues)."""
+    found = [(float(c.values["util_pct"]), float(c.values.get("limit_pct") or cav.DRIVER_SATURATION_PCT))
+             for r in runs for c in r.exclusions
+             if c.code is cav.Code.DRIVER_SATURATED and isinstance(c.values.get("util_pct"), (int, float))]
+    if not found:
+        return ""
+    low, high = min(u for u, _ in found), max(u for u, _ in found)
+    limit = min(g for _, g in found)
+    shown = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+    return (f" (their CPU {shown} of one core against the {limit:.0f}% gate: {high - limit:.0f} points over; "
+            f"about {100 * limit / high:.0f}% of the transactions they issued would fit under it)")
