@@ -138,8 +138,10 @@ class TimerfdWake:
 
 
 class LoopTickWake:
-    """The loop's own timer, the delay rounded up to whole ticks, never below one (its timers may
-    fire up to a tick early; the caller checks the clock and arms again for what is not yet due)."""
+    """The loop's own timer, the delay rounded up to whole ticks, never below one (uvloop's timers
+    may fire up to a tick early, more when its loop turn stalled before the arming: it counts from
+    the time cached when the turn began; the caller checks the clock and arms again for what is
+    not yet due)."""
 
     precise = False
 
