@@ -101,9 +101,9 @@ async def _positions(dsn: str) -> tuple[str, str]:
     conn = await asyncpg.connect(dsn, timeout=30)
     try:
         # Another process (autovacuum, the background writer) may insert WAL after our commit and
-        # before the positions are read -- one CI run's were two full-page images, 16 kB, that the
-        # crash then lost, being in no file. Commit again until nothing was inserted past the flush
-        # position: then the insert position is durable, as the record claims.
+        # before the positions are read; not yet flushed, the crash would lose it and redo would
+        # end short of the recorded position. Commit again until nothing was inserted past the
+        # flush position: then the insert position is durable, as the record claims.
         for _ in range(FLUSH_TRIES):
             async with conn.transaction():
                 await conn.execute("SET LOCAL synchronous_commit = on")
