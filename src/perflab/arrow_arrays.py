@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-_NUMPY: dict[pa.DataType, np.dtype] = {
+#: The primitive arrow types and their numpy layouts (reduce/arrow_numpy.py reads the same ones).
+NUMPY_DTYPES: dict[pa.DataType, np.dtype] = {
     pa.float64(): np.dtype(np.float64), pa.float32(): np.dtype(np.float32),
     pa.int8(): np.dtype(np.int8), pa.int16(): np.dtype(np.int16), pa.int32(): np.dtype(np.int32),
     pa.int64(): np.dtype(np.int64), pa.uint8(): np.dtype(np.uint8), pa.uint16(): np.dtype(np.uint16),
@@ -48,7 +49,7 @@ def _validity(values: Values) -> tuple[pa.Buffer | None, np.ndarray | None, int]
 
 def numbers(values: Values, type: pa.DataType) -> pa.Array:
     """A numeric array (ints or floats; None is null) of `type`, as pa.array(values, type)."""
-    dtype = _NUMPY.get(type)
+    dtype = NUMPY_DTYPES.get(type)
     if dtype is None:
         raise TypeError(f"not a numeric arrow type: {type}")
     validity, mask, nulls = _validity(values)

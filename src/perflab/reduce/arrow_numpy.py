@@ -14,12 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-_PRIMITIVE: dict[pa.DataType, np.dtype] = {
-    pa.float64(): np.dtype(np.float64), pa.float32(): np.dtype(np.float32),
-    pa.int8(): np.dtype(np.int8), pa.int16(): np.dtype(np.int16), pa.int32(): np.dtype(np.int32),
-    pa.int64(): np.dtype(np.int64), pa.uint8(): np.dtype(np.uint8), pa.uint16(): np.dtype(np.uint16),
-    pa.uint32(): np.dtype(np.uint32), pa.uint64(): np.dtype(np.uint64),
-}
+from perflab.arrow_arrays import NUMPY_DTYPES
 
 
 def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
@@ -62,7 +57,7 @@ def floats(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     never written to, only read and gathered from."""
     parts = []
     for chunk in _chunks(column):
-        dtype = _PRIMITIVE.get(chunk.type)
+        dtype = NUMPY_DTYPES.get(chunk.type)
         if dtype is None or chunk.null_count:
             values = chunk.to_numpy(zero_copy_only=False)  # nulls, or another type: pyarrow's conversion
         else:
@@ -88,7 +83,7 @@ def flags(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def indices(chunk: pa.DictionaryArray, null: int) -> np.ndarray:
     """A dictionary chunk's indices as int32, a null as `null`."""
     raw = chunk.indices
-    dtype = _PRIMITIVE.get(raw.type)
+    dtype = NUMPY_DTYPES.get(raw.type)
     if dtype is None or dtype.kind not in "iu":
         return raw.fill_null(null).to_numpy(zero_copy_only=False).astype(np.int32)
     values = _values(raw, dtype).astype(np.int32)
