@@ -208,6 +208,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                               "service_address": workload.service.address if workload.service else "127.0.0.1"}
                     executor = make_executor(workload, dsn, failure, plan.workers, tokens, counts)
                     engine = engine_for(plan, executor, recorder, t0)
+                    if engine.core_choice is not None:
+                        record.fingerprint["driver_core"] = engine.core_choice.fingerprint()
                     if counts is not None:
                         engine.count_reader = counts.totals
                     recorder.class_names = engine.class_names

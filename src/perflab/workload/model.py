@@ -775,6 +775,10 @@ class Driver(Strict):
     threads: int | None = Field(default=None, ge=1, description="pgbench -j (default 1); wrk runs a thread per user")
     protocol: Literal["simple", "extended", "prepared"] = Field(default="prepared", description="pgbench -M")
     options: list[str] = Field(default_factory=list, description="more command-line options for the tool")
+    core: Literal["auto", "python"] = Field(
+        default="auto", description="perflab's own driver: `auto` runs closed-loop users of one fixed HTTP request "
+        "per transaction in its compiled loop (drive/load/native_http.py), about half the CPU per request; `python` "
+        "keeps the Python path for every workload")
 
 
 class Placement(Strict):

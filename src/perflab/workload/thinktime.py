@@ -54,7 +54,7 @@ class _Dist(BaseModel):
         return self
 
 
-def _lognormal_mu(mean: float, sigma: float) -> float:
+def lognormal_mu(mean: float, sigma: float) -> float:
     """mu of a lognormal with the given mean and shape: mean = exp(mu + sigma^2 / 2)."""
     return math.log(mean) - sigma * sigma / 2.0
 
@@ -125,11 +125,11 @@ class LognormalThink(_Dist):
         return self.mean_s
 
     def sample(self, rng: UserRandom) -> float:
-        return rng.lognormal(_lognormal_mu(self.mean_s, self.sigma), self.sigma)
+        return rng.lognormal(lognormal_mu(self.mean_s, self.sigma), self.sigma)
 
     def length_biased(self, rng: UserRandom) -> float:
         # z·f(z)/E[Z] of lognormal(mu, sigma) is lognormal(mu + sigma², sigma)
-        return rng.lognormal(_lognormal_mu(self.mean_s, self.sigma) + self.sigma ** 2, self.sigma)
+        return rng.lognormal(lognormal_mu(self.mean_s, self.sigma) + self.sigma ** 2, self.sigma)
 
     def sample_residual(self, rng: UserRandom) -> float:
         return rng.random() * self.length_biased(rng)
@@ -158,9 +158,9 @@ class BactrianThink(_Dist):
 
     def sample(self, rng: UserRandom) -> float:
         if rng.random() < self.idle_fraction:
-            return rng.lognormal(_lognormal_mu(self.idle_mean(), BACTRIAN_IDLE_SIGMA), BACTRIAN_IDLE_SIGMA)
+            return rng.lognormal(lognormal_mu(self.idle_mean(), BACTRIAN_IDLE_SIGMA), BACTRIAN_IDLE_SIGMA)
         active = self._active_mean()
-        return rng.lognormal(_lognormal_mu(active, BACTRIAN_ACTIVE_SIGMA), BACTRIAN_ACTIVE_SIGMA)
+        return rng.lognormal(lognormal_mu(active, BACTRIAN_ACTIVE_SIGMA), BACTRIAN_ACTIVE_SIGMA)
 
     def length_biased(self, rng: UserRandom) -> float:
         # A mixture's length-biased law: each hump in proportion to weight x mean (the idle hump
@@ -170,7 +170,7 @@ class BactrianThink(_Dist):
             mean, sigma = idle_mean, BACTRIAN_IDLE_SIGMA
         else:
             mean, sigma = self._active_mean(), BACTRIAN_ACTIVE_SIGMA
-        return rng.lognormal(_lognormal_mu(mean, sigma) + sigma ** 2, sigma)
+        return rng.lognormal(lognormal_mu(mean, sigma) + sigma ** 2, sigma)
 
     def sample_residual(self, rng: UserRandom) -> float:
         return rng.random() * self.length_biased(rng)

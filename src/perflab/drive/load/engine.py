@@ -29,7 +29,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from perflab.drive.load.deadline import DEFAULT_DEADLINE_S, deadline_text, deadlines_of
 from perflab.drive.load.mix import Script, Step, compile_scripts
@@ -38,6 +38,9 @@ from perflab.drive.load.wake_timer import TIMER_TICK_S, WakeTimer, wake_timer
 from perflab.errors import SutFailure
 from perflab.workload.model import ClosedLoad, OpenLoad, Workload
 from perflab.workload.rng import UserRandom
+
+if TYPE_CHECKING:
+    from perflab.drive.load.native_http import CoreChoice
 
 NAN = math.nan
 #: A run cut short (failed, interrupted) waits at most this long for its transactions in flight.
@@ -170,6 +173,9 @@ class Outcome:
 
 
 class Engine:
+    #: Which loop runs the users, when engine_for chose (drive/load/native_http.py); the run's record says.
+    core_choice: CoreChoice | None = None
+
     def __init__(self, workload: Workload, executor: Executor, recorder: Recorder, phases: Phases, t0: float,
                  users: int | None = None, rate: float | None = None, seed: int | None = None,
                  share: Share = Share()):

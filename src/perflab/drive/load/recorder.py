@@ -173,6 +173,86 @@ class Recorder:
         if len(self.ok) >= SPILL_ROWS and self.spill_path is not None and self.spill_error is None:
             self._spill()
 
+    def add_block(self, user: np.ndarray, script: np.ndarray, tx: np.ndarray, klass: np.ndarray,
+                  intended: np.ndarray, actual: np.ndarray, first: np.ndarray, end: np.ndarray, ok: np.ndarray,
+                  think: np.ndarray, errors: dict[int, str]) -> None:
+        """Rows recorded elsewhere as arrays (the compiled HTTP loop, native_http.py), `errors` by
+        their index in the block; the columns it has no value for are NaN (worker: -1). With a
+        spill file the block is written as one chunk of the arrays' bytes, not made Python objects."""
+        count = len(ok)
+        if not count:
+            return
+        completed = int(np.count_nonzero(ok))
+        self.completed += completed
+        self.errors += count - completed
+        if self.spill_path is None or self.spill_error is not None:
+            nan = [NAN] * count
+            self.user.extend(user.tolist())
+            self.script.extend(script.tolist())
+            self.tx.extend(tx.tolist())
+            self.klass.extend(klass.tolist())
+            self.intended.extend(intended.tolist())
+            self.actual.extend(actual.tolist())
+            self.first.extend(first.tolist())
+            self.end.extend(end.tolist())
+            base = self.spilled + len(self.ok)
+            self.ok.extend(ok.tolist())
+            self.think.extend(think.tolist())
+            for column in (self.cpu, self.cpu_user, self.cpu_sys, self.instructions, self.harness_cpu):
+                column.extend(nan)
+            self.worker.extend([-1] * count)
+            for index, text in errors.items():
+                self.error_texts[base + index] = _redacted(text)
+            return
+        if self.ok:
+            self._spill()  # the rows before the block, in order
+            if self.spill_error is not None:
+                self.completed -= completed
+                self.errors -= count - completed
+                self.add_block(user, script, tx, klass, intended, actual, first, end, ok, think, errors)
+                return
+        first_row = self.spilled
+        texts = {first_row + index: _redacted(text) for index, text in errors.items()}
+        arrays: dict[str, np.ndarray] = {
+            "user": np.ascontiguousarray(user, np.int32), "script": np.ascontiguousarray(script, np.int16),
+            "transaction": np.ascontiguousarray(tx, np.int16), "class": np.ascontiguousarray(klass, np.int16),
+            "intended_start": np.ascontiguousarray(intended, np.float64),
+            "actual_start": np.ascontiguousarray(actual, np.float64),
+            "first_response": np.ascontiguousarray(first, np.float64),
+            "end": np.ascontiguousarray(end, np.float64), "ok": np.ascontiguousarray(ok, np.bool_),
+            "think": np.ascontiguousarray(think, np.float64)}
+        payload = (first_row, {name: (str(a.dtype), a.tobytes()) for name, a in arrays.items()}, texts)
+        if not self._write_chunk(payload):
+            self.completed -= completed
+            self.errors -= count - completed
+            self.add_block(user, script, tx, klass, intended, actual, first, end, ok, think, errors)
+            return
+        self.spilled += count
+        self._last = (first_row, arrays["ok"], arrays["intended_start"], arrays["end"], texts, arrays["transaction"])
+
+    def _write_chunk(self, payload: tuple) -> bool:
+        """Append one chunk to the spill file; False (and spill_error said) when it could not be."""
+        try:
+            data = marshal.dumps(payload)
+            chunk = _CHUNK_HEADER.pack(len(data)) + data
+            if self._fd is None:
+                assert self.spill_path is not None
+                self._fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+                                   0o644)
+            written = os.write(self._fd, chunk)
+            if written != len(chunk):
+                raise OSError(f"short write to the spill file ({written} of {len(chunk)} bytes)")
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the run goes on with its rows in memory
+            self.spill_error = f"{type(exc).__name__}: {exc}"
+            if self._fd is not None:
+                try:
+                    os.ftruncate(self._fd, self.spilled_bytes)  # a chunk cut short is not one
+                except OSError:
+                    pass  # the reader stops at the last whole chunk anyway
+            return False
+        self.spilled_bytes += len(chunk)
+        return True
+
     def _batch(self, start: int = 0) -> pa.RecordBatch:
         """The in-memory rows from the `start`-th of them on, as a batch in SPILL_SCHEMA."""
         lists = self._columns()
@@ -204,25 +284,8 @@ class Recorder:
         lists = self._columns()
         first = self.spilled
         errors = {i: t for i, t in self.error_texts.items() if i >= first}
-        try:
-            payload = marshal.dumps((first, [lists[name] for name in _LIST_COLUMNS], errors))
-            chunk = _CHUNK_HEADER.pack(len(payload)) + payload
-            if self._fd is None:
-                assert self.spill_path is not None
-                self._fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
-                                   0o644)
-            written = os.write(self._fd, chunk)
-            if written != len(chunk):
-                raise OSError(f"short write to the spill file ({written} of {len(chunk)} bytes)")
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the run goes on with its rows in memory
-            self.spill_error = f"{type(exc).__name__}: {exc}"
-            if self._fd is not None:
-                try:
-                    os.ftruncate(self._fd, self.spilled_bytes)  # a chunk cut short is not one
-                except OSError:
-                    pass  # the reader stops at the last whole chunk anyway
+        if not self._write_chunk((first, [lists[name] for name in _LIST_COLUMNS], errors)):
             return
-        self.spilled_bytes += len(chunk)
         count = len(self.ok)
         self.spilled += count
         # The last spilled chunk stays at hand for the live display (drive/live.py), whose
@@ -230,6 +293,22 @@ class Recorder:
         self._last = (first, self.ok, self.intended, self.end, errors, self.tx)
         self.error_texts = {}
         self._new_columns()
+
+    @staticmethod
+    def _block_lists(columns: dict[str, tuple[str, bytes]]) -> list:
+        """A spilled block's columns (add_block) in _LIST_COLUMNS order, as arrays; the columns it
+        did not record, NaN (worker: -1)."""
+        arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype)) for name, (dtype, data) in columns.items()}
+        count = len(arrays["ok"])
+        out = []
+        for name in _LIST_COLUMNS:
+            if name in arrays:
+                out.append(arrays[name])
+            elif name == "worker":
+                out.append(np.full(count, -1, np.int16))
+            else:
+                out.append(np.full(count, NAN))
+        return out
 
     def _spilled_batches(self) -> list[pa.RecordBatch]:
         """The spilled chunks, as batches: the whole chunks within spilled_bytes."""
@@ -244,6 +323,8 @@ class Recorder:
             if start + length > len(data):
                 break  # cut short
             first, lists, errors = marshal.loads(data[start:start + length])
+            if isinstance(lists, dict):  # a block of arrays (add_block)
+                lists = self._block_lists(lists)
             batches.append(self._to_batch(lists, first, errors))
             offset = start + length
         return batches

@@ -1,0 +1,16 @@
+"""The one compiled part of perflab: the closed-loop HTTP users (drive/load/http_loop.c).
+
+Optional: where it cannot be built (not Linux, no C compiler) the install goes on without it and
+perflab runs those users on its Python path, saying so (drive/load/native_http.py).
+"""
+
+import sys
+
+from setuptools import Extension, setup
+
+extensions = []
+if sys.platform.startswith("linux"):
+    extensions.append(Extension("perflab.drive.load.http_loop", ["src/perflab/drive/load/http_loop.c"],
+                                extra_compile_args=["-O2", "-std=gnu11"], optional=True))
+
+setup(ext_modules=extensions)

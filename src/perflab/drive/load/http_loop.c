@@ -1,0 +1,1455 @@
+/* perflab's closed-loop HTTP users, compiled: the per-request loop of drive/load/engine.py for
+ * workloads whose every transaction is one fixed request on a user's own keep-alive connection
+ * (drive/load/native_http.py decides which, and runs this loop in a thread of its own).
+ *
+ * Why: every microsecond the driver spends per request is one the lab cannot spend measuring
+ * (issue 28). The Python path -- coroutines, a future and a parser callback per response, a
+ * recorder row of Python objects -- costs 2.6x wrk's CPU per request; the kernel's part (a send
+ * and a receive on a socket) is the same for both, the gap is the interpreter. Here the users'
+ * logons, thinks, script choices, sends, response parsing, checks and recorder rows are C; Python
+ * takes the rows in blocks (take()) and does what only it does: the run's edges, the monitor,
+ * the error texts, the files.
+ *
+ * What it keeps of the Python path, to the bit: the same per-user SplitMix64 streams
+ * (workload/rng.py) drawn in the same order -- script picks and think times are those the Python
+ * engine draws for the same seed --, the same intended starts (the end of the last transaction
+ * plus the think), the same stopping rule (no transaction intended at or after the window's
+ * end; the think then running is recorded as pending), the same checks (status set or 2xx/3xx,
+ * a body substring), the same retry of an idempotent request once when the server closed a
+ * kept-alive connection, the same timeouts (connect, then response).
+ *
+ * Linux only (epoll, timerfd, eventfd); setup.py builds it as an optional extension and the
+ * Python path is the fallback.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the row handed to Python (native_http.ROW_DTYPE mirrors it) ------------------------- */
+
+typedef struct {
+    double intended, actual, first, end, think;
+    int32_t uid;
+    int16_t script, tx, klass;
+    uint8_t ok, err;
+    int32_t detail; /* the status (a check), errno (an OS error) */
+} row_t;
+
+_Static_assert(sizeof(row_t) == 56, "row_t is 56 bytes (native_http.ROW_DTYPE)");
+_Static_assert(offsetof(row_t, uid) == 40 && offsetof(row_t, ok) == 50 && offsetof(row_t, detail) == 52,
+               "row_t layout (native_http.ROW_DTYPE)");
+
+typedef struct {
+    double start, think;
+    int32_t uid;
+    int16_t tx, klass;
+} pending_t;
+
+_Static_assert(sizeof(pending_t) == 24, "pending_t is 24 bytes (native_http.PENDING_DTYPE)");
+
+/* Error kinds (native_http.py words them as the Python path does). */
+enum {
+    E_NONE = 0,
+    E_STATUS = 1,          /* the status is not one expected: detail = status */
+    E_BODY = 2,            /* the body lacks the expected text: detail = status */
+    E_CONNECT_TIMEOUT = 3, /* no connection within the timeout */
+    E_RESPONSE_TIMEOUT = 4,
+    E_CONNECT_OS = 5, /* detail = errno */
+    E_IO_OS = 6,      /* send/recv failed: detail = errno */
+    E_CLOSED = 7,     /* the server closed the connection before the response ended */
+    E_MALFORMED = 8,  /* detail: which part (native_http.MALFORMED) */
+    E_GIVEN_UP = 9,   /* still in flight when the drain stopped waiting */
+    E_KEEPALIVE = 10, /* a kept-alive connection closed before any answer, the request not sent again */
+};
+
+/* ---- SplitMix64, as workload/rng.py's UserRandom ---------------------------------------- */
+
+#define GAMMA 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rng_init(uint64_t seed, uint64_t stream, uint64_t substream) {
+    return mix64(mix64(seed) ^ mix64(stream * 0xD1B54A32D192ED03ULL + substream));
+}
+
+static inline double rng_random(uint64_t *state) {
+    *state += GAMMA;
+    return (double)(mix64(*state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static inline double rng_normal(uint64_t *state) {
+    double u1 = 1.0 - rng_random(state);
+    double a = sqrt(-2.0 * log(u1));
+    return a * cos(2.0 * M_PI * rng_random(state));
+}
+
+static int rng_pick(uint64_t *state, const double *cumulative, int n) {
+    if (n == 1) {
+        *state += GAMMA; /* as UserRandom.pick: the draw is taken, not mixed */
+        return 0;
+    }
+    double x = rng_random(state) * cumulative[n - 1];
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (cumulative[mid] > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* ---- the workload, compiled ------------------------------------------------------------- */
+
+enum { T_CONSTANT = 0, T_UNIFORM = 1, T_EXPONENTIAL = 2, T_LOGNORMAL = 3 };
+
+typedef struct {
+    int kind;
+    double a, b, c; /* constant: a; uniform: a=low b=high; exponential: a=mean; lognormal: a=mu b=sigma c=mu+sigma^2 */
+} think_t;
+
+/* thinktime.py's sample() */
+static double think_sample(const think_t *t, uint64_t *rng) {
+    switch (t->kind) {
+    case T_CONSTANT: return t->a;
+    case T_UNIFORM: return t->a + (t->b - t->a) * rng_random(rng);
+    case T_EXPONENTIAL: return -t->a * log(1.0 - rng_random(rng));
+    default: return exp(t->a + t->b * rng_normal(rng));
+    }
+}
+
+/* thinktime.py's sample_residual(): what is left of a think caught at a random moment */
+static double think_residual(const think_t *t, uint64_t *rng) {
+    double r;
+    switch (t->kind) {
+    case T_CONSTANT: return rng_random(rng) * t->a;
+    case T_UNIFORM: {
+        r = rng_random(rng);
+        double low2 = t->a * t->a, high2 = t->b * t->b;
+        return r * sqrt(low2 + rng_random(rng) * (high2 - low2));
+    }
+    case T_EXPONENTIAL: return -t->a * log(1.0 - rng_random(rng));
+    default:
+        r = rng_random(rng);
+        return r * exp(t->c + t->b * rng_normal(rng));
+    }
+}
+
+typedef struct {
+    int32_t tx;
+    int16_t klass;
+    int32_t think;
+} step_t;
+
+typedef struct {
+    int32_t first, count; /* its steps in the step array */
+} script_t;
+
+typedef struct {
+    char *wire;
+    size_t wire_len;
+    int idempotent, head;
+    uint8_t *ok_status; /* 1000 flags; NULL: any 2xx or 3xx */
+    char *expect;
+    size_t expect_len;
+} txspec_t;
+
+/* ---- users ---------------------------------------------------------------------------------- */
+
+enum { U_IDLE = 0, U_PARKED, U_CONNECTING, U_SENDING, U_READING, U_DONE };
+enum { B_NONE = 0, B_LENGTH, B_CHUNKED, B_CLOSE };
+enum { C_SIZE = 0, C_DATA, C_DATA_CR, C_TRAILER };
+
+typedef struct {
+    int32_t uid;
+    int fd;
+    uint8_t state, partial, reused, retried, keepalive, head_done, body_mode, chunk_state;
+    int32_t script, step; /* step: the step whose think runs (or whose transaction is in flight); -1 before logon */
+    double prev_end, think, intended, think_rec, actual, first, deadline;
+    uint64_t rng;
+    int status;
+    int64_t left; /* body bytes left (length), of the chunk (chunked) */
+    size_t got;   /* bytes of this response received */
+    size_t sent;
+    char *in; /* the response's head so far, or a chunk-size line */
+    size_t in_len, in_cap;
+    char *line; /* a chunked body's line so far (gather_line) */
+    size_t line_len;
+    char *body; /* kept only when the transaction checks its body */
+    size_t body_len, body_cap;
+} user_t;
+
+typedef struct {
+    double when;
+    int32_t index;
+} park_t;
+
+typedef struct {
+    PyObject_HEAD
+    /* the target */
+    int family;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    double timeout;
+    /* the workload */
+    txspec_t *txs;
+    int n_txs;
+    think_t *thinks;
+    int n_thinks;
+    step_t *steps;
+    int n_steps;
+    script_t *scripts;
+    int n_scripts;
+    int32_t *mix;
+    double *cumulative;
+    int n_mix;
+    int init; /* the init script, or -1 */
+    /* the users */
+    user_t *users;
+    int n_users;
+    int64_t first_user, all_users;
+    uint64_t seed;
+    double t0, stagger, stop_at;
+    int residual_start;
+    /* the loop */
+    int epfd, tfd, efd;
+    park_t *heap;
+    int heap_len;
+    double timer_at;
+    int32_t *ready, *ready_next;
+    int ready_len, ready_next_len;
+    int running, finished;
+    /* set by Python's thread */
+    int cut, give_up;
+    /* shared with Python's thread: under the lock */
+    pthread_mutex_t lock;
+    row_t *rows;
+    size_t rows_len, rows_cap;
+    pending_t *pending;
+    size_t pending_len, pending_cap;
+    int64_t connects;
+    int64_t in_flight;
+    int error_no; /* the loop's own failure (epoll), errno */
+    char recv_buf[1 << 16];
+} Loop;
+
+static inline double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- output: rows and pending thinks ---------------------------------------------------- */
+
+static void emit_row(Loop *L, user_t *u, double end, int ok, int err, int detail) {
+    const script_t *sc = &L->scripts[u->script];
+    const step_t *st = &L->steps[sc->first + u->step];
+    pthread_mutex_lock(&L->lock);
+    if (L->rows_len == L->rows_cap) {
+        size_t cap = L->rows_cap ? L->rows_cap * 2 : 4096;
+        row_t *grown = realloc(L->rows, cap * sizeof(row_t));
+        if (grown == NULL) { /* out of memory in the driver: nothing sensible is left to do */
+            pthread_mutex_unlock(&L->lock);
+            abort();
+        }
+        L->rows = grown;
+        L->rows_cap = cap;
+    }
+    row_t *r = &L->rows[L->rows_len++];
+    r->intended = u->intended;
+    r->actual = u->actual;
+    r->first = u->first;
+    r->end = end;
+    r->think = u->think_rec;
+    r->uid = u->uid;
+    r->script = (int16_t)u->script;
+    r->tx = (int16_t)st->tx;
+    r->klass = st->klass;
+    r->ok = (uint8_t)ok;
+    r->err = (uint8_t)err;
+    r->detail = detail;
+    L->in_flight--;
+    pthread_mutex_unlock(&L->lock);
+}
+
+static void emit_pending(Loop *L, user_t *u) {
+    const script_t *sc = &L->scripts[u->script];
+    const step_t *st = &L->steps[sc->first + u->step];
+    pthread_mutex_lock(&L->lock);
+    if (L->pending_len == L->pending_cap) {
+        size_t cap = L->pending_cap ? L->pending_cap * 2 : 256;
+        pending_t *grown = realloc(L->pending, cap * sizeof(pending_t));
+        if (grown == NULL) {
+            pthread_mutex_unlock(&L->lock);
+            abort();
+        }
+        L->pending = grown;
+        L->pending_cap = cap;
+    }
+    pending_t *p = &L->pending[L->pending_len++];
+    p->start = u->prev_end;
+    p->think = u->think;
+    p->uid = u->uid;
+    p->tx = (int16_t)st->tx;
+    p->klass = st->klass;
+    pthread_mutex_unlock(&L->lock);
+}
+
+/* ---- the parked users' heap (wake-up time, then user) ------------------------------------ */
+
+static inline int park_less(const park_t *a, const park_t *b) {
+    return a->when < b->when || (a->when == b->when && a->index < b->index);
+}
+
+static void heap_push(Loop *L, double when, int32_t index) {
+    int i = L->heap_len++;
+    L->heap[i].when = when;
+    L->heap[i].index = index;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!park_less(&L->heap[i], &L->heap[parent]))
+            break;
+        park_t t = L->heap[i];
+        L->heap[i] = L->heap[parent];
+        L->heap[parent] = t;
+        i = parent;
+    }
+}
+
+static park_t heap_pop(Loop *L) {
+    park_t top = L->heap[0];
+    L->heap[0] = L->heap[--L->heap_len];
+    int i = 0, n = L->heap_len;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && park_less(&L->heap[l], &L->heap[m]))
+            m = l;
+        if (r < n && park_less(&L->heap[r], &L->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        park_t t = L->heap[i];
+        L->heap[i] = L->heap[m];
+        L->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static void arm_timer(Loop *L) {
+    double when = L->heap_len ? L->heap[0].when : 0.0;
+    if (when == L->timer_at)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (L->heap_len) {
+        if (when <= 0.0)
+            when = 1e-9;
+        its.it_value.tv_sec = (time_t)when;
+        its.it_value.tv_nsec = (long)((when - (double)its.it_value.tv_sec) * 1e9);
+        if (its.it_value.tv_nsec >= 1000000000L)
+            its.it_value.tv_nsec = 999999999L;
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1;
+    } /* else all zero: disarmed */
+    timerfd_settime(L->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    L->timer_at = when;
+}
+
+/* ---- the users' life: logon, think, transaction ------------------------------------------ */
+
+static inline int stopped_for(Loop *L, double intended) {
+    return intended >= L->stop_at || __atomic_load_n(&L->cut, __ATOMIC_RELAXED);
+}
+
+static inline void make_ready(Loop *L, user_t *u) {
+    L->ready_next[L->ready_next_len++] = (int32_t)(u - L->users);
+}
+
+/* engine.py's _next_think: draw the think before the user's next transaction; the user is made
+ * ready (due now), parked, or done (its transaction would fall at or after the window's end). */
+static void next_think(Loop *L, user_t *u, double now) {
+    const script_t *sc = &L->scripts[u->script];
+    while (u->step >= sc->count) { /* the script is done: the next, drawn from the mix */
+        u->script = L->mix[rng_pick(&u->rng, L->cumulative, L->n_mix)];
+        sc = &L->scripts[u->script];
+        u->step = 0;
+        u->partial = 0;
+    }
+    const step_t *st = &L->steps[sc->first + u->step];
+    const think_t *t = &L->thinks[st->think];
+    double think = u->partial ? think_residual(t, &u->rng) : think_sample(t, &u->rng);
+    u->think = think;
+    double intended = u->prev_end + think;
+    if (stopped_for(L, intended)) {
+        if (!u->partial)
+            emit_pending(L, u);
+        u->state = U_DONE;
+        return;
+    }
+    if (intended - now > 0) {
+        u->state = U_PARKED;
+        heap_push(L, intended, (int32_t)(u - L->users));
+        return;
+    }
+    u->state = U_IDLE;
+    make_ready(L, u);
+}
+
+static void logon(Loop *L, user_t *u, double now) {
+    double at = u->prev_end;
+    u->prev_end = L->stagger == 0.0 ? (at > now ? at : now) : at;
+    u->step = 0;
+    u->partial = (uint8_t)L->residual_start;
+    u->script = L->init >= 0 ? L->init : L->mix[rng_pick(&u->rng, L->cumulative, L->n_mix)];
+    next_think(L, u, now);
+}
+
+static void close_conn(Loop *L, user_t *u) {
+    if (u->fd >= 0) {
+        epoll_ctl(L->epfd, EPOLL_CTL_DEL, u->fd, NULL);
+        close(u->fd);
+        u->fd = -1;
+    }
+}
+
+/* The transaction ended: its row, and the user's next think. */
+static void finish(Loop *L, user_t *u, int ok, int err, int detail) {
+    double end = mono();
+    emit_row(L, u, end, ok, err, detail);
+    if (!ok && err != E_STATUS && err != E_BODY)
+        close_conn(L, u); /* the connection is not reused after a network error */
+    u->prev_end = end;
+    u->step++;
+    next_think(L, u, end);
+}
+
+static int watch(Loop *L, user_t *u, uint32_t events, int op) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = (uint64_t)(u - L->users) + 3; /* 0, 1, 2: the timer, the eventfd, unused */
+    return epoll_ctl(L->epfd, op, u->fd, &ev);
+}
+
+static void reset_response(user_t *u) {
+    u->in_len = 0;
+    u->body_len = 0;
+    u->head_done = 0;
+    u->body_mode = B_NONE;
+    u->chunk_state = C_SIZE;
+    u->status = 0;
+    u->left = 0;
+    u->got = 0;
+    u->keepalive = 1;
+    u->line_len = 0;
+}
+
+static void send_request(Loop *L, user_t *u, double now);
+
+static void connect_user(Loop *L, user_t *u, double now) {
+    int fd = socket(L->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        finish(L, u, 0, E_CONNECT_OS, errno);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* as uvloop's TCP transports */
+    u->fd = fd;
+    u->reused = 0;
+    u->deadline = now + L->timeout;
+    if (connect(fd, (struct sockaddr *)&L->addr, L->addr_len) == 0) {
+        watch(L, u, EPOLLIN, EPOLL_CTL_ADD);
+        __atomic_add_fetch(&L->connects, 1, __ATOMIC_RELAXED);
+        send_request(L, u, now);
+        return;
+    }
+    if (errno != EINPROGRESS) {
+        int e = errno;
+        close(fd);
+        u->fd = -1;
+        finish(L, u, 0, E_CONNECT_OS, e);
+        return;
+    }
+    u->state = U_CONNECTING;
+    watch(L, u, EPOLLOUT | EPOLLIN, EPOLL_CTL_ADD);
+}
+
+static void start_transaction(Loop *L, user_t *u, double now) {
+    double intended = u->prev_end + u->think;
+    if (stopped_for(L, intended)) { /* engine.py's _active_user: nothing issued */
+        u->state = U_DONE;
+        return;
+    }
+    u->intended = intended;
+    u->think_rec = u->partial ? NAN : u->think; /* the rest of a think begun before logon: no whole think */
+    u->partial = 0;
+    u->actual = mono(); /* when it is issued: a turn's later users are issued later than its start */
+    u->first = NAN;
+    u->retried = 0;
+    pthread_mutex_lock(&L->lock);
+    L->in_flight++;
+    pthread_mutex_unlock(&L->lock);
+    if (u->fd < 0)
+        connect_user(L, u, now);
+    else
+        send_request(L, u, now);
+}
+
+/* The server closed a kept-alive connection before answering: an idempotent request is sent
+ * again once, on a new connection (http.py's KeepAliveClosed). */
+static int retry_closed(Loop *L, user_t *u, double now) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (!u->reused || u->got > 0 || u->retried || !tx->idempotent)
+        return 0;
+    u->retried = 1;
+    close_conn(L, u);
+    connect_user(L, u, now);
+    return 1;
+}
+
+static void send_request(Loop *L, user_t *u, double now) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (u->state != U_SENDING) {
+        u->sent = 0;
+        reset_response(u);
+    }
+    while (u->sent < tx->wire_len) {
+        ssize_t n = send(u->fd, tx->wire + u->sent, tx->wire_len - u->sent, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (u->state != U_SENDING) {
+                    u->state = U_SENDING;
+                    watch(L, u, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+                }
+                return;
+            }
+            int e = errno;
+            if (e == EPIPE || e == ECONNRESET) {
+                if (retry_closed(L, u, now))
+                    return;
+                if (u->reused && u->got == 0) {
+                    finish(L, u, 0, E_KEEPALIVE, 0);
+                    return;
+                }
+            }
+            finish(L, u, 0, E_IO_OS, e);
+            return;
+        }
+        u->sent += (size_t)n;
+    }
+    if (u->state == U_SENDING)
+        watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
+    u->state = U_READING;
+    u->deadline = now + L->timeout; /* the response's timeout counts from the request's send */
+}
+
+/* ---- the response ----------------------------------------------------------------------- */
+
+static int grow(char **buf, size_t *cap, size_t need) {
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = *cap ? *cap : 1024;
+    while (cap2 < need)
+        cap2 *= 2;
+    char *p = realloc(*buf, cap2);
+    if (p == NULL)
+        return -1;
+    *buf = p;
+    *cap = cap2;
+    return 0;
+}
+
+/* case-insensitive search of a token in a header value */
+static int value_has(const char *v, size_t n, const char *token) {
+    size_t t = strlen(token);
+    for (size_t i = 0; i + t <= n; i++)
+        if (strncasecmp(v + i, token, t) == 0)
+            return 1;
+    return 0;
+}
+
+enum { M_STATUS_LINE = 1, M_CONTENT_LENGTH = 2, M_CHUNK_SIZE = 3, M_HEAD_TOO_LARGE = 4, M_EXTRA = 5 };
+#define MAX_HEAD (1 << 20)
+
+/* Parse a complete head in u->in[0:n]. 0: parsed; > 0: malformed (M_*); < 0: an interim
+ * response (1xx), to be skipped. */
+static int parse_head(Loop *L, user_t *u, const char *h, size_t n) {
+    if (n < 12 || memcmp(h, "HTTP/1.", 7) != 0 || h[8] != ' ')
+        return M_STATUS_LINE;
+    int minor = h[7] - '0';
+    if (h[9] < '0' || h[9] > '9' || h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9')
+        return M_STATUS_LINE;
+    u->status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+    if (u->status >= 100 && u->status < 200)
+        return -1;
+    int close_hdr = 0, keep_hdr = 0, chunked = 0;
+    int64_t length = -1;
+    const char *p = memchr(h, '\n', n);
+    const char *end = h + n;
+    while (p != NULL && p + 1 < end) {
+        const char *line = p + 1;
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        if (eol == NULL)
+            break;
+        size_t len = (size_t)(eol - line);
+        if (len && line[len - 1] == '\r')
+            len--;
+        const char *colon = memchr(line, ':', len);
+        if (colon != NULL) {
+            size_t name = (size_t)(colon - line);
+            const char *v = colon + 1;
+            size_t vn = len - name - 1;
+            while (vn && (*v == ' ' || *v == '\t')) {
+                v++;
+                vn--;
+            }
+            if (name == 14 && strncasecmp(line, "content-length", 14) == 0) {
+                int64_t x = 0;
+                size_t i = 0;
+                for (; i < vn && v[i] >= '0' && v[i] <= '9'; i++) {
+                    x = x * 10 + (v[i] - '0');
+                    if (x > ((int64_t)1 << 50))
+                        return M_CONTENT_LENGTH;
+                }
+                while (i < vn && (v[i] == ' ' || v[i] == '\t'))
+                    i++;
+                if (i == 0 || i != vn)
+                    return M_CONTENT_LENGTH;
+                length = x;
+            } else if (name == 17 && strncasecmp(line, "transfer-encoding", 17) == 0) {
+                chunked = value_has(v, vn, "chunked");
+            } else if (name == 10 && strncasecmp(line, "connection", 10) == 0) {
+                close_hdr |= value_has(v, vn, "close");
+                keep_hdr |= value_has(v, vn, "keep-alive");
+            }
+        }
+        p = eol;
+    }
+    u->keepalive = minor >= 1 ? !close_hdr : keep_hdr;
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (tx->head || u->status == 204 || u->status == 304)
+        u->body_mode = B_NONE;
+    else if (chunked) {
+        u->body_mode = B_CHUNKED;
+        u->chunk_state = C_SIZE;
+    } else if (length >= 0) {
+        u->body_mode = B_LENGTH;
+        u->left = length;
+    } else {
+        u->body_mode = B_CLOSE;
+        u->keepalive = 0;
+    }
+    return 0;
+}
+
+static int keep_body(Loop *L, user_t *u, const char *p, size_t n) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (tx->expect == NULL || n == 0)
+        return 0;
+    if (grow(&u->body, &u->body_cap, u->body_len + n) < 0)
+        return -1;
+    memcpy(u->body + u->body_len, p, n);
+    u->body_len += n;
+    return 0;
+}
+
+/* The response is whole: judge it (http_request.py's problem()), record, and go on. */
+static void response_done(Loop *L, user_t *u, int leftover) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    int s = u->status, ok = 1, err = E_NONE;
+    if (tx->ok_status != NULL ? !(s >= 0 && s < 1000 && tx->ok_status[s]) : !(s >= 200 && s < 400)) {
+        ok = 0;
+        err = E_STATUS;
+    } else if (tx->expect != NULL &&
+               (u->body_len < tx->expect_len || memmem(u->body, u->body_len, tx->expect, tx->expect_len) == NULL)) {
+        ok = 0;
+        err = E_BODY;
+    }
+    if (!u->keepalive || leftover)
+        close_conn(L, u); /* bytes after the response answer no request: the connection is dropped */
+    else {
+        u->reused = 1;
+        u->state = U_IDLE;
+    }
+    finish(L, u, ok, err, s);
+}
+
+/* A line of a chunked body (a chunk's size, the CRLF after its data, a trailer), which may
+ * arrive in pieces: gathered in u->line. 1: a whole line in u->line[0:u->line_len] (its CR LF
+ * cut off); 0: more to come; -1: too long. */
+#define MAX_LINE 256
+static int gather_line(user_t *u, const char **p, size_t *n) {
+    const char *nl = memchr(*p, '\n', *n);
+    size_t part = nl ? (size_t)(nl - *p) + 1 : *n;
+    if (u->line == NULL && (u->line = malloc(MAX_LINE)) == NULL)
+        return -1;
+    if (u->line_len + part > MAX_LINE)
+        return -1;
+    memcpy(u->line + u->line_len, *p, part);
+    u->line_len += part;
+    *p += part;
+    *n -= part;
+    if (nl == NULL)
+        return 0;
+    while (u->line_len && (u->line[u->line_len - 1] == '\n' || u->line[u->line_len - 1] == '\r'))
+        u->line_len--;
+    return 1;
+}
+
+/* The body's bytes: returns 1 when the response completed (the user moved on), 0 for more,
+ * -1 after an error (recorded). `p` may point into u->in, which is not written here. */
+static int feed_body(Loop *L, user_t *u, const char *p, size_t n) {
+    switch (u->body_mode) {
+    case B_NONE:
+        response_done(L, u, n > 0);
+        return 1;
+    case B_CLOSE:
+        if (keep_body(L, u, p, n) < 0)
+            goto too_large;
+        return 0; /* ends when the server closes */
+    case B_LENGTH: {
+        size_t take = (int64_t)n < u->left ? n : (size_t)u->left;
+        if (keep_body(L, u, p, take) < 0)
+            goto too_large;
+        u->left -= (int64_t)take;
+        if (u->left == 0) {
+            response_done(L, u, n > take);
+            return 1;
+        }
+        return 0;
+    }
+    default: /* B_CHUNKED */
+        while (n > 0) {
+            if (u->chunk_state == C_DATA) {
+                size_t take = (int64_t)n < u->left ? n : (size_t)u->left;
+                if (keep_body(L, u, p, take) < 0)
+                    goto too_large;
+                u->left -= (int64_t)take;
+                p += take;
+                n -= take;
+                if (u->left == 0)
+                    u->chunk_state = C_DATA_CR;
+                continue;
+            }
+            int got = gather_line(u, &p, &n);
+            if (got < 0)
+                goto bad_chunk;
+            if (got == 0)
+                return 0;
+            const char *line = u->line;
+            size_t ln = u->line_len;
+            u->line_len = 0;
+            if (u->chunk_state == C_DATA_CR) {
+                if (ln != 0)
+                    goto bad_chunk;
+                u->chunk_state = C_SIZE;
+            } else if (u->chunk_state == C_SIZE) {
+                int64_t size = 0;
+                size_t i = 0;
+                for (; i < ln; i++) {
+                    char c = line[i];
+                    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+                    if (d < 0)
+                        break;
+                    size = size * 16 + d;
+                    if (size > ((int64_t)1 << 50))
+                        goto bad_chunk;
+                }
+                if (i == 0 || (i < ln && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))
+                    goto bad_chunk;
+                if (size == 0)
+                    u->chunk_state = C_TRAILER;
+                else {
+                    u->left = size;
+                    u->chunk_state = C_DATA;
+                }
+            } else if (ln == 0) { /* C_TRAILER: an empty line ends the message */
+                response_done(L, u, n > 0);
+                return 1;
+            }
+        }
+        return 0;
+    }
+too_large:
+    finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+    return -1;
+bad_chunk:
+    finish(L, u, 0, E_MALFORMED, M_CHUNK_SIZE);
+    return -1;
+}
+
+/* Received bytes: the head gathered in u->in until it is whole, then the body. */
+static int feed(Loop *L, user_t *u, const char *p, size_t n) {
+    if (u->head_done)
+        return feed_body(L, u, p, n);
+    size_t old = u->in_len;
+    if (grow(&u->in, &u->in_cap, old + n) < 0) {
+        finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+        return -1;
+    }
+    memcpy(u->in + old, p, n);
+    u->in_len += n;
+    for (;;) {
+        size_t from = old >= 3 ? old - 3 : 0;
+        char *hend = u->in_len > from ? memmem(u->in + from, u->in_len - from, "\r\n\r\n", 4) : NULL;
+        if (hend == NULL) {
+            if (u->in_len > MAX_HEAD) {
+                finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+                return -1;
+            }
+            return 0;
+        }
+        size_t head_len = (size_t)(hend - u->in) + 4;
+        int r = parse_head(L, u, u->in, head_len);
+        if (r > 0) {
+            finish(L, u, 0, E_MALFORMED, r);
+            return -1;
+        }
+        if (r < 0) { /* an interim response (1xx): skipped, what follows is parsed as the response */
+            memmove(u->in, u->in + head_len, u->in_len - head_len);
+            u->in_len -= head_len;
+            old = 0;
+            continue;
+        }
+        u->head_done = 1;
+        size_t rest = u->in_len - head_len;
+        u->in_len = 0; /* u->in is not written again before the next response */
+        return feed_body(L, u, u->in + head_len, rest);
+    }
+}
+
+static void on_readable(Loop *L, user_t *u, double now) {
+    for (;;) {
+        ssize_t n = recv(u->fd, L->recv_buf, sizeof L->recv_buf, 0);
+        if (n > 0) {
+            if (u->state != U_READING) { /* bytes answering no request, or a close: dropped */
+                close_conn(L, u);
+                return;
+            }
+            if (u->got == 0)
+                u->first = mono(); /* the response's first bytes (the lean client's data_received) */
+            u->got += (size_t)n;
+            int r = feed(L, u, L->recv_buf, (size_t)n);
+            if (r != 0)
+                return;
+            if ((size_t)n < sizeof L->recv_buf)
+                return; /* level-triggered: more, if any, is another event */
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        int e = n < 0 ? errno : 0;
+        if (u->state != U_READING) { /* an idle connection the server closed: made anew when needed */
+            close_conn(L, u);
+            return;
+        }
+        if (e == 0 && u->head_done && u->body_mode == B_CLOSE) { /* a body read until the close */
+            u->keepalive = 0;
+            response_done(L, u, 0);
+            return;
+        }
+        if ((e == 0 || e == ECONNRESET) && retry_closed(L, u, now))
+            return;
+        if ((e == 0 || e == ECONNRESET) && u->reused && u->got == 0)
+            finish(L, u, 0, E_KEEPALIVE, 0);
+        else if (e == 0)
+            finish(L, u, 0, E_CLOSED, 0);
+        else
+            finish(L, u, 0, E_IO_OS, e);
+        return;
+    }
+}
+
+static void on_event(Loop *L, user_t *u, uint32_t events, double now) {
+    if (u->state == U_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err == 0 && !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+            if (err == 0)
+                err = ECONNREFUSED;
+            close_conn(L, u);
+            finish(L, u, 0, E_CONNECT_OS, err);
+            return;
+        }
+        __atomic_add_fetch(&L->connects, 1, __ATOMIC_RELAXED);
+        watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
+        u->state = U_IDLE; /* not U_SENDING: send_request starts the request afresh */
+        send_request(L, u, now);
+        return;
+    }
+    if (u->state == U_SENDING && (events & EPOLLOUT)) {
+        send_request(L, u, now);
+        if (u->state != U_READING)
+            return;
+    }
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+        on_readable(L, u, now);
+}
+
+/* Connections and responses past their time (the Python path's Deadlines sweep). */
+static void sweep(Loop *L, double now) {
+    for (int i = 0; i < L->n_users; i++) {
+        user_t *u = &L->users[i];
+        if ((u->state == U_CONNECTING || u->state == U_SENDING || u->state == U_READING) && now >= u->deadline) {
+            int err = u->state == U_CONNECTING ? E_CONNECT_TIMEOUT : E_RESPONSE_TIMEOUT;
+            close_conn(L, u);
+            finish(L, u, 0, err, 0);
+        }
+    }
+}
+
+/* The run was cut short: the parked users wake no more (their thinks recorded as pending). */
+static void cut_parked(Loop *L) {
+    while (L->heap_len) {
+        park_t p = heap_pop(L);
+        user_t *u = &L->users[p.index];
+        if (u->step >= 0 && !u->partial)
+            emit_pending(L, u);
+        u->state = U_DONE;
+    }
+    arm_timer(L);
+}
+
+static void give_up_all(Loop *L) {
+    double now = mono();
+    for (int i = 0; i < L->n_users; i++) {
+        user_t *u = &L->users[i];
+        if (u->state == U_CONNECTING || u->state == U_SENDING || u->state == U_READING) {
+            close_conn(L, u);
+            emit_row(L, u, now, 0, E_GIVEN_UP, 0);
+            u->state = U_DONE;
+        }
+    }
+}
+
+#define MAX_EVENTS 256
+
+static int loop_run(Loop *L) {
+    struct epoll_event evs[MAX_EVENTS];
+    double sweep_every = L->timeout / 10.0;
+    if (sweep_every < 0.01)
+        sweep_every = 0.01;
+    if (sweep_every > 0.25)
+        sweep_every = 0.25;
+    double now = mono(), next_sweep = now + sweep_every;
+    int cut_done = 0;
+    for (int i = 0; i < L->n_users; i++) {
+        user_t *u = &L->users[i];
+        if (!stopped_for(L, u->prev_end)) {
+            u->state = U_PARKED;
+            heap_push(L, u->prev_end, i);
+        } else
+            u->state = U_DONE;
+    }
+    for (;;) {
+        if (__atomic_load_n(&L->give_up, __ATOMIC_ACQUIRE)) {
+            give_up_all(L);
+            break;
+        }
+        if (__atomic_load_n(&L->cut, __ATOMIC_ACQUIRE) && !cut_done) {
+            cut_parked(L);
+            cut_done = 1;
+        }
+        /* the users made ready by the last turn (a user failing at once on every turn waits its turn) */
+        int32_t *swap = L->ready;
+        L->ready = L->ready_next;
+        L->ready_next = swap;
+        L->ready_len = L->ready_next_len;
+        L->ready_next_len = 0;
+        now = mono();
+        for (int i = 0; i < L->ready_len; i++) {
+            user_t *u = &L->users[L->ready[i]];
+            if (u->state == U_IDLE)
+                start_transaction(L, u, now);
+        }
+        int64_t busy = __atomic_load_n(&L->in_flight, __ATOMIC_RELAXED);
+        if (L->heap_len == 0 && busy == 0 && L->ready_next_len == 0)
+            break; /* everyone has stopped */
+        arm_timer(L);
+        int wait_ms = L->ready_next_len ? 0 : busy ? (int)(sweep_every * 1000) + 1 : -1;
+        int n = epoll_wait(L->epfd, evs, MAX_EVENTS, wait_ms);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            L->error_no = errno;
+            return -1;
+        }
+        now = mono();
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == 0) { /* the timer: the parked users now due */
+                uint64_t expirations;
+                if (read(L->tfd, &expirations, sizeof expirations) < 0) { /* EAGAIN: already read */
+                }
+                L->timer_at = -1.0;
+                while (L->heap_len && L->heap[0].when <= now) {
+                    user_t *u = &L->users[heap_pop(L).index];
+                    if (u->step < 0)
+                        logon(L, u, now);
+                    else {
+                        u->state = U_IDLE;
+                        start_transaction(L, u, now);
+                    }
+                }
+            } else if (tag == 1) { /* Python asks: cut short or give up (read at the loop's top) */
+                uint64_t v;
+                if (read(L->efd, &v, sizeof v) < 0) {
+                }
+            } else {
+                user_t *u = &L->users[tag - 3];
+                if (u->fd >= 0)
+                    on_event(L, u, evs[i].events, now);
+            }
+        }
+        if (now >= next_sweep) {
+            sweep(L, now);
+            next_sweep = now + sweep_every;
+        }
+    }
+    return 0;
+}
+
+/* ---- Python's side ------------------------------------------------------------------------ */
+
+static void loop_free_config(Loop *L) {
+    for (int i = 0; i < L->n_txs; i++) {
+        free(L->txs[i].wire);
+        free(L->txs[i].ok_status);
+        free(L->txs[i].expect);
+    }
+    free(L->txs);
+    free(L->thinks);
+    free(L->steps);
+    free(L->scripts);
+    free(L->mix);
+    free(L->cumulative);
+    if (L->users != NULL) {
+        for (int i = 0; i < L->n_users; i++) {
+            if (L->users[i].fd >= 0)
+                close(L->users[i].fd);
+            free(L->users[i].in);
+            free(L->users[i].line);
+            free(L->users[i].body);
+        }
+    }
+    free(L->users);
+    free(L->heap);
+    free(L->ready);
+    free(L->ready_next);
+    free(L->rows);
+    free(L->pending);
+    L->txs = NULL;
+    L->thinks = NULL;
+    L->steps = NULL;
+    L->scripts = NULL;
+    L->mix = NULL;
+    L->cumulative = NULL;
+    L->users = NULL;
+    L->heap = NULL;
+    L->ready = L->ready_next = NULL;
+    L->rows = NULL;
+    L->pending = NULL;
+}
+
+static void Loop_dealloc(Loop *L) {
+    loop_free_config(L);
+    if (L->epfd >= 0)
+        close(L->epfd);
+    if (L->tfd >= 0)
+        close(L->tfd);
+    if (L->efd >= 0)
+        close(L->efd);
+    pthread_mutex_destroy(&L->lock);
+    Py_TYPE(L)->tp_free((PyObject *)L);
+}
+
+static PyObject *Loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Loop *L = (Loop *)type->tp_alloc(type, 0);
+    if (L == NULL)
+        return NULL;
+    L->epfd = L->tfd = L->efd = -1;
+    L->init = -1;
+    pthread_mutex_init(&L->lock, NULL);
+    return (PyObject *)L;
+}
+
+static char *copy_bytes(PyObject *b, size_t *len) {
+    char *data;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(b, &data, &n) < 0)
+        return NULL;
+    char *out = malloc(n ? (size_t)n : 1);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, data, (size_t)n);
+    *len = (size_t)n;
+    return out;
+}
+
+/* Loop(family, address, port, timeout, txs, thinks, scripts, mix, cumulative, init,
+ *      users, first_user, all_users, seed, t0, stagger, stop_at, residual_start)
+ * txs: [(wire: bytes, idempotent: bool, head: bool, statuses: tuple[int], expect: bytes | None)]
+ * thinks: [(kind, a, b, c)]; scripts: [[(tx, klass, think), ...]]; mix: [script]; cumulative: [float]
+ * (native_http.py builds them from the compiled workload). */
+static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
+    int family, port, init, residual_start;
+    const char *address;
+    double timeout, t0, stagger, stop_at;
+    PyObject *txs, *thinks, *scripts, *mix, *cumulative;
+    long long users, first_user, all_users;
+    unsigned long long seed;
+    if (L->users != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a Loop is made once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "isidO!O!O!O!O!iLLLKdddp", &family, &address, &port, &timeout, &PyList_Type, &txs,
+                          &PyList_Type, &thinks, &PyList_Type, &scripts, &PyList_Type, &mix, &PyList_Type,
+                          &cumulative, &init, &users, &first_user, &all_users, &seed, &t0, &stagger, &stop_at,
+                          &residual_start))
+        return -1;
+    if (users < 0 || users > 100000000 || PyList_GET_SIZE(mix) < 1 || PyList_GET_SIZE(mix) != PyList_GET_SIZE(cumulative)) {
+        PyErr_SetString(PyExc_ValueError, "users, mix or cumulative out of range");
+        return -1;
+    }
+    memset(&L->addr, 0, sizeof L->addr);
+    if (family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&L->addr;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, address, &a->sin_addr) != 1)
+            goto bad_address;
+        L->addr_len = sizeof *a;
+    } else if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&L->addr;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, address, &a->sin6_addr) != 1)
+            goto bad_address;
+        L->addr_len = sizeof *a;
+    } else
+        goto bad_address;
+    L->family = family;
+    L->timeout = timeout;
+    L->t0 = t0;
+    L->stagger = stagger;
+    L->stop_at = stop_at;
+    L->residual_start = residual_start;
+    L->seed = (uint64_t)seed;
+    L->first_user = first_user;
+    L->all_users = all_users;
+    L->init = init;
+
+    L->n_txs = (int)PyList_GET_SIZE(txs);
+    L->txs = calloc((size_t)L->n_txs + 1, sizeof(txspec_t));
+    for (int i = 0; i < L->n_txs; i++) {
+        PyObject *wire, *statuses, *expect;
+        int idempotent, head;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(txs, i), "O!ppO!O", &PyBytes_Type, &wire, &idempotent, &head,
+                              &PyTuple_Type, &statuses, &expect))
+            goto fail;
+        txspec_t *t = &L->txs[i];
+        if ((t->wire = copy_bytes(wire, &t->wire_len)) == NULL)
+            goto fail;
+        t->idempotent = idempotent;
+        t->head = head;
+        if (PyTuple_GET_SIZE(statuses) > 0) {
+            t->ok_status = calloc(1000, 1);
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(statuses); k++) {
+                long s = PyLong_AsLong(PyTuple_GET_ITEM(statuses, k));
+                if (s == -1 && PyErr_Occurred())
+                    goto fail;
+                if (s >= 0 && s < 1000)
+                    t->ok_status[s] = 1;
+            }
+        }
+        if (expect != Py_None) {
+            if (!PyBytes_Check(expect)) {
+                PyErr_SetString(PyExc_TypeError, "expect: bytes or None");
+                goto fail;
+            }
+            if ((t->expect = copy_bytes(expect, &t->expect_len)) == NULL)
+                goto fail;
+        }
+    }
+    L->n_thinks = (int)PyList_GET_SIZE(thinks);
+    L->thinks = calloc((size_t)L->n_thinks + 1, sizeof(think_t));
+    for (int i = 0; i < L->n_thinks; i++) {
+        think_t *t = &L->thinks[i];
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(thinks, i), "iddd", &t->kind, &t->a, &t->b, &t->c))
+            goto fail;
+    }
+    L->n_scripts = (int)PyList_GET_SIZE(scripts);
+    L->scripts = calloc((size_t)L->n_scripts + 1, sizeof(script_t));
+    int total = 0;
+    for (int i = 0; i < L->n_scripts; i++) {
+        PyObject *s = PyList_GET_ITEM(scripts, i);
+        if (!PyList_Check(s) || PyList_GET_SIZE(s) < 1) {
+            PyErr_SetString(PyExc_ValueError, "a script is a non-empty list of steps");
+            goto fail;
+        }
+        total += (int)PyList_GET_SIZE(s);
+    }
+    L->steps = calloc((size_t)total + 1, sizeof(step_t));
+    L->n_steps = total;
+    int k = 0;
+    for (int i = 0; i < L->n_scripts; i++) {
+        PyObject *s = PyList_GET_ITEM(scripts, i);
+        L->scripts[i].first = k;
+        L->scripts[i].count = (int32_t)PyList_GET_SIZE(s);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(s); j++, k++) {
+            int tx, klass, think;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(s, j), "iii", &tx, &klass, &think))
+                goto fail;
+            if (tx < 0 || tx >= L->n_txs || think < 0 || think >= L->n_thinks) {
+                PyErr_SetString(PyExc_ValueError, "a step's transaction or think out of range");
+                goto fail;
+            }
+            L->steps[k].tx = tx;
+            L->steps[k].klass = (int16_t)klass;
+            L->steps[k].think = think;
+        }
+    }
+    L->n_mix = (int)PyList_GET_SIZE(mix);
+    L->mix = calloc((size_t)L->n_mix, sizeof(int32_t));
+    L->cumulative = calloc((size_t)L->n_mix, sizeof(double));
+    for (int i = 0; i < L->n_mix; i++) {
+        long m = PyLong_AsLong(PyList_GET_ITEM(mix, i));
+        double c = PyFloat_AsDouble(PyList_GET_ITEM(cumulative, i));
+        if (PyErr_Occurred())
+            goto fail;
+        if (m < 0 || m >= L->n_scripts) {
+            PyErr_SetString(PyExc_ValueError, "a mix entry names no script");
+            goto fail;
+        }
+        L->mix[i] = (int32_t)m;
+        L->cumulative[i] = c;
+    }
+    if (init >= L->n_scripts) {
+        PyErr_SetString(PyExc_ValueError, "init names no script");
+        goto fail;
+    }
+    L->n_users = (int)users;
+    L->users = calloc((size_t)users + 1, sizeof(user_t));
+    L->heap = calloc((size_t)users + 1, sizeof(park_t));
+    L->ready = calloc((size_t)users + 1, sizeof(int32_t));
+    L->ready_next = calloc((size_t)users + 1, sizeof(int32_t));
+    if (L->users == NULL || L->heap == NULL || L->ready == NULL || L->ready_next == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int i = 0; i < L->n_users; i++) {
+        user_t *u = &L->users[i];
+        int64_t uid = first_user + i;
+        u->uid = (int32_t)uid;
+        u->fd = -1;
+        u->rng = rng_init(L->seed, (uint64_t)uid, 0);
+        u->step = -1;
+        u->prev_end = t0 + stagger * (double)uid / (double)(all_users > 1 ? all_users : 1);
+    }
+    L->epfd = epoll_create1(EPOLL_CLOEXEC);
+    L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    L->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (L->epfd < 0 || L->tfd < 0 || L->efd < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto fail;
+    }
+    struct epoll_event ev;
+    ev.events = EPOLLIN;
+    ev.data.u64 = 0;
+    epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->tfd, &ev);
+    ev.data.u64 = 1;
+    epoll_ctl(L->epfd, EPOLL_CTL_ADD, L->efd, &ev);
+    L->timer_at = -1.0;
+    return 0;
+bad_address:
+    PyErr_Format(PyExc_ValueError, "not a numeric address of family %d: %s", family, address);
+    return -1;
+fail:
+    loop_free_config(L);
+    return -1;
+}
+
+static PyObject *Loop_run(Loop *L, PyObject *unused) {
+    if (L->users == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the Loop was not made");
+        return NULL;
+    }
+    if (L->running || L->finished) {
+        PyErr_SetString(PyExc_RuntimeError, "a Loop runs once");
+        return NULL;
+    }
+    L->running = 1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = loop_run(L);
+    Py_END_ALLOW_THREADS
+    L->running = 0;
+    L->finished = 1;
+    if (rc < 0) {
+        errno = L->error_no;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static void poke(Loop *L) {
+    uint64_t one = 1;
+    if (L->efd >= 0 && write(L->efd, &one, sizeof one) < 0) { /* a full counter is a poke already */
+    }
+}
+
+static PyObject *Loop_cut(Loop *L, PyObject *unused) {
+    __atomic_store_n(&L->cut, 1, __ATOMIC_RELEASE);
+    poke(L);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Loop_give_up(Loop *L, PyObject *unused) {
+    __atomic_store_n(&L->cut, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&L->give_up, 1, __ATOMIC_RELEASE);
+    poke(L);
+    Py_RETURN_NONE;
+}
+
+/* take() -> (rows: bytes, pending: bytes, connects: int): what was recorded since the last take,
+ * and the connections made so far. */
+static PyObject *Loop_take(Loop *L, PyObject *unused) {
+    pthread_mutex_lock(&L->lock);
+    row_t *rows = L->rows;
+    size_t n_rows = L->rows_len;
+    pending_t *pending = L->pending;
+    size_t n_pending = L->pending_len;
+    L->rows = NULL;
+    L->rows_len = L->rows_cap = 0;
+    L->pending = NULL;
+    L->pending_len = L->pending_cap = 0;
+    pthread_mutex_unlock(&L->lock);
+    PyObject *r = PyBytes_FromStringAndSize((const char *)rows, (Py_ssize_t)(n_rows * sizeof(row_t)));
+    PyObject *p = PyBytes_FromStringAndSize((const char *)pending, (Py_ssize_t)(n_pending * sizeof(pending_t)));
+    free(rows);
+    free(pending);
+    if (r == NULL || p == NULL) {
+        Py_XDECREF(r);
+        Py_XDECREF(p);
+        return NULL;
+    }
+    return Py_BuildValue("(NNL)", r, p, (long long)__atomic_load_n(&L->connects, __ATOMIC_RELAXED));
+}
+
+static PyObject *Loop_get_in_flight(Loop *L, void *closure) {
+    return PyLong_FromLongLong((long long)__atomic_load_n(&L->in_flight, __ATOMIC_RELAXED));
+}
+
+static PyObject *Loop_get_connects(Loop *L, void *closure) {
+    return PyLong_FromLongLong((long long)__atomic_load_n(&L->connects, __ATOMIC_RELAXED));
+}
+
+static PyMethodDef Loop_methods[] = {
+    {"run", (PyCFunction)Loop_run, METH_NOARGS, "Run the users until they have all stopped (releases the GIL)."},
+    {"cut", (PyCFunction)Loop_cut, METH_NOARGS, "The run is cut short: nobody parked wakes; in-flight ones end."},
+    {"give_up", (PyCFunction)Loop_give_up, METH_NOARGS, "Record what is in flight as given up, and return."},
+    {"take", (PyCFunction)Loop_take, METH_NOARGS, "(rows, pending thinks, connects) since the last take."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Loop_getset[] = {
+    {"in_flight", (getter)Loop_get_in_flight, NULL, "transactions in flight", NULL},
+    {"connects", (getter)Loop_get_connects, NULL, "connections made", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "perflab.drive.load.http_loop.Loop",
+    .tp_basicsize = sizeof(Loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Closed-loop HTTP users, one keep-alive connection each (see native_http.py).",
+    .tp_new = Loop_new,
+    .tp_init = (initproc)Loop_init,
+    .tp_dealloc = (destructor)Loop_dealloc,
+    .tp_methods = Loop_methods,
+    .tp_getset = Loop_getset,
+};
+
+/* rng_state(seed, stream, substream): UserRandom's initial state, to test the two agree. */
+static PyObject *py_rng_state(PyObject *self, PyObject *args) {
+    unsigned long long seed, stream, sub;
+    if (!PyArg_ParseTuple(args, "KKK", &seed, &stream, &sub))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(rng_init(seed, stream, sub));
+}
+
+/* draw(state, kind, a, b, c, residual, n) -> list of n thinks: the draws, to test them against thinktime.py */
+static PyObject *py_draw(PyObject *self, PyObject *args) {
+    unsigned long long state;
+    think_t t;
+    int residual, n;
+    if (!PyArg_ParseTuple(args, "Kidddpi", &state, &t.kind, &t.a, &t.b, &t.c, &residual, &n))
+        return NULL;
+    uint64_t s = state;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        PyList_SET_ITEM(out, i, PyFloat_FromDouble(residual ? think_residual(&t, &s) : think_sample(&t, &s)));
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"rng_state", py_rng_state, METH_VARARGS, "UserRandom(seed, stream, substream).state"},
+    {"draw", py_draw, METH_VARARGS, "n think draws from a stream state"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "http_loop",
+                                    "perflab's closed-loop HTTP users, compiled (drive/load/native_http.py).", -1,
+                                    module_methods};
+
+PyMODINIT_FUNC PyInit_http_loop(void) {
+    if (PyType_Ready(&LoopType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&LoopType);
+    if (PyModule_AddObject(m, "Loop", (PyObject *)&LoopType) < 0) {
+        Py_DECREF(&LoopType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "ROW_SIZE", (long)sizeof(row_t));
+    PyModule_AddIntConstant(m, "PENDING_SIZE", (long)sizeof(pending_t));
+    return m;
+}
