@@ -157,3 +157,49 @@ def test_the_one_call_transaction_commits_once_and_its_knob_adds_backend_cpu(tmp
         assert values["errors_t"] == 0 and values["tx_ok"] > 100
         assert _commits_match(values), values["etr_ratio"]
     assert knob.values["pbt_cmd_s"] > 5 * plain.values["pbt_cmd_s"]
+
+
+HUNG_WORKLOAD = """
+name: pg-hung
+target:
+  kind: postgres
+  server: {bin: /usr/lib/postgresql/15/bin, settings: {shared_buffers: 32MB}}
+  setup: ["CREATE TABLE t (k int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 0)"]
+  connections: per_user
+  prepared: true
+transactions:
+  - {name: sleepy, sql: ["SELECT v FROM t WHERE k = 1", "SELECT pg_sleep(30)"]}   # no lock held while it sleeps
+  - {name: bad, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT 1 / 0"]}
+  - {name: fine, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT v FROM t WHERE k = 1"]}
+scripts:
+  - {name: s, steps: [fine, bad, fine, sleepy, fine, fine]}
+think: 0.05
+load: {users: 2}
+timing: {stagger: 0s, stabilization: 0s, measurement: 3s, deadline: 0.5s}
+seed: 1
+"""
+
+
+@needs_pg15
+def test_a_hung_or_failed_transaction_leaves_the_user_a_working_connection(tmp_path):
+    """The PostgreSQL executor's deadline (one sweep, not a timer per transaction) and its
+    BEGIN/COMMIT: a transaction past its deadline is hung, its connection dropped and the user's
+    next one runs on a new one; a statement that fails rolls its transaction back, and the same
+    connection serves the next one (no "current transaction is aborted")."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "w.yaml"
+    path.write_text(HUNG_WORKLOAD)
+    run, metrics = run_workload(tmp_path, path)
+    tx = pq.read_table(tmp_path / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
+    by_name = {name: group for name, group in tx.groupby("transaction")}
+    sleepy, bad, fine = by_name["sleepy"], by_name["bad"], by_name["fine"]
+    assert len(sleepy) >= 2 and not sleepy["ok"].any()
+    assert set(sleepy["error"]) == {"deadline 0.5 s exceeded"}, set(sleepy["error"])
+    took = sleepy["end"] - sleepy["actual_start"]
+    assert (took >= 0.5).all() and (took < 0.5 + 0.1 + 0.3).all(), took  # the deadline, a sweep, the loop
+    assert len(bad) >= 2 and set(bad["error"]) == {"DivisionByZeroError: division by zero"}
+    assert len(fine) >= 6 and fine["ok"].all(), fine[~fine["ok"]]["error"].unique()
+    # a hung transaction makes the run invalid, as on every other target
+    assert run["status"] == "complete", run["reason"]
+    assert {c["code"] for c in run["invalid"]} >= {"hung_transactions"}, run["invalid"]

@@ -24,8 +24,12 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
 # same to the instruction, and twice the rows gave 2.0006 times the rows' instructions. Now and
 # then one count is a few hundred instructions off the others (PostgreSQL 16, CI of 2026-11-28:
 # one `none` of 10 at 31,982 against 32,360, -378 = 1.2%; a `long` -215 in 14 runs here): some
-# time-gated work in the backend falls in or out of a part. A misplaced part is tens of
-# thousands of instructions off at least (the empty statement's whole count).
+# time-gated work in the backend falls in or out of a part. Once (2026-11-28, PostgreSQL 15, one
+# `none` of 10 at 51,957 against 35,599: +16,358, in 1 of 10 passes) such work was larger -- the
+# backend's periodic flush of its statistics, gated by time, which valgrind's slowness moves
+# from part to part. So one count of each statement's 10 may stand out; a misplaced part stands
+# out in every count after it, and is tens of thousands of instructions off at least (the empty
+# statement's whole count).
 SAME_STATEMENT_REL = 0.01
 SAME_STATEMENT_ABS = 2_000
 DOUBLING_REL = 0.01
@@ -45,9 +49,10 @@ def _check(tmp_path, changes, version):
         values = counted[counted.transaction == name].instructions
         assert len(values) == 10 and values.notna().all(), values
         median[name] = values.median()
-        # the same statement, the same count (to 1% or 2,000 instructions), every time it is counted
+        # the same statement, the same count (to 1% or 2,000 instructions), every time it is
+        # counted but at most once (a time-gated flush, above)
         bound = max(SAME_STATEMENT_REL * median[name], SAME_STATEMENT_ABS)
-        assert ((values - median[name]).abs() <= bound).all(), (name, values.tolist())
+        assert ((values - median[name]).abs() > bound).sum() <= 1, (name, values.tolist())
     # a statement's fixed cost is tens of thousands of instructions; 20,000 rows are millions
     assert 10_000 < median["none"] < 1_000_000 and median["short"] > 10 * median["none"], median
     # twice the rows, twice the rows' instructions

@@ -74,6 +74,10 @@ def positional(sql: str) -> tuple[str, list[str]]:
     return _PARAM.sub(number, sql), names
 
 
+#: How often the transactions' deadlines are checked (PostgresExecutor._sweep).
+SWEEP_S = 0.1
+
+
 class _Hung(Exception):
     """A transaction past its deadline (raised inside the pool's acquire, handled outside it)."""
 
@@ -96,7 +100,11 @@ class PostgresExecutor:
         self.deadlines = deadlines_of(workload)
         self.connections: dict[int, asyncpg.Connection] = {}
         self.pool: asyncpg.Pool | None = None
-        self._statements: dict[tuple[int, str], Any] = {}
+        self._statements: dict[tuple[Any, str], Any] = {}
+        self._in_flight: dict[asyncio.Task, float] = {}  # a transaction's task -> its deadline (monotonic)
+        self._expired: set[asyncio.Task] = set()         # cancelled by the sweep, not yet answered
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._prepared: dict[tuple[Any, int], list[tuple[Any, list[str]]]] = {}  # (connection, transaction)
 
     def _connect_kwargs(self) -> dict[str, Any]:
         # statement_cache_size=0 when not prepared: every execution is parsed and planned anew.
@@ -124,13 +132,40 @@ class PostgresExecutor:
         if len(statements) == 1:
             await self._statement(conn, statements[0], params)
             return time.monotonic()
-        async with conn.transaction():
-            for plan in statements:
-                await self._statement(conn, plan, params)
-                if first is None:
-                    first = time.monotonic()
-            sent = time.monotonic()
-        self.commits.committed(time.monotonic() - sent)  # leaving the block sent COMMIT and had its reply
+        # BEGIN and COMMIT as two simple queries, as pgbench sends them: asyncpg's transaction()
+        # block sends the same two, through a state machine and a context manager that cost
+        # about 4 us of the driver's CPU per transaction (docs/performance.md, issue 28).
+        await conn.execute("BEGIN")
+        try:
+            if self.prepared and self.pool is None:
+                # The user's statements of this transaction, prepared on its connection once: one
+                # look-up per transaction, no coroutine per statement (the driver's CPU per
+                # transaction against pgbench's, issue 28).
+                prepared = self._prepared.get((conn, tx_index))
+                if prepared is None:
+                    prepared = self._prepared[(conn, tx_index)] = [
+                        (await self._prepare(conn, sql), names) for sql, names in statements]
+                for stmt, names in prepared:
+                    await stmt.fetch(*([params[n] for n in names] if names and params is not None else ()))
+                    if first is None:
+                        first = time.monotonic()
+            else:
+                for plan in statements:
+                    await self._statement(conn, plan, params)
+                    if first is None:
+                        first = time.monotonic()
+        except asyncio.CancelledError:
+            raise  # the deadline (the connection is terminated) or the run's end: no ROLLBACK to wait for
+        except BaseException:
+            if not conn.is_closed():
+                try:
+                    await conn.execute("ROLLBACK")  # the connection is reused: out of the failed block
+                except Exception:  # noqa: BLE001 - the statement's error is the one reported
+                    conn.terminate()
+            raise
+        sent = time.monotonic()
+        await conn.execute("COMMIT")
+        self.commits.committed(time.monotonic() - sent)  # COMMIT sent and its reply read
         return first
 
     async def _statement(self, conn: asyncpg.Connection, plan: tuple[str, list[str]], params: dict | None):
@@ -145,23 +180,53 @@ class PostgresExecutor:
             # address found it: "the underlying connection has been released back to the pool");
             # there asyncpg's own statement cache (statement_cache_size, per real connection)
             # prepares each statement once per connection instead.
-            key = (id(conn), sql)
-            stmt = self._statements.get(key)
-            if stmt is None:
-                stmt = self._statements[key] = await conn.prepare(sql)
-            return await stmt.fetch(*args)
+            return await (await self._prepare(conn, sql)).fetch(*args)
         return await conn.fetch(sql, *args)
+
+    async def _prepare(self, conn: asyncpg.Connection, sql: str):
+        """The statement prepared on this (user's own) connection, once."""
+        # Keyed by the connection itself, not its id: a connection made anew (after a hung
+        # transaction) could take a dropped one's id and find statements of a closed connection.
+        key = (conn, sql)
+        stmt = self._statements.get(key)
+        if stmt is None:
+            stmt = self._statements[key] = await conn.prepare(sql)
+        return stmt
 
     async def _run_by_deadline(self, conn: asyncpg.Connection, tx_index: int, params: dict | None) -> float | None:
         """The transaction, cancelled at its deadline: a server that never answers (a lock held
         forever, a stopped process) is a hung transaction, and its connection is dropped (a
-        cancelled query leaves the connection in no state to reuse)."""
+        cancelled query leaves the connection in no state to reuse).
+
+        The deadline is watched by one periodic sweep (`_sweep`), not a timer per transaction:
+        `asyncio.timeout` costs about 4.5 us of the driver's CPU per transaction on uvloop, a
+        dictionary entry a tenth of that. A transaction is cancelled at its deadline or up to
+        SWEEP_S after it."""
+        task = asyncio.current_task()
+        assert task is not None  # a transaction runs in its user's (or arrival's) task
+        self._in_flight[task] = time.monotonic() + self.deadlines[tx_index]
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().call_later(SWEEP_S, self._sweep)
         try:
-            async with asyncio.timeout(self.deadlines[tx_index]):
-                return await self._run(conn, tx_index, params)
-        except TimeoutError:
-            conn.terminate()
-            raise _Hung() from None
+            return await self._run(conn, tx_index, params)
+        except asyncio.CancelledError:
+            if task in self._expired:
+                self._expired.discard(task)
+                task.uncancel()  # this cancellation was the deadline's, handled here
+                conn.terminate()
+                raise _Hung() from None
+            raise
+        finally:
+            self._in_flight.pop(task, None)
+
+    def _sweep(self) -> None:
+        """Cancel the transactions past their deadline (see _run_by_deadline); re-armed while any is in flight."""
+        now = time.monotonic()
+        for task, deadline in list(self._in_flight.items()):
+            if now >= deadline and task not in self._expired:
+                self._expired.add(task)
+                task.cancel()
+        self._sweeper = asyncio.get_running_loop().call_later(SWEEP_S, self._sweep) if self._in_flight else None
 
     async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
         try:
@@ -187,6 +252,9 @@ class PostgresExecutor:
             return Reply(False, f"{type(exc).__name__}: {exc}"[:500], None)
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for conn in self.connections.values():
             try:
                 await asyncio.wait_for(conn.close(), 5)
