@@ -33,8 +33,11 @@ DURATION_S = 10
 WARMUP_S = 1.5
 WINDOW_S = 6.0
 NOT_LANDED = "not yet: the HTTP adapter has not landed"
-PERFLAB_HTTP_WORKLOADS = {"perflab (aiohttp client)": BENCH / "workloads" / "http-nginx-aiohttp.yaml",
-                          "perflab (httptools client)": BENCH / "workloads" / "http-nginx-httptools.yaml"}
+# perflab's rows: the compiled loop (drive/load/native_http.py, what a workload of one fixed
+# request per transaction runs on), the Python path it falls back to, and the aiohttp client.
+PERFLAB_HTTP_WORKLOADS = {"perflab (compiled loop)": BENCH / "workloads" / "http-nginx-httptools.yaml",
+                          "perflab (httptools, Python path)": BENCH / "workloads" / "http-nginx-httptools-python.yaml",
+                          "perflab (aiohttp client)": BENCH / "workloads" / "http-nginx-aiohttp.yaml"}
 
 
 # --- (a) the null target -----------------------------------------------------------------------

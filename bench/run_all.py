@@ -71,7 +71,7 @@ def part_driver(reps: int, smoke: bool) -> dict[str, Any]:
         row = dc._perflab_null(users=8, measurement=1.0, workers=2)
         out["null"]["perflab"] = collect([row])
         with Nginx() as nginx:
-            out["http"]["perflab (httptools client)"] = collect([_smoke_http(nginx)])
+            out["http"]["perflab (compiled loop)"] = collect([_smoke_http(nginx)])
         return out
     out["null"]["perflab"] = repeat(reps, dc.perflab_null, "driver / null / perflab")
     for tool, name in (("k6", "k6 (empty iteration)"), ("locust", "Locust (User, task reports itself)")):
@@ -92,7 +92,7 @@ def _smoke_http(nginx) -> dict[str, Any]:
     import driver_cost as dc
     from perflab_runs import run_perflab
 
-    workload = dc.PERFLAB_HTTP_WORKLOADS["perflab (httptools client)"]
+    workload = dc.PERFLAB_HTTP_WORKLOADS["perflab (compiled loop)"]
     usable, note = dc.http_adapter_status(workload)
     if not usable:
         return {"note": note}
@@ -203,7 +203,7 @@ def part_profile(reps: int, smoke: bool) -> dict[str, Any]:
                                    "profile-null")}
     out["open-10000"] = profile_perflab(python_workload("profile-open", rate=10000, workers=4, measurement=10),
                                         "profile-open")
-    workload = dc.PERFLAB_HTTP_WORKLOADS["perflab (httptools client)"]
+    workload = dc.PERFLAB_HTTP_WORKLOADS["perflab (compiled loop)"]
     usable, note = dc.http_adapter_status(workload)
     if usable:
         with Nginx():

@@ -104,7 +104,7 @@ def test_http_row_says_not_yet_when_the_workload_does_not_fit(bench, tmp_path):
     import driver_cost
 
     broken = tmp_path / "http.yaml"
-    text = driver_cost.PERFLAB_HTTP_WORKLOADS["perflab (httptools client)"].read_text()
+    text = driver_cost.PERFLAB_HTTP_WORKLOADS["perflab (compiled loop)"].read_text()
     broken.write_text(text.replace("base_url:", "no_such_field:"))
     usable, note = driver_cost.http_adapter_status(broken)
     assert not usable and note.startswith("not yet")
@@ -131,7 +131,7 @@ def test_http_target_once(bench):
 def test_render_carries_notes_and_goals(bench):
     import render
 
-    results = {"driver": {"http": {"perflab (httptools client)": {"note": "not yet: the HTTP adapter has not landed"},
+    results = {"driver": {"http": {"perflab (compiled loop)": {"note": "not yet: the HTTP adapter has not landed"},
                                    "k6": {"tx_per_core_s": {"median": 12000.0, "min": 11000.0, "max": 13000.0,
                                                             "n": 3, "spread_pct": 16.7, "values": []},
                                           "command": "k6 run x.js"}}},
