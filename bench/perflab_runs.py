@@ -16,6 +16,9 @@ from common import (DRIVER_CPU, TARGET_CPU, machine_busy_s, perflab_cmd, shell_j
                     write_text)
 
 NULL_CALL = "perflab.sut.synthetic:noop"
+#: perflab run's exit status for a run that completed and is invalid (perflab.errors.EXIT_INVALID):
+#: a benchmark saturates the driver on purpose, and its run is still the measurement.
+EXIT_INVALID = 5
 
 
 def python_workload(name: str, *, users: int | None = None, rate: float | None = None, think: str = "0",
@@ -70,7 +73,7 @@ class PerflabRun:
 def run_perflab(workload_text: str, name: str, *, args: tuple[str, ...] = (), monitor: bool = False,
                 poll: Callable[[int], Any] | None = None, poll_every: float = 0.2,
                 on_start: Callable[[subprocess.Popen], None] | None = None,
-                timeout: float = 600.0, ok_exits: tuple[int, ...] = (0,)) -> PerflabRun:
+                timeout: float = 600.0, ok_exits: tuple[int, ...] = (0, EXIT_INVALID)) -> PerflabRun:
     """`perflab run` in its own process, pinned to the driver CPU; returns the stored run.
 
     `poll(pid)` is called every `poll_every` seconds while it runs (memory readings);

@@ -534,6 +534,7 @@ static void send_request(Loop *L, user_t *u, double now) {
     if (u->state != U_SENDING) {
         u->sent = 0;
         reset_response(u);
+        u->deadline = now + L->timeout; /* a send that blocks times out too (as the response does) */
     }
     while (u->sent < tx->wire_len) {
         ssize_t n = send(u->fd, tx->wire + u->sent, tx->wire_len - u->sent, MSG_NOSIGNAL);
@@ -847,8 +848,11 @@ static void on_readable(Loop *L, user_t *u, double now) {
     for (;;) {
         ssize_t n = recv(u->fd, L->recv_buf, sizeof L->recv_buf, 0);
         if (n > 0) {
-            if (u->state != U_READING) { /* bytes answering no request, or a close: dropped */
+            if (u->state != U_READING) { /* bytes answering no request: the connection is dropped */
+                int sending = u->state == U_SENDING;
                 close_conn(L, u);
+                if (sending) /* an answer before the request was whole (a refusal): no response to it */
+                    finish(L, u, 0, E_CLOSED, 0);
                 return;
             }
             if (u->got == 0)
@@ -867,7 +871,10 @@ static void on_readable(Loop *L, user_t *u, double now) {
             return;
         int e = n < 0 ? errno : 0;
         if (u->state != U_READING) { /* an idle connection the server closed: made anew when needed */
+            int sending = u->state == U_SENDING;
             close_conn(L, u);
+            if (sending)
+                finish(L, u, 0, e ? E_IO_OS : E_CLOSED, e);
             return;
         }
         if (e == 0 && u->head_done && u->body_mode == B_CLOSE) { /* a body read until the close */
