@@ -17,9 +17,19 @@ PACKAGE = REPO / "src" / "perflab"
 
 
 def _data_files() -> list[str]:
-    """Tracked non-Python files under src/perflab, relative to the package."""
+    """Tracked non-Python files under src/perflab, relative to the package. The C sources are not
+    data: setup.py compiles them into the package (its Extension, which puts them in the sdist)."""
     listed = subprocess.run(["git", "ls-files", "src/perflab"], cwd=REPO, capture_output=True, text=True, check=True)
-    return [str(Path(f).relative_to("src/perflab")) for f in listed.stdout.split() if not f.endswith(".py")]
+    return [str(Path(f).relative_to("src/perflab")) for f in listed.stdout.split() if not f.endswith((".py", ".c"))]
+
+
+def test_the_c_sources_are_the_extensions_of_setup_py():
+    """Each tracked C source under src/perflab is compiled by setup.py (else it would be neither
+    built nor shipped)."""
+    listed = subprocess.run(["git", "ls-files", "src/perflab"], cwd=REPO, capture_output=True, text=True, check=True)
+    sources = [f for f in listed.stdout.split() if f.endswith(".c")]
+    setup = (REPO / "setup.py").read_text()
+    assert sources and all(f'"{source}"' in setup for source in sources), sources
 
 
 def test_every_data_file_is_package_data():
