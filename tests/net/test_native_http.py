@@ -13,29 +13,15 @@ import socket
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from perflab.drive.load import native_http
 
 from .net_helpers import run_workload
-from .test_http_client_fastpath import TestServer, rows, workload
+from .test_http_client_fastpath import rows, serve, workload  # noqa: F401 - serve: the fixture
 
 pytestmark = pytest.mark.skipif(native_http.NOT_BUILT is not None, reason=str(native_http.NOT_BUILT))
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(**options) -> TestServer:
-        servers.append(TestServer(**options))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def core_of(run: dict) -> str:

@@ -263,21 +263,24 @@ static inline double mono(void) {
 
 /* ---- output: rows and pending thinks ---------------------------------------------------- */
 
+/* The next slot of a growing array (rows, pending thinks), under the lock. */
+static void *next_slot(void **array, size_t *len, size_t *cap, size_t item, size_t first_cap) {
+    if (*len == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : first_cap;
+        void *grown = realloc(*array, grown_cap * item);
+        if (grown == NULL) /* out of memory in the driver: nothing sensible is left to do */
+            abort();
+        *array = grown;
+        *cap = grown_cap;
+    }
+    return (char *)*array + (*len)++ * item;
+}
+
 static void emit_row(Loop *L, user_t *u, double end, int ok, int err, int detail) {
     const script_t *sc = &L->scripts[u->script];
     const step_t *st = &L->steps[sc->first + u->step];
     pthread_mutex_lock(&L->lock);
-    if (L->rows_len == L->rows_cap) {
-        size_t cap = L->rows_cap ? L->rows_cap * 2 : 4096;
-        row_t *grown = realloc(L->rows, cap * sizeof(row_t));
-        if (grown == NULL) { /* out of memory in the driver: nothing sensible is left to do */
-            pthread_mutex_unlock(&L->lock);
-            abort();
-        }
-        L->rows = grown;
-        L->rows_cap = cap;
-    }
-    row_t *r = &L->rows[L->rows_len++];
+    row_t *r = next_slot((void **)&L->rows, &L->rows_len, &L->rows_cap, sizeof(row_t), 4096);
     r->intended = u->intended;
     r->actual = u->actual;
     r->first = u->first;
@@ -298,17 +301,7 @@ static void emit_pending(Loop *L, user_t *u) {
     const script_t *sc = &L->scripts[u->script];
     const step_t *st = &L->steps[sc->first + u->step];
     pthread_mutex_lock(&L->lock);
-    if (L->pending_len == L->pending_cap) {
-        size_t cap = L->pending_cap ? L->pending_cap * 2 : 256;
-        pending_t *grown = realloc(L->pending, cap * sizeof(pending_t));
-        if (grown == NULL) {
-            pthread_mutex_unlock(&L->lock);
-            abort();
-        }
-        L->pending = grown;
-        L->pending_cap = cap;
-    }
-    pending_t *p = &L->pending[L->pending_len++];
+    pending_t *p = next_slot((void **)&L->pending, &L->pending_len, &L->pending_cap, sizeof(pending_t), 256);
     p->start = u->prev_end;
     p->think = u->think;
     p->uid = u->uid;
@@ -1049,44 +1042,34 @@ static int loop_run(Loop *L) {
 
 /* ---- Python's side ------------------------------------------------------------------------ */
 
+/* free() and forget: the Loop may be freed again (a failed __init__, then dealloc). */
+#define DROP(p) do { free(p); (p) = NULL; } while (0)
+
 static void loop_free_config(Loop *L) {
-    for (int i = 0; i < L->n_txs; i++) {
-        free(L->txs[i].wire);
-        free(L->txs[i].ok_status);
-        free(L->txs[i].expect);
+    for (int i = 0; L->txs != NULL && i < L->n_txs; i++) {
+        DROP(L->txs[i].wire);
+        DROP(L->txs[i].ok_status);
+        DROP(L->txs[i].expect);
     }
-    free(L->txs);
-    free(L->thinks);
-    free(L->steps);
-    free(L->scripts);
-    free(L->mix);
-    free(L->cumulative);
-    if (L->users != NULL) {
-        for (int i = 0; i < L->n_users; i++) {
-            if (L->users[i].fd >= 0)
-                close(L->users[i].fd);
-            free(L->users[i].in);
-            free(L->users[i].line);
-            free(L->users[i].body);
-        }
+    for (int i = 0; L->users != NULL && i < L->n_users; i++) {
+        if (L->users[i].fd >= 0)
+            close(L->users[i].fd);
+        DROP(L->users[i].in);
+        DROP(L->users[i].line);
+        DROP(L->users[i].body);
     }
-    free(L->users);
-    free(L->heap);
-    free(L->ready);
-    free(L->ready_next);
-    free(L->rows);
-    free(L->pending);
-    L->txs = NULL;
-    L->thinks = NULL;
-    L->steps = NULL;
-    L->scripts = NULL;
-    L->mix = NULL;
-    L->cumulative = NULL;
-    L->users = NULL;
-    L->heap = NULL;
-    L->ready = L->ready_next = NULL;
-    L->rows = NULL;
-    L->pending = NULL;
+    DROP(L->txs);
+    DROP(L->thinks);
+    DROP(L->steps);
+    DROP(L->scripts);
+    DROP(L->mix);
+    DROP(L->cumulative);
+    DROP(L->users);
+    DROP(L->heap);
+    DROP(L->ready);
+    DROP(L->ready_next);
+    DROP(L->rows);
+    DROP(L->pending);
 }
 
 static void Loop_dealloc(Loop *L) {
