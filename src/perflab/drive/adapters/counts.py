@@ -31,8 +31,9 @@ class ConnectionCounts:
         """What the monitor opens (MonitorSpec.counters)."""
         return self._shared.handle
 
-    def connected(self) -> None:
-        self._slot.add("connects")
+    def connected(self, n: int = 1) -> None:
+        """`n` connections made (the compiled HTTP loop reports its count in blocks)."""
+        self._slot.add("connects", n)
 
     def handshake(self, resumed: bool) -> None:
         self._slot.add("tls_handshakes")
@@ -88,7 +89,7 @@ NO_COMMIT_COUNTS = NoCommitCounts()
 class NoCounts:
     """Where nobody samples the counts (an executor made outside a run, a test): nothing kept."""
 
-    def connected(self) -> None:
+    def connected(self, n: int = 1) -> None:
         pass
 
     def handshake(self, resumed: bool) -> None:

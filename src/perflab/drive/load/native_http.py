@@ -11,7 +11,8 @@ edges, the driver's CPU over it, the monitor's edge samples, a cut-short run, th
 the rows in blocks every tick (`_pump`) and words their errors as the Python path does.
 
 The same seed draws the same script picks and think times as the Python engine (the streams
-are workload/rng.py's SplitMix64, in C; tests/core/test_native_http.py compares them), so the
+are workload/rng.py's SplitMix64, in C; tests/core/test_native_http_draws.py and
+tests/net/test_native_http.py compare them), so the
 two paths differ only in what they cost. `driver: {core: python}` keeps the Python path; when
 the extension is not built (not Linux, no compiler at install) the run says so and takes it.
 """
@@ -81,7 +82,7 @@ def _think_spec(think) -> tuple[int, float, float, float] | None:
         return (2, think.mean_s, 0.0, 0.0)
     if isinstance(think, LognormalThink):
         mu = lognormal_mu(think.mean_s, think.sigma)
-        return (3, mu, think.sigma, lognormal_mu(think.mean_s, think.sigma) + think.sigma ** 2)
+        return (3, mu, think.sigma, mu + think.sigma ** 2)  # c: the length-biased draw's mu
     return None
 
 
@@ -239,9 +240,8 @@ class NativeHttpEngine(Engine):
         if self.core is None:
             return
         connects = int(self.core.connects)
-        counts = self.http.counts
-        for _ in range(connects - self._connects):
-            counts.connected()
+        if connects > self._connects:
+            self.http.counts.connected(connects - self._connects)
         self._connects = connects
 
     def _pump(self) -> None:
@@ -296,5 +296,3 @@ def say_fallback(choice: CoreChoice) -> None:
     if not choice.native and choice.reason == NOT_BUILT and NOT_BUILT is not None:
         print(f"perflab: {NOT_BUILT}: {SLOWER}", file=sys.stderr)
 
-
-__all__ = ["CoreChoice", "NativeHttpEngine", "choose_core", "ROW_DTYPE", "PENDING_DTYPE"]

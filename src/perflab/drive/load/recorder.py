@@ -178,39 +178,38 @@ class Recorder:
                   think: np.ndarray, errors: dict[int, str]) -> None:
         """Rows recorded elsewhere as arrays (the compiled HTTP loop, native_http.py), `errors` by
         their index in the block; the columns it has no value for are NaN (worker: -1). With a
-        spill file the block is written as one chunk of the arrays' bytes, not made Python objects."""
+        spill file the block is written as one chunk of the arrays' bytes, not made Python objects;
+        without one (or once spilling failed) the rows join the in-memory lists."""
         count = len(ok)
         if not count:
             return
         completed = int(np.count_nonzero(ok))
-        self.completed += completed
-        self.errors += count - completed
-        if self.spill_path is None or self.spill_error is not None:
-            nan = [NAN] * count
-            self.user.extend(user.tolist())
-            self.script.extend(script.tolist())
-            self.tx.extend(tx.tolist())
-            self.klass.extend(klass.tolist())
-            self.intended.extend(intended.tolist())
-            self.actual.extend(actual.tolist())
-            self.first.extend(first.tolist())
-            self.end.extend(end.tolist())
+        if not self._spill_block(user, script, tx, klass, intended, actual, first, end, ok, think, errors):
             base = self.spilled + len(self.ok)
-            self.ok.extend(ok.tolist())
-            self.think.extend(think.tolist())
+            for column, values in ((self.user, user), (self.script, script), (self.tx, tx), (self.klass, klass),
+                                   (self.intended, intended), (self.actual, actual), (self.first, first),
+                                   (self.end, end), (self.ok, ok), (self.think, think)):
+                column.extend(values.tolist())
+            nan = [NAN] * count
             for column in (self.cpu, self.cpu_user, self.cpu_sys, self.instructions, self.harness_cpu):
                 column.extend(nan)
             self.worker.extend([-1] * count)
             for index, text in errors.items():
                 self.error_texts[base + index] = _redacted(text)
-            return
+        self.completed += completed
+        self.errors += count - completed
+
+    def _spill_block(self, user: np.ndarray, script: np.ndarray, tx: np.ndarray, klass: np.ndarray,
+                     intended: np.ndarray, actual: np.ndarray, first: np.ndarray, end: np.ndarray, ok: np.ndarray,
+                     think: np.ndarray, errors: dict[int, str]) -> bool:
+        """add_block's rows as one spill chunk after the rows before them; False when there is no
+        spill file or writing failed (spill_error says why)."""
+        if self.spill_path is None or self.spill_error is not None:
+            return False
         if self.ok:
             self._spill()  # the rows before the block, in order
             if self.spill_error is not None:
-                self.completed -= completed
-                self.errors -= count - completed
-                self.add_block(user, script, tx, klass, intended, actual, first, end, ok, think, errors)
-                return
+                return False
         first_row = self.spilled
         texts = {first_row + index: _redacted(text) for index, text in errors.items()}
         arrays: dict[str, np.ndarray] = {
@@ -221,14 +220,12 @@ class Recorder:
             "first_response": np.ascontiguousarray(first, np.float64),
             "end": np.ascontiguousarray(end, np.float64), "ok": np.ascontiguousarray(ok, np.bool_),
             "think": np.ascontiguousarray(think, np.float64)}
-        payload = (first_row, {name: (str(a.dtype), a.tobytes()) for name, a in arrays.items()}, texts)
-        if not self._write_chunk(payload):
-            self.completed -= completed
-            self.errors -= count - completed
-            self.add_block(user, script, tx, klass, intended, actual, first, end, ok, think, errors)
-            return
-        self.spilled += count
+        if not self._write_chunk((first_row, {name: (str(a.dtype), a.tobytes()) for name, a in arrays.items()},
+                                  texts)):
+            return False
+        self.spilled += len(ok)
         self._last = (first_row, arrays["ok"], arrays["intended_start"], arrays["end"], texts, arrays["transaction"])
+        return True
 
     def _write_chunk(self, payload: tuple) -> bool:
         """Append one chunk to the spill file; False (and spill_error said) when it could not be."""
