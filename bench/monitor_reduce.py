@@ -6,11 +6,12 @@ process's CPU between its first and last sample per second of sampling
 (`sampling_cpu_per_s`) and its whole CPU (`monitor_cpu_s`, start-up and the final parquet
 write included).
 
-Reduction: a synthetic run directory per docs/architecture.md (run.json, and a
-transactions.parquet of 1M or 10M rows: 4 classes, 3 transactions, 2 scripts, 1000 users,
-lognormal response times, 1 % errors), timed as a user meets it: `perflab show --json DIR`
-(a new process: interpreter, imports, reduction, JSON rendering) and, apart, `reduce_run`
-in a warm process.
+Reduction: a synthetic run directory per docs/architecture.md laid out as the driver writes
+one (run.json; transactions.parquet of 1M or 10M rows in completion order, in row groups of
+2^20: 4 classes, 3 transactions, 2 scripts, 1000 users, lognormal response times, exponential
+thinks, 1 % errors; thinks.parquet with each user's think still running at the end), timed as
+a user meets it: `perflab show --json DIR` (a new process: interpreter, imports, reduction,
+JSON rendering) and, apart, `reduce_run` in a warm process.
 """
 
 from __future__ import annotations
@@ -48,51 +49,65 @@ def monitor_overhead(interval: str, measurement: float = 15.0) -> dict[str, Any]
 # --- reduction -----------------------------------------------------------------------------------
 
 
+#: Bumped when the synthetic run's layout changes, so a cached one of the old layout is not used.
+SYNTHETIC_LAYOUT = 2
+
+
 def synthetic_run(rows: int, seed: int = 7) -> Path:
     """A stored run of `rows` transactions (made once, then reused)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from perflab.drive.load.recorder import SCHEMA
+    from perflab.drive.load.recorder import SCHEMA, THINKS_SCHEMA
 
-    directory = workdir("reduce") / f"synthetic-{rows}"
-    if (directory / "run.json").exists() and (directory / "transactions.parquet").exists():
+    directory = workdir("reduce") / f"synthetic-{rows}-v{SYNTHETIC_LAYOUT}"
+    if (directory / "run.json").exists() and (directory / "thinks.parquet").exists():
         return directory
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     window = (60.0, 60.0 + rows / 10000.0)  # 10,000 tx/s
     end_all = window[1] + 5.0
-    intended = np.sort(rng.uniform(0.0, end_all, rows))
+    intended = rng.uniform(0.0, end_all, rows)
     lateness = rng.exponential(0.0002, rows)
     service = rng.lognormal(np.log(0.004), 0.6, rows)
     actual = intended + lateness
     end = actual + service
+    order = np.argsort(end, kind="stable")  # the driver records a transaction when it ends
+    intended, actual, end, service = intended[order], actual[order], end[order], service[order]
     first = actual + service * 0.3
     ok = rng.random(rows) >= 0.01
     error = pa.array(np.where(ok, None, "RuntimeError: synthetic"), pa.string())
+    users = 1000
 
     def names(codes, dictionary):
         return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int16()), pa.array(dictionary, pa.string()))
 
-    tx_code = rng.integers(0, 3, rows).astype(np.int16)
+    classes = ["trivial", "light", "medium", "heavy"]
     table = pa.Table.from_arrays([
-        pa.array(rng.integers(0, 1000, rows).astype(np.int32)),
+        pa.array(rng.integers(0, users, rows).astype(np.int32)),
         names(rng.integers(0, 2, rows).astype(np.int16), ["browse", "buy"]),
-        names(tx_code, ["home", "search", "order"]),
-        names(rng.integers(0, 4, rows).astype(np.int16), ["trivial", "light", "medium", "heavy"]),
+        names(rng.integers(0, 3, rows).astype(np.int16), ["home", "search", "order"]),
+        names(rng.integers(0, 4, rows).astype(np.int16), classes),
         pa.array(intended), pa.array(actual), pa.array(first), pa.array(end), pa.array(ok), error,
         pa.array(rng.exponential(0.1, rows)), pa.array(service * 0.5), pa.array(np.full(rows, np.nan)),
         pa.array(np.full(rows, np.nan)), pa.array(np.full(rows, np.nan)),
         pa.array(rng.integers(0, 8, rows).astype(np.int16)),
         pa.array(np.full(rows, np.nan)),  # harness_cpu
     ], schema=SCHEMA)
-    pq.write_table(table, directory / "transactions.parquet")
+    pq.write_table(table, directory / "transactions.parquet", row_group_size=1 << 20)
+    last = end_all + rng.uniform(0.0, 0.1, users)  # each user's think running when the run stopped
+    pq.write_table(pa.Table.from_arrays([
+        pa.array(np.arange(users, dtype=np.int32)),
+        names(rng.integers(0, 3, users).astype(np.int16), ["home", "search", "order"]),
+        names(rng.integers(0, 4, users).astype(np.int16), classes),
+        pa.array(last), pa.array(rng.exponential(0.1, users)),
+    ], schema=THINKS_SCHEMA), directory / "thinks.parquet")
     run = {
         "run_id": f"synthetic-{rows}", "status": "complete", "reason": None, "valid": True, "invalid_reasons": [],
         "label": "synthetic", "workload_path": "bench/monitor_reduce.py",
         "workload": {"name": "synthetic"},
-        "config": {"users": 1000, "rate": None, "seed": seed, "workers": 8, "processors": 1, "sut_cpus": [1],
+        "config": {"users": users, "rate": None, "seed": seed, "workers": 8, "processors": 1, "sut_cpus": [1],
                    "driver_cpus": [0], "stagger_s": 0, "stabilization_s": 60, "measurement_s": window[1] - window[0]},
         "fingerprint": {"cores": 2}, "clock": {"t0_monotonic": 0.0, "t0_epoch": 0.0},
         "window": {"start": window[0], "end": window[1], "planned_end": window[1]},

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflab.reduce.transactions import WindowTransactions, grouped_response_rows, per_bucket, response_rows
+from perflab.reduce.response import grouped_response_rows, per_bucket, response_rows
+from perflab.reduce.transactions import WindowTransactions
 from perflab.stats.quantiles import nearest_rank
 
 
@@ -58,3 +59,20 @@ def test_bucket_percentiles_are_nearest_rank_per_bucket():
         inside = tx.ok & (tx.end >= edges[b]) & ((tx.end < edges[b + 1]) | (b == len(rows) - 1))
         assert [row[f"resp_p{q}_t"] for q in (50, 90, 99)] == nearest_rank(tx.response[inside], (50, 90, 99))
         assert row["tx_ok"] == float(inside.sum())
+
+
+def test_bucket_rows_are_the_response_rows_of_each_bucket_in_either_order():
+    """Rows in completion order (as the driver writes them) take the slice path, others the
+    sort: both give each bucket the rows response_rows gives its selection, to the last bit."""
+    for ordered in (True, False):
+        tx = _transactions(10_000, 6, False)
+        if not ordered:
+            swap = np.random.default_rng(7).permutation(len(tx.end))
+            for name in ("ok", "end", "response", "service", "first", "think", "class_code"):
+                setattr(tx, name, getattr(tx, name)[swap])
+        edges = np.array([1.0, 12.5, 12.5, 40.0, 99.0])  # one bucket empty; ends beyond both outer edges
+        rows = per_bucket(tx, edges, (50, 90, 99))
+        index = np.clip(np.searchsorted(edges, tx.end, side="right") - 1, 0, len(edges) - 2)
+        for b, row in enumerate(rows):
+            expected = response_rows(tx, index == b)
+            assert row == {key: expected[key] for key in row}, (ordered, b)

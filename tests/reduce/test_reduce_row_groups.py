@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from perflab.reduce import arrow_numpy, transactions
-from perflab.reduce.transactions import instructions_total, read_window_transactions
+from perflab.reduce.response import instructions_total
+from perflab.reduce.transactions import read_window_transactions
 from perflab.reduce.window import Window
 
 WINDOW = Window(10.0, 20.0)
@@ -67,15 +68,17 @@ def _name(value: str | None) -> str:
 def test_batches_of_row_groups_read_the_rows_of_the_whole_file(spread, monkeypatch, batch_rows):
     monkeypatch.setattr(transactions, "BATCH_ROWS", batch_rows, raising=False)
     tx = read_window_transactions(spread, WINDOW)
-    inside = [r for r in ROWS if r[5] is not None and 10.0 <= r[5] < 20.0]
-    assert tx.count == len(inside) == 6
+    window = [r for r in ROWS if r[5] is not None and 10.0 <= r[5] < 20.0]
+    # the ok rows first, then the failed ones, each in file order (WindowTransactions.ok_prefix)
+    inside = [r for r in window if r[6]] + [r for r in window if not r[6]]
+    assert tx.count == len(inside) == 6 and tx.ok_prefix == 4
     # names: every name in the file (even those only outside the window), sorted; "(none)" for a null
     assert tx.class_names == ["(none)", "a", "b", "c", "d"]
     assert tx.tx_names == ["(none)", "buy", "home"]
     assert [tx.class_names[c] for c in tx.class_code] == [_name(r[0]) for r in inside]
     assert tx.tx_names is not None and tx.tx_code is not None
     assert [tx.tx_names[c] for c in tx.tx_code] == [_name(r[1]) for r in inside]
-    assert tx.ok.tolist() == [bool(r[6]) for r in inside]  # a null ok is an error
+    assert tx.ok.tolist() == [bool(r[6]) for r in inside] == [True] * 4 + [False] * 2  # a null ok is an error
     assert tx.end.tolist() == [r[5] for r in inside]
     assert tx.response.tolist() == [r[5] - r[2] for r in inside]
     nan = math.nan

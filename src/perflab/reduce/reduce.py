@@ -25,17 +25,9 @@ from perflab.catalog.registry import CLASS_KEYS, REGISTRY
 from perflab.caveats import Caveat
 from perflab.records.run import PATHLENGTH_FILE, RunRecord, read_run_record
 from perflab.reduce.pathlength import counted_instructions
+from perflab.reduce.response import grouped_response_rows, harness_total, instructions_total, per_bucket, response_rows
 from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
-from perflab.reduce.transactions import (
-    WindowTransactions,
-    grouped_response_rows,
-    harness_total,
-    instructions_total,
-    per_bucket,
-    read_run_transactions,
-    read_window_transactions,
-    response_rows,
-)
+from perflab.reduce.transactions import WindowTransactions, read_run_transactions, read_window_transactions
 from perflab.reduce.window import Window, bucket_width, coverage, timeline_edges
 from perflab.values import finite
 

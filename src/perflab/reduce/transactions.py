@@ -1,17 +1,15 @@
-"""Response-time and count rows from transactions.parquet, vectorized.
+"""The window's transactions from transactions.parquet, as numpy arrays (reduce/response.py
+makes the response and count rows of them).
 
-Only the columns needed are read, the class names stay dictionary-encoded (a small integer
-per row), and every statistic is a numpy operation over arrays: no Python loop over
-transactions, so ten million rows reduce in seconds.
+Only the columns needed are read, a batch of row groups at a time, and the class and
+transaction names stay dictionary-encoded (a small integer per row).
 
 Conventions (the registry's descriptions repeat them):
 * a transaction belongs to the window when it completes in it;
 * ok = false rows are errors: counted apart, not in ETR (T) and not in the response rows
   (a fast failure would flatter the response time);
 * response = end − intended_start (coordinated-omission safe), service = end − actual_start,
-  first = first_response − intended_start;
-* percentiles are nearest-rank: the smallest observed value with at least q % of the values
-  at or below it, so every reported percentile is a response some user actually saw.
+  first = first_response − intended_start.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,6 @@ from perflab.errors import InputError
 from perflab.reduce import arrow_numpy
 from perflab.reduce.dictionary import Names
 from perflab.reduce.window import Window
-from perflab.stats.quantiles import PERCENTILES
 
 _REQUIRED = ("end", "ok", "intended_start")
 _OPTIONAL = ("actual_start", "first_response", "think", "class", "transaction", "instructions", "harness_cpu")
@@ -44,7 +42,9 @@ class WindowTransactions:
     response: np.ndarray
     service: np.ndarray       # NaN where actual_start is absent
     first: np.ndarray         # NaN where the adapter could not see a first response
-    think: np.ndarray         # NaN for none
+    # NaN for none; None when `thinks` holds the window's thinks (the per-row column is then
+    # never read, so it is not kept)
+    think: np.ndarray | None
     instructions: np.ndarray  # NaN where not measured
     harness: np.ndarray       # the worker's CPU outside the SUT's call; NaN where not measured
     class_code: np.ndarray    # int; index into class_names
@@ -61,10 +61,39 @@ class WindowTransactions:
     # Each transaction's user number: read only for mixed work, whose jobs are recorded under
     # numbers after the users' (drive/load/mixed.py); None otherwise.
     user: np.ndarray | None = None
+    # How many rows are ok when they come ok first (read_window_transactions orders them so:
+    # the ok rows in file order, then the failed ones in file order): `ok` is then true for
+    # exactly the first `ok_prefix` rows, and a pass takes the ok rows as a view, not a copy.
+    # None for rows in any other order.
+    ok_prefix: int | None = None
 
     @property
     def count(self) -> int:
         return len(self.end)
+
+    def ok_values(self, values: np.ndarray) -> tuple[np.ndarray, bool]:
+        """`values` of the ok rows in file order, and whether they are a copy of the caller's
+        own (False: a view of the column, never to be written)."""
+        if self.ok_prefix is not None:
+            return values[:self.ok_prefix], False
+        return values[self.ok], True
+
+    def failed_values(self, values: np.ndarray) -> np.ndarray:
+        """`values` of the failed rows (a view when the rows come ok first)."""
+        return values[self.ok_prefix:] if self.ok_prefix is not None else values[~self.ok]
+
+    @cached_property
+    def thinks_by_class(self) -> tuple[np.ndarray, np.ndarray]:
+        """`thinks` ordered by class, each class's in file order, and where each class starts:
+        class c's thinks are [starts[c + 1], starts[c + 2]) (index 0 holds the thinks of a
+        class no transaction has, -1). Made once for every grouping that asks."""
+        assert self.thinks is not None and self.think_class is not None  # set together
+        classes = len(self.class_names)
+        shifted = self.think_class + 1
+        key = shifted.astype(np.int16) if classes < (1 << 15) else shifted  # radix: linear
+        ordered = self.thinks.take(np.argsort(key, kind="stable"))
+        starts = np.concatenate(([0], np.cumsum(np.bincount(shifted, minlength=classes + 1))))
+        return ordered, starts
 
 
 def read_parquet(path: Path, columns: Sequence[str] | None = None,
@@ -86,8 +115,9 @@ BATCH_ROWS = 1 << 20
 
 def read_window_transactions(path: Path, window: Window, thinks_path: Path | None = None,
                              with_users: bool = False) -> WindowTransactions:
-    """The window's transactions; with `thinks_path` (thinks.parquet) also every think that
-    started in the window (see `WindowTransactions.thinks`); `with_users`: each one's user too."""
+    """The window's transactions, ok rows first (see WindowTransactions.ok_prefix); with
+    `thinks_path` (thinks.parquet) also every think that started in the window (see
+    `WindowTransactions.thinks`); `with_users`: each one's user too."""
     try:
         schema = pq.read_schema(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -96,23 +126,17 @@ def read_window_transactions(path: Path, window: Window, thinks_path: Path | Non
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", file=path, field=missing[0])
     columns = [c for c in _REQUIRED + _OPTIONAL + (("user",) if with_users else ()) if c in schema.names]
-    with_thinks = thinks_path is not None and thinks_path.exists()
+    pending = _pending_thinks(thinks_path, window) if thinks_path is not None and thinks_path.exists() else None
     try:
         with pq.ParquetFile(path, read_dictionary=[c for c in ("class", "transaction") if c in columns]) as file:
-            reader = _WindowReader(window, columns, file.metadata.num_rows, with_thinks)
+            reader = _WindowReader(window, columns, file.metadata.num_rows, pending)
             for groups in _batches(file, BATCH_ROWS):
                 reader.add(file.read_row_groups(groups, columns=columns))
     except InputError:
         raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputError(f"not a readable parquet file: {exc}", file=path) from None
-    result = reader.result()
-    if with_thinks:
-        assert thinks_path is not None and result.thinks is not None and result.think_class is not None
-        pending, pending_codes = _pending_thinks(thinks_path, window, result.class_names)
-        result.thinks = np.concatenate([result.thinks, pending])
-        result.think_class = np.concatenate([result.think_class, pending_codes])
-    return result
+    return reader.result()
 
 
 def _batches(file: pq.ParquetFile, rows: int) -> list[list[int]]:
@@ -129,28 +153,47 @@ def _batches(file: pq.ParquetFile, rows: int) -> list[list[int]]:
     return out
 
 
+def _take(out: np.ndarray, values: np.ndarray, rows: np.ndarray) -> None:
+    """values[rows] into `out`, unbuffered ("clip": `rows` are in range). np.compress(out=...)
+    and take's default mode copy through a buffer whose pages are new on every call, and
+    values[select] is a temporary: either doubles the page faults of reading the file
+    (measured), which cost more than the copying on the lab's VM."""
+    np.take(values, rows, out=out, mode="clip")
+
+
 class _WindowReader:
-    """The window's rows of each batch of row groups, copied into arrays sized for the whole
-    file (np.empty: pages the window never reaches are never touched), in file order -- the
-    order a mean's rounding depends on, so the numbers are those of reading the file at once."""
+    """The window's rows of each batch of row groups, the ok ones copied into arrays sized for
+    the whole file (np.empty: pages the window never reaches are never touched), in file order
+    -- the order a mean's rounding depends on, so the numbers are those of reading the file at
+    once -- and the failed ones (usually few) kept apart and put after them at the end."""
 
     _FLOATS = ("end", "response", "service", "first", "think", "instructions", "harness")
     #: Columns most runs never measure (valgrind's counts, the worker's own CPU): all NaN, they
     #: are not copied but made one read-only NaN view (150 MB fewer pages touched at 10M rows).
     _UNMEASURED = ("instructions", "harness")
+    _CODES = ("class", "transaction")
 
-    def __init__(self, window: Window, columns: list[str], rows: int, with_thinks: bool) -> None:
-        self.window, self.columns, self.with_thinks = window, columns, with_thinks
-        self.n = 0
+    def __init__(self, window: Window, columns: list[str], rows: int, pending: _PendingThinks | None) -> None:
+        self.window, self.columns, self.pending = window, columns, pending
+        self.n_ok = 0
         self.offered = 0
-        wanted = self._FLOATS + (("user",) if "user" in columns else ())
+        # With thinks.parquet the thinks come from their own arrays (below), and no pass reads
+        # the per-row think: it is not kept.
+        wanted = [name for name in self._FLOATS if not (name == "think" and pending is not None)]
+        wanted += ["user"] if "user" in columns else []
         self.out = {name: np.empty(rows, dtype=np.float64) for name in wanted}
-        self.ok = np.empty(rows, dtype=bool)
-        self.codes = {name: np.empty(rows, dtype=np.int32) for name in ("class", "transaction")}
-        self.names = {name: Names() for name in ("class", "transaction")}
+        self.codes = {name: np.empty(rows, dtype=np.int32) for name in self._CODES}
+        self.names = {name: Names() for name in self._CODES}
+        # each batch's failed rows: their float columns and their codes
+        self.failed: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+        # slices of the ok rows an unmeasured column's batch had no value for, and whether any
+        # batch (ok rows or failed) had one
         self.nan_rows: dict[str, list[slice]] = {name: [] for name in self._UNMEASURED}
-        self.thinks: list[np.ndarray] = []
-        self.think_codes: list[np.ndarray] = []
+        self.measured: dict[str, bool] = {name: False for name in self._UNMEASURED}
+        extra = len(pending.think) if pending is not None else 0
+        self.thinks = np.empty(rows + extra, dtype=np.float64) if pending is not None else None
+        self.think_codes = np.empty(rows + extra, dtype=np.int32) if pending is not None else None
+        self.n_thinks = 0
 
     def _floats(self, batch: pa.Table, name: str) -> np.ndarray | None:
         return arrow_numpy.floats(batch.column(name)) if name in self.columns else None
@@ -158,86 +201,151 @@ class _WindowReader:
     def add(self, batch: pa.Table) -> None:
         end = arrow_numpy.floats(batch.column("end"))
         inside = self.window.contains(end)   # NaN (unfinished) compares False: never in the window
-        k = int(np.count_nonzero(inside))
-        rows = slice(self.n, self.n + k)
-        out = {name: values[rows] for name, values in self.out.items()}
-        intended_all = arrow_numpy.floats(batch.column("intended_start"))
-        self.offered += int(np.count_nonzero(self.window.contains(intended_all)))
-        intended = intended_all[inside]
-        np.compress(inside, end, out=out["end"])
-        np.subtract(out["end"], intended, out=out["response"])
-        np.compress(inside, arrow_numpy.flags(batch.column("ok")), out=self.ok[rows])
-        actual, first = self._floats(batch, "actual_start"), self._floats(batch, "first_response")
-        if actual is None:
-            out["service"].fill(np.nan)
-        else:
-            np.subtract(out["end"], actual[inside], out=out["service"])
-        if first is None:
-            out["first"].fill(np.nan)
-        else:
-            np.subtract(first[inside], intended, out=out["first"])
-        think_all = self._floats(batch, "think")
-        for column, name in (("think", "think"), ("instructions", "instructions"), ("harness_cpu", "harness"),
-                             ("user", "user")):
-            if name not in out:
-                continue
-            values = think_all if column == "think" else self._floats(batch, column)
-            if name in self.nan_rows and (values is None or bool(np.isnan(values).all())):
-                self.nan_rows[name].append(rows)  # NaN, written in result() unless all are
-            elif values is None:
-                out[name].fill(np.nan)
+        ok_inside = inside & arrow_numpy.flags(batch.column("ok"))
+        failed_inside = inside ^ ok_inside
+        intended = arrow_numpy.floats(batch.column("intended_start"))
+        self.offered += int(np.count_nonzero(self.window.contains(intended)))
+        values: dict[str, np.ndarray | None] = {
+                  "end": end, "intended": intended, "actual": self._floats(batch, "actual_start"),
+                  "first_response": self._floats(batch, "first_response"), "think": self._floats(batch, "think"),
+                  "instructions": self._floats(batch, "instructions"), "harness": self._floats(batch, "harness_cpu"),
+                  "user": self._floats(batch, "user")}
+        codes = {name: names.codes(batch.column(name)) for name, names in self.names.items() if name in self.columns}
+        for name in self._UNMEASURED:
+            column = values[name]
+            if column is not None and bool(np.isnan(column).all()):
+                values[name] = None  # NaN, written in result() unless the whole column is
+        k = int(np.count_nonzero(ok_inside))
+        rows = slice(self.n_ok, self.n_ok + k)
+        self._copy(ok_inside, values, codes, {name: out[rows] for name, out in self.out.items()},
+                   {name: out[rows] for name, out in self.codes.items()})
+        for name in self._UNMEASURED:
+            if name in self.out and values[name] is None:
+                self.nan_rows[name].append(rows)
+        self.n_ok += k
+        failed = int(np.count_nonzero(failed_inside))
+        if failed:
+            floats = {name: np.empty(failed, dtype=np.float64) for name in self.out}
+            ints = {name: np.empty(failed, dtype=np.int32) for name in self.codes}
+            self._copy(failed_inside, values, codes, floats, ints)
+            for name in self._UNMEASURED:
+                if name in floats and values[name] is None:
+                    floats[name].fill(np.nan)
+            self.failed.append((floats, ints))
+        if self.thinks is not None and self.think_codes is not None and values["think"] is not None:
+            think = values["think"]
+            started = np.flatnonzero(self.window.contains(intended - think) & ~np.isnan(think))
+            n = len(started)
+            into = slice(self.n_thinks, self.n_thinks + n)
+            _take(self.thinks[into], think, started)
+            if "class" in codes:
+                _take(self.think_codes[into], codes["class"], started)
             else:
-                np.compress(inside, values, out=out[name])
-        codes_all: dict[str, np.ndarray] = {}
-        for name, names in self.names.items():
-            if name in self.columns:
-                codes_all[name] = names.codes(batch.column(name))
-                np.compress(inside, codes_all[name], out=self.codes[name][rows])
-        if self.with_thinks and think_all is not None:
-            started = self.window.contains(intended_all - think_all) & ~np.isnan(think_all)
-            self.thinks.append(think_all[started])
-            classes = codes_all.get("class")
-            self.think_codes.append(classes[started] if classes is not None
-                                    else np.zeros(int(np.count_nonzero(started)), dtype=np.int32))
-        self.n += k
+                self.think_codes[into] = 0
+            self.n_thinks += n
 
-    def _names(self, name: str) -> tuple[np.ndarray, list[str]]:
+    def _copy(self, select: np.ndarray, values: dict[str, np.ndarray | None], codes: dict[str, np.ndarray],
+              floats: dict[str, np.ndarray], ints: dict[str, np.ndarray]) -> None:
+        """The `select`ed rows of one batch into `floats` and `ints` (arrays of their length),
+        each column straight into its place: no temporary of a column's length (see _take)."""
+        rows = np.flatnonzero(select)
+        end, intended = values["end"], values["intended"]
+        assert end is not None and intended is not None  # required columns
+        _take(floats["end"], end, rows)
+        _take(floats["response"], intended, rows)  # the intended start, for now
+        first = values["first_response"]
+        if first is None:
+            floats["first"].fill(np.nan)
+        else:
+            _take(floats["first"], first, rows)
+            floats["first"] -= floats["response"]
+        np.subtract(floats["end"], floats["response"], out=floats["response"])
+        actual = values["actual"]
+        if actual is None:
+            floats["service"].fill(np.nan)
+        else:
+            _take(floats["service"], actual, rows)
+            np.subtract(floats["end"], floats["service"], out=floats["service"])
+        for name in ("think", "instructions", "harness", "user"):
+            if name not in floats:
+                continue
+            column = values[name]
+            if column is None:
+                if name not in self._UNMEASURED:  # an unmeasured column's NaN is written later
+                    floats[name].fill(np.nan)
+            else:
+                if name in self._UNMEASURED:
+                    self.measured[name] = True
+                _take(floats[name], column, rows)
+        for name, out in ints.items():
+            if name in codes:
+                _take(out, codes[name], rows)
+
+    def _names(self, name: str, n: int) -> tuple[np.ndarray, list[str]]:
         """A dictionary column's window codes and names; one name, "all", without the column."""
         if name not in self.columns:
-            return np.zeros(self.n, dtype=np.int32), ["all"]
-        return self.names[name].window_names(self.codes[name][:self.n])
+            return np.zeros(n, dtype=np.int32), ["all"]
+        return self.names[name].window_names(self.codes[name][:n])
 
     def result(self) -> WindowTransactions:
-        n = self.n
-        codes, names = self._names("class")
-        tx_codes, tx_names = self._names("transaction")
+        n_ok = self.n_ok
+        n = n_ok + sum(len(part["end"]) for part, _ in self.failed)
+        at = n_ok
+        for part, part_codes in self.failed:  # the failed rows after the ok ones, in file order
+            rows = slice(at, at + len(part["end"]))
+            for name, column in self.out.items():
+                column[rows] = part[name]
+            for name, code_column in self.codes.items():
+                code_column[rows] = part_codes[name]
+            at = rows.stop
+        self.failed.clear()
+        codes, names = self._names("class", n)
+        tx_codes, tx_names = self._names("transaction", n)
         out = {name: values[:n] for name, values in self.out.items()}
         for name, slots in self.nan_rows.items():
-            if sum(slot.stop - slot.start for slot in slots) == n:
+            if name not in self.out:
+                continue
+            if not self.measured[name]:
                 out[name] = np.broadcast_to(np.float64(np.nan), (n,))
             else:
                 for slot in slots:
                     self.out[name][slot] = np.nan
+        ok = np.zeros(n, dtype=bool)
+        ok[:n_ok] = True
         result = WindowTransactions(
-            ok=self.ok[:n], end=out["end"], response=out["response"], service=out["service"], first=out["first"],
-            think=out["think"], instructions=out["instructions"], harness=out["harness"], class_code=codes,
-            class_names=names, offered=self.offered, tx_code=tx_codes, tx_names=tx_names)
+            ok=ok, end=out["end"], response=out["response"], service=out["service"], first=out["first"],
+            think=out.get("think"), instructions=out["instructions"], harness=out["harness"], class_code=codes,
+            class_names=names, offered=self.offered, tx_code=tx_codes, tx_names=tx_names, ok_prefix=n_ok)
         if "user" in self.columns:
             result.user = out["user"]
-        if self.with_thinks:
-            thinks = np.concatenate(self.thinks) if self.thinks else np.empty(0)
-            raw = np.concatenate(self.think_codes) if self.think_codes else np.empty(0, dtype=np.int32)
+        if self.pending is not None and self.thinks is not None and self.think_codes is not None:
+            started = self.n_thinks
+            think_class = self.think_codes[:started]
             if "class" in self.columns:
-                think_class = self.names["class"].to_window(raw, names)
-            else:  # every think is of the one class, "all"
-                think_class = raw
-            result.thinks, result.think_class = thinks, think_class
+                self.names["class"].to_window(think_class, names)
+            # else every think is of the one class, "all": code 0
+            tail = slice(started, started + len(self.pending.think))
+            self.thinks[tail] = self.pending.think
+            self.think_codes[tail] = self.pending.codes(names)
+            result.thinks, result.think_class = self.thinks[:tail.stop], self.think_codes[:tail.stop]
         return result
 
 
-def _pending_thinks(path: Path, window: Window, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Thinks still running at the end (thinks.parquet) that started in the window, with their
-    class as an index into `names` (-1 for a class no transaction of the run has)."""
+@dataclass
+class _PendingThinks:
+    """Thinks still running at the end (thinks.parquet) that started in the window."""
+
+    think: np.ndarray
+    classes: list[str]
+
+    def codes(self, names: list[str]) -> np.ndarray:
+        """Each think's class as an index into `names` (-1 for a class no transaction of the
+        run has)."""
+        index = {name: i for i, name in enumerate(names)}
+        return np.array([index.get(name, -1) for name in self.classes], dtype=np.int32)
+
+
+def _pending_thinks(path: Path, window: Window) -> _PendingThinks:
     try:
         table = read_parquet(path, ["start", "think", "class"])
     except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -245,95 +353,8 @@ def _pending_thinks(path: Path, window: Window, names: list[str]) -> tuple[np.nd
     start = arrow_numpy.floats(table.column("start"))
     think = arrow_numpy.floats(table.column("think"))
     keep = window.contains(start) & ~np.isnan(think)
-    index = {name: i for i, name in enumerate(names)}
-    classes = [index.get(str(c), -1) for c in table.column("class").to_pylist()]
-    return think[keep], np.array(classes, dtype=np.int32)[keep]
-
-
-def _mean(values: np.ndarray) -> float | None:
-    nan = np.isnan(values)
-    if nan.any():
-        values = values[~nan]
-    return float(values.mean()) if len(values) else None
-
-
-def _ranks(values: np.ndarray, percentiles: Sequence[int]) -> list[float | None]:
-    """nearest_rank(values, percentiles), partitioning `values` in place (the caller's own copy)."""
-    n = len(values)
-    if n == 0:
-        return [None] * len(percentiles)
-    ranks = [max(0, math.ceil(q / 100 * n) - 1) for q in percentiles]
-    values.partition(sorted(set(ranks)))
-    return [float(values[k]) for k in ranks]
-
-
-def _rows(tx_ok: int, errors: int, response: np.ndarray, first: np.ndarray, service: np.ndarray,
-          thinks: np.ndarray, own: bool = False) -> dict[str, float | None]:
-    """The response rows of the ok transactions' `response`, `first` and `service` times (in
-    their order in the file: a mean's rounding depends on it); `own`: the arrays are this call's
-    to reorder."""
-    rows: dict[str, float | None] = {
-        "tx_ok": float(tx_ok),
-        "errors_t": float(errors),
-        "avg_last_t": float(response.mean()) if len(response) else None,
-        "avg_first_t": _mean(first),
-        "avg_service_t": _mean(service),
-        "avg_think_t": _mean(thinks),
-    }
-    rows.update({f"resp_p{q}_t": value for q, value in
-                 zip(PERCENTILES, _ranks(response if own else response.copy(), PERCENTILES))})
-    rows["resp_max_t"] = float(response.max()) if len(response) else None
-    nan = np.isnan(service)
-    measured = service[~nan] if nan.any() else (service if own else service.copy())
-    rows["service_p90_t"] = _ranks(measured, (90,))[0]
-    return rows
-
-
-def response_rows(tx: WindowTransactions, select: np.ndarray | None = None) -> dict[str, float | None]:
-    """The raw response-time and count rows (registry keys) of the selected transactions."""
-    ok = tx.ok if select is None else tx.ok & select
-    tx_ok = int(ok.sum())
-    errors = (len(tx.ok) if select is None else int(select.sum())) - tx_ok
-    if tx.thinks is not None:
-        assert tx.think_class is not None  # set with thinks (read_window_transactions)
-        thinks = tx.thinks if select is None else tx.thinks[np.isin(tx.think_class, np.unique(tx.class_code[select]))]
-    else:  # a run from before thinks.parquet: the thinks of the window's completed transactions
-        thinks = tx.think[ok]
-    return _rows(tx_ok, errors, tx.response[ok], tx.first[ok], tx.service[ok], thinks, own=True)
-
-
-def grouped_response_rows(tx: WindowTransactions, codes: np.ndarray,
-                          groups: int) -> list[dict[str, float | None] | None]:
-    """response_rows(tx, codes == g) for each g in range(groups) (None for a group without a
-    transaction), in one pass: the ok transactions are ordered by group once (a stable sort, so
-    each group's times stay in file order and its means are the same to the last bit), and each
-    group is a slice."""
-    out: list[dict[str, float | None] | None] = [None] * groups
-    present = np.bincount(codes, minlength=groups)
-    if not len(codes):
-        return out
-    ok = tx.ok
-    ok_codes = codes[ok]
-    errors = present - np.bincount(ok_codes, minlength=groups)
-    # a small key sorts by radix (linear); the codes index names, far fewer than 32,768
-    key = ok_codes.astype(np.int16) if groups < (1 << 15) else ok_codes
-    order = np.flatnonzero(ok)[np.argsort(key, kind="stable")]
-    response, first, service = tx.response[order], tx.first[order], tx.service[order]
-    think = tx.think[order] if tx.thinks is None else None
-    starts = np.concatenate(([0], np.cumsum(np.bincount(ok_codes, minlength=groups))))
-    for g in range(groups):
-        if not present[g]:
-            continue
-        part = slice(int(starts[g]), int(starts[g + 1]))
-        if think is not None:
-            thinks = think[part]
-        else:
-            assert tx.thinks is not None and tx.think_class is not None  # set together
-            classes = np.unique(tx.class_code[codes == g])
-            thinks = tx.thinks[np.isin(tx.think_class, classes)]
-        out[g] = _rows(int(starts[g + 1] - starts[g]), int(errors[g]), response[part], first[part], service[part],
-                       thinks, own=True)
-    return out
+    classes = [str(c) for c, kept in zip(table.column("class").to_pylist(), keep) if kept]
+    return _PendingThinks(think[keep], classes)
 
 
 def read_run_transactions(path: Path) -> WindowTransactions:
@@ -342,50 +363,3 @@ def read_run_transactions(path: Path) -> WindowTransactions:
     return read_window_transactions(path, Window(-math.inf, math.inf))
 
 
-def instructions_total(tx: WindowTransactions) -> tuple[float | None, str | None]:
-    """Sum of per-transaction instruction counts (valgrind mode) when every completed
-    transaction has one; a partial count would understate INSTR/CMD (I), so it is na."""
-    completed = int(np.count_nonzero(tx.ok))
-    measured = int(np.count_nonzero(tx.ok & ~np.isnan(tx.instructions)))  # no gather: usually none is
-    if not measured:
-        return None, None
-    if measured < completed:
-        return None, (f"instructions measured for {measured} of {completed} transactions: "
-                      f"INSTR/CMD (I) is na")
-    return float(tx.instructions[tx.ok].sum()), None
-
-
-def harness_total(tx: WindowTransactions) -> float | None:
-    """The worker's CPU outside the SUT's calls, summed over every transaction that finished in
-    the window (a failed one cost the worker as much); na unless each of them has it."""
-    if len(tx.harness) == 0 or np.isnan(tx.harness).any():
-        return None
-    return float(tx.harness.sum())
-
-
-def per_bucket(tx: WindowTransactions, edges: np.ndarray, percentiles: Sequence[int] = (90,)) -> list[dict[str, float | None]]:
-    """Counts and response rows per time bucket (by completion time): the mean, and each of
-    `percentiles` by nearest rank over the ok transactions completed in the bucket."""
-    buckets = len(edges) - 1
-    index = np.searchsorted(edges, tx.end, side="right")
-    index -= 1  # in place: each step of 10M rows as a new array is 75 MB of fresh pages
-    np.clip(index, 0, buckets - 1, out=index)
-    ok_index = index[tx.ok]
-    response = tx.response[tx.ok]
-    counts = np.bincount(ok_index, minlength=buckets)
-    errors = np.bincount(index[~tx.ok], minlength=buckets)
-    sums = np.bincount(ok_index, weights=response, minlength=buckets)
-    # A stable sort of a small integer key is a radix sort (linear); the percentiles need no
-    # order within a bucket, so each bucket's slice of this copy is partitioned in place.
-    key = ok_index.astype(np.int16) if buckets < (1 << 15) else ok_index
-    grouped = response[np.argsort(key, kind="stable")]
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    rows = []
-    for b in range(buckets):
-        n = int(counts[b])
-        ranks = _ranks(grouped[starts[b]:starts[b + 1]], percentiles)
-        row: dict[str, float | None] = {"tx_ok": float(n), "errors_t": float(errors[b]),
-                                        "avg_last_t": float(sums[b] / n) if n else None}
-        row.update({f"resp_p{q}_t": value for q, value in zip(percentiles, ranks)})
-        rows.append(row)
-    return rows
