@@ -90,3 +90,29 @@ def test_timeline_edges_hold_the_windows_edges_and_stay_bounded():
     assert len(long) - len(inner) <= MAX_OUTSIDE_BUCKETS + 2
     outside = np.diff(long[long <= 2700.0])[1:]
     assert np.all(outside == outside[0]) and outside[0] % 5.0 == 0  # a whole multiple of the window's width
+
+
+def test_grouped_rows_made_on_threads_are_those_made_in_line(make_run, monkeypatch):
+    """A large window's per-class and per-transaction rows are made on threads of their own
+    (reduce.PARALLEL_ROWS): the same rows, and a failure there is the reduction's failure."""
+    from perflab.reduce import reduce as reduction
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    end = np.sort(rng.uniform(10.0, 20.0, n))
+    transactions = {"end": end, "response": rng.lognormal(-4.0, 0.5, n), "ok": rng.random(n) > 0.05,
+                    "tx": list(rng.choice(["read", "write", "scan"], n)),
+                    "klass": list(rng.choice(["light", "heavy"], n)), "think": rng.exponential(1.0, n)}
+    run = make_run(transactions=transactions)
+    in_line = reduce_run(run)
+    monkeypatch.setattr(reduction, "PARALLEL_ROWS", 0)
+    threaded = reduce_run(run)
+    assert sorted(threaded.per_transaction) == ["read", "scan", "write"]
+    assert threaded.per_transaction == in_line.per_transaction and threaded.per_class == in_line.per_class
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("grouping failed")
+
+    monkeypatch.setattr(reduction, "_per_transaction", broken)
+    with pytest.raises(RuntimeError, match="grouping failed"):
+        reduce_run(run)

@@ -70,3 +70,39 @@ def test_a_numpy_without_the_private_switch_is_no_failure(monkeypatch):
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", lambda name: _Libc())
     assert memory.reuse_freed_memory() is True
+
+
+def test_one_arena_is_asked_for_and_nothing_fails_without_glibc(monkeypatch):
+    libc = _Libc()
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
+    assert memory.one_malloc_arena() is True and libc.calls == [(-8, 1)]  # M_ARENA_MAX 1
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: types.SimpleNamespace())  # musl: no mallopt
+    assert memory.one_malloc_arena() is False
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert memory.one_malloc_arena() is False
+
+
+def test_the_command_line_asks_for_one_arena_before_numpy_or_pyarrow_is_imported():
+    """glibc fixes the number of arenas when a thread first needs one; importing numpy or
+    pyarrow starts threads. So perflab.cli must ask before either is imported: a new
+    interpreter that imports perflab.cli with mallopt recorded sees the call while neither is
+    in sys.modules."""
+    import subprocess
+
+    code = (
+        "import ctypes, sys\n"
+        "seen = []\n"
+        "class Libc:\n"
+        "    @property\n"
+        "    def mallopt(self):\n"
+        "        def mallopt(param, value):\n"
+        "            seen.append((param, value, 'numpy' in sys.modules or 'pyarrow' in sys.modules))\n"
+        "            return 1\n"
+        "        return mallopt\n"
+        "ctypes.CDLL = lambda name: Libc()\n"
+        "import perflab.cli\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[(-8, 1, False)]"
