@@ -248,11 +248,14 @@ def reduce_section(results: dict) -> list[str]:
     if not r:
         return []
     out = ["## Reduction and reporting", "",
-           "A synthetic run directory per docs/architecture.md (run.json; transactions.parquet with every "
-           "column: 4 classes, 3 transactions, 2 scripts, 1000 users, 1 % errors; 60 % of the rows "
-           "finish inside the window), made by `bench/monitor_reduce.py`. *show* = `perflab show --json "
-           "DIR` in a new process (interpreter start, imports, reduction, JSON); *reduce_run* = the "
-           "reduction alone in a warm process.", "",
+           "A synthetic run directory laid out as perflab's driver writes one (docs/architecture.md: "
+           "run.json; transactions.parquet with every column, in completion order, row groups of 2^20: "
+           "4 classes, 3 transactions, 2 scripts, 1000 users, 1 % errors, 60 % of the rows finishing "
+           "inside the window; thinks.parquet), made by `bench/monitor_reduce.py`. *show* = `perflab "
+           "show --json DIR` in a new process (interpreter start, imports, reduction, JSON); its CPU is "
+           "both cores' (the reduction makes the per-class and per-transaction rows on threads of their "
+           "own and decodes the next row groups while copying these); *reduce_run* = the reduction "
+           "alone in a warm process.", "",
            "| stored transactions | show: wall s | show: CPU s | show: peak RSS MB | reduce_run: wall s | command |",
            "|---|---|---|---|---|---|"]
     for rows, e in sorted(r.items(), key=lambda kv: int(kv[0])):
