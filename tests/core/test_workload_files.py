@@ -135,3 +135,19 @@ def test_empirical_resamples_only_observed_values():
     draws = {dist.sample(rng) for _ in range(500)}
     assert draws == {1.0, 2.0, 7.5}
     assert dist.mean() == pytest.approx(3.5)
+
+
+def test_a_tcp_reply_and_a_response_size_that_disagree_are_bad_input(tmp_path):
+    text = """
+name: t
+target: {kind: tcp, port: 6379, message: "PING\\r\\n", reply: "+PONG\\r\\n", response_size: 5}
+transactions: [{name: ping, tcp: {}}]
+scripts: [{name: s, steps: [ping]}]
+load: {users: 1}
+"""
+    path = write_workload(tmp_path, text)
+    result = perflab("validate", path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "response_size 5 is not the reply's 7 bytes" in result.stderr, result.stderr
+    good = load_workload(write_workload(tmp_path, text.replace(", response_size: 5", "")))
+    assert good.target.message == "PING\r\n" and good.target.reply == "+PONG\r\n"

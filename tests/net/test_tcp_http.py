@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pyarrow.parquet as pq
+
 from perflab.workload.service_port import free_port
 
 from .net_helpers import EXAMPLES, needs_nginx, run_workload
@@ -98,3 +100,93 @@ def test_failed_checks_are_errors_and_the_lean_client_agrees(tmp_path):
     per_class = metrics.per_class
     assert per_class["trivial"]["errors_t"] > 0 and per_class["trivial"]["tx_ok"] == 0  # the page check fails
     assert per_class["nontrivial"]["errors_t"] == 0 and per_class["nontrivial"]["tx_ok"] > 0  # browse still works
+
+
+def test_a_message_and_its_expected_reply_a_line_protocol_service(tmp_path):
+    """`message` and `reply`: a request a real service answers (Redis's inline PING). A
+    transaction whose reply is not the expected one fails, saying what came back."""
+    port = free_port()
+    server = tmp_path / "pong_server.py"
+    server.write_text(textwrap.dedent(f"""
+        import asyncio
+
+        async def serve(reader, writer):
+            while line := await reader.readline():
+                writer.write(b"+PONG\\r\\n" if line == b"PING\\r\\n" else b"-ERR unknown\\r\\n")
+
+        async def main():
+            async with await asyncio.start_server(serve, "127.0.0.1", {port}) as server:
+                await server.serve_forever()
+
+        asyncio.run(main())
+    """))
+    path = tmp_path / "ping.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: ping-test
+        service:
+          command: ["{{python}}", "{server}"]
+          ready: {{tcp: {port}}}
+        target: {{kind: tcp, port: {port}, message: "PING\\r\\n", reply: "+PONG\\r\\n"}}
+        transactions:
+          - {{name: ping, tcp: {{}}}}
+          - {{name: wrong, tcp: {{message: "PONG\\r\\n", reply: "-ERR unknowN\\r\\n"}}}}
+        scripts: [{{name: s, steps: [ping, ping, wrong]}}]
+        load: {{users: 2}}
+        timing: {{stagger: 0s, stabilization: 0.5s, measurement: 1.5s}}
+    """).lstrip())
+    for core, changes in (("native", None), ("python", {"driver.core": "python"})):
+        run, metrics = run_workload(tmp_path, path, changes)
+        assert run["status"] == "complete", run["reason"]
+        assert run["fingerprint"]["driver_core"].startswith(core), run["fingerprint"]["driver_core"]
+        ping, wrong = metrics.per_transaction["ping"], metrics.per_transaction["wrong"]
+        assert ping["tx_ok"] > 100 and ping["errors_t"] == 0
+        assert wrong["tx_ok"] == 0 and wrong["errors_t"] > 0
+        # two pings per wrong one, each user in turn (the script's order)
+        assert abs(ping["tx_ok"] - 2 * wrong["errors_t"]) <= 4
+        table = pq.read_table(metrics.run_dir / "transactions.parquet", columns=["error"])
+        errors = {e for e in table.column("error").to_pylist() if e is not None}
+        assert errors == {"the reply is not the expected b'-ERR unknowN\\r\\n'"}, (core, errors)
+
+
+def test_a_reply_cut_short_by_the_server_is_an_error_on_both_paths(tmp_path):
+    """A server that answers part of the reply and closes: each such transaction fails with the
+    same words on the compiled loop and the Python engine, and the next one connects anew."""
+    port = free_port()
+    server = tmp_path / "half_server.py"
+    server.write_text(textwrap.dedent(f"""
+        import asyncio
+
+        async def serve(reader, writer):
+            await reader.readline()
+            writer.write(b"+PO")  # three of the reply's seven bytes
+            await writer.drain()
+            writer.close()
+
+        async def main():
+            async with await asyncio.start_server(serve, "127.0.0.1", {port}) as server:
+                await server.serve_forever()
+
+        asyncio.run(main())
+    """))
+    path = tmp_path / "half.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: half-test
+        service:
+          command: ["{{python}}", "{server}"]
+          ready: {{tcp: {port}}}
+        target: {{kind: tcp, port: {port}, message: "PING\\r\\n", reply: "+PONG\\r\\n"}}
+        transactions: [{{name: ping, tcp: {{}}}}]
+        scripts: [{{name: s, steps: [ping]}}]
+        think: 0.01
+        load: {{users: 2}}
+        timing: {{stagger: 0s, stabilization: 0.5s, measurement: 1.5s}}
+    """).lstrip())
+    for core, changes in (("native", None), ("python", {"driver.core": "python"})):
+        run, metrics = run_workload(tmp_path, path, changes)
+        assert run["fingerprint"]["driver_core"].startswith(core), run["fingerprint"]["driver_core"]
+        # (the Python engine waits 0.2 s after each to see whether the service is down)
+        assert metrics.values["tx_ok"] == 0 and metrics.values["errors_t"] > 3, (core, run["status"], run["reason"],
+                                                                                  metrics.values["errors_t"])
+        table = pq.read_table(metrics.run_dir / "transactions.parquet", columns=["error"])
+        assert set(table.column("error").to_pylist()) == {
+            "IncompleteReadError: the server closed the connection before the whole reply"}, core

@@ -83,10 +83,12 @@ def test_hung_transactions_are_errors_killed_on_time_and_the_run_invalid(tmp_pat
     assert tagged_pids(tag) == []
 
 
-def test_a_tcp_server_that_never_answers_is_a_hung_transaction(tmp_path, store):
+@pytest.mark.parametrize("core", ["auto", "python"])
+def test_a_tcp_server_that_never_answers_is_a_hung_transaction(tmp_path, store, core):
     # A listening socket that never accepts: the kernel completes the connection from its
     # backlog, the message is sent, and no reply ever comes. Before, the driver waited for it
-    # forever (the window's end could not stop a user stuck in a read).
+    # forever (the window's end could not stop a user stuck in a read). Both of the driver's
+    # paths: the compiled loop (auto) and the Python engine.
     import socket
 
     listener = socket.socket()
@@ -103,6 +105,7 @@ scripts: [{{name: s, steps: [echo]}}]
 think: 0.1
 load: {{users: {USERS}}}
 timing: {{stagger: 0s, stabilization: 0s, measurement: {MEASUREMENT_S:g}s}}
+driver: {{core: {core}}}
 """)
         started = time.monotonic()
         done = perflab("run", path, "--no-monitor", "-q", "--seed", "1", store=store, timeout=120)
@@ -121,3 +124,4 @@ timing: {{stagger: 0s, stabilization: 0s, measurement: {MEASUREMENT_S:g}s}}
     assert (tx["end"] - tx["actual_start"]).min() >= DEADLINE_S - 2 * TIMER_TICK_S
     assert run["valid"] is False
     assert {c["code"] for c in run["invalid"]} >= {"hung_transactions"}
+    assert run["fingerprint"]["driver_core"].startswith("native" if core == "auto" else "python")

@@ -193,6 +193,10 @@ class TcpExchange(Strict):
                                      "target's)")
     messages: int | None = Field(default=None, ge=1, le=1_000_000, description="messages per transaction (default: "
                                  "the target's)")
+    message: str | None = Field(default=None, min_length=1, max_length=1 << 20,
+                                description="the message's text, sent as UTF-8 (default: the target's)")
+    reply: str | None = Field(default=None, max_length=1 << 20,
+                              description="the reply expected to each message (default: the target's)")
 
 
 # --- transactions ------------------------------------------------------------------------
@@ -635,11 +639,24 @@ class TcpTarget(Strict):
         default="round_trip", description="round_trip: send one, wait for its echo; stream: send all, then read all")
     response_size: int | None = Field(default=None, ge=0, le=64 << 20, description="bytes expected back per message (default: "
                                       "message_size, an echo)")
+    message: str | None = Field(
+        default=None, min_length=1, max_length=1 << 20,
+        description="the message's text, sent as UTF-8 (YAML's double-quoted escapes give control characters: "
+                    "\"PING\\r\\n\"), instead of message_size bytes of printable filler: a request a real "
+                    "service answers (Redis's inline PING)")
+    reply: str | None = Field(
+        default=None, max_length=1 << 20,
+        description="the reply expected to each message, as UTF-8 text: that many bytes are read and a different "
+                    "reply is an error (\"+PONG\\r\\n\"); without it, response_size bytes are read, and an echo "
+                    "(as many bytes as were sent) must equal the message")
 
     @model_validator(mode="after")
     def _port_or_unix(self) -> TcpTarget:
         if self.port is None and self.unix is None:
             raise ValueError("give port (TCP) or unix (a Unix-domain socket path)")
+        if self.reply is not None and self.response_size is not None and self.response_size != len(self.reply.encode()):
+            raise ValueError(f"response_size {self.response_size} is not the reply's {len(self.reply.encode())} bytes: "
+                             f"give one of them")
         return self
 
 

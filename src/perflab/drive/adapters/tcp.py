@@ -3,7 +3,9 @@ INSTVER message-size studies.
 
 Each simulated user keeps one connection. A transaction sends `messages` messages of
 `message_size` bytes and reads `response_size` bytes back for each (default: the same size,
-an echo). `round_trip` waits for each reply before sending the next message; `stream` sends
+an echo). A `message` is a request's own text instead (Redis's inline "PING\r\n"), and a
+`reply` the answer it must get ("+PONG\r\n"): a line-protocol service driven as its own
+benchmark drives it. `round_trip` waits for each reply before sending the next message; `stream` sends
 them all, then reads all the replies. first_response is when the first reply byte arrived.
 
 `target.unix` takes a Unix-domain socket instead of TCP (`@name`: Linux's abstract namespace):
@@ -22,7 +24,44 @@ from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.postgres import raise_if_down
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
-from perflab.workload.model import TcpTarget, Workload
+from perflab.workload.model import TcpExchange, TcpTarget, Workload
+
+#: One transaction's exchange: the message, how many, the bytes read back for each, and what
+#: they must be (None: not checked).
+TcpPlan = tuple[bytes, int, int, bytes | None]
+
+
+def tcp_plan(target: TcpTarget, exchange: TcpExchange) -> TcpPlan:
+    """What a transaction sends and expects back. A `message` is sent as given; without one,
+    message_size bytes of printable filler, recognisable so that a wrong echo is not mistaken for
+    a right one. A `reply` is read and checked; without one, response_size bytes are read (the
+    message's size by default), and when that is the message's size it is taken for an echo and
+    must equal the message."""
+    text = exchange.message if exchange.message is not None else target.message
+    if text is not None:
+        payload = text.encode()
+    else:
+        size = exchange.message_size or target.message_size
+        payload = (bytes(range(33, 127)) * (size // 94 + 1))[:size]
+    count = exchange.messages or target.messages
+    reply_text = exchange.reply if exchange.reply is not None else target.reply
+    if reply_text is not None:
+        expected = reply_text.encode()
+        return payload, count, len(expected), expected
+    reply = target.response_size if target.response_size is not None else len(payload)
+    return payload, count, reply, (payload if reply == len(payload) else None)
+
+
+#: A reply cut short by the server's close, worded the same on both of the driver's paths.
+CLOSED_EARLY = "IncompleteReadError: the server closed the connection before the whole reply"
+
+
+def mismatch_text(expected: bytes, payload: bytes) -> str:
+    """A reply that is not the expected one, worded the same on both of the driver's paths (the
+    compiled loop keeps no copy of what came back, so neither says it)."""
+    if expected == payload:
+        return "the echo differs from the message sent"
+    return f"the reply is not the expected {expected[:60]!r}"
 
 
 class TcpExecutor:
@@ -41,12 +80,7 @@ class TcpExecutor:
         self.plans = []
         for tx in workload.transactions:
             exchange = tx.tcp_body()
-            size = exchange.message_size or target.message_size
-            count = exchange.messages or target.messages
-            reply = target.response_size if target.response_size is not None else size
-            # a recognisable payload, so a wrong echo is not mistaken for a right one
-            payload = (bytes(range(33, 127)) * (size // 94 + 1))[:size]
-            self.plans.append((payload, count, reply))
+            self.plans.append(tcp_plan(target, exchange))
         self.connections: dict[int, tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
         self.deadlines = deadlines_of(workload)
 
@@ -94,7 +128,7 @@ class TcpExecutor:
             return Reply(False, deadline_text(deadline), None, hung=True)
 
     async def _exchange(self, tx_index: int, user: int) -> Reply:
-        payload, count, reply_size = self.plans[tx_index]
+        payload, count, reply_size, expected = self.plans[tx_index]
         first = None
         try:
             conn = self.connections.get(user)
@@ -115,13 +149,14 @@ class TcpExecutor:
                         data = await reader.readexactly(reply_size)
                         if first is None:
                             first = time.monotonic()
-                        if reply_size == len(payload) and data != payload:
-                            return Reply(False, "the echo differs from the message sent", first)
+                        if expected is not None and data != expected:
+                            return Reply(False, mismatch_text(expected, payload), first)
             return Reply(True, None, first)
         except (OSError, asyncio.IncompleteReadError, ConnectionError) as exc:
             self.connections.pop(user, None)
             await raise_if_down(self.failure)
-            return Reply(False, f"{type(exc).__name__}: {exc}"[:500], first)
+            text = CLOSED_EARLY if isinstance(exc, asyncio.IncompleteReadError) else f"{type(exc).__name__}: {exc}"
+            return Reply(False, text[:500], first)
 
     async def close(self) -> None:
         for _, writer in self.connections.values():

@@ -172,8 +172,12 @@ typedef struct {
     size_t wire_len;
     int idempotent, head;
     uint8_t *ok_status; /* 1000 flags; NULL: any 2xx or 3xx */
-    char *expect;
+    char *expect;       /* HTTP: text the body must hold; raw: the whole reply, exactly */
     size_t expect_len;
+    /* raw: not HTTP but a TCP exchange (the TCP adapter's): the message, then reply_len bytes
+     * back on the same connection, which stays open (native_http.py's NativeTcpEngine) */
+    int raw;
+    size_t reply_len;
 } txspec_t;
 
 /* ---- users ---------------------------------------------------------------------------------- */
@@ -798,7 +802,31 @@ bad_chunk:
 }
 
 /* Received bytes: the head gathered in u->in until it is whole, then the body. */
+/* A raw exchange's reply so far: whole at reply_len bytes, and then judged (the TCP adapter's
+ * readexactly and its comparison). 1: the transaction ended; 0: more to come; -1: it failed. */
+static int feed_raw(Loop *L, user_t *u, const txspec_t *tx, const char *p, size_t n) {
+    if (u->got > tx->reply_len) { /* more than the reply: answers no request */
+        finish(L, u, 0, E_MALFORMED, M_EXTRA);
+        return -1;
+    }
+    if (keep_body(L, u, p, n) < 0) {
+        finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+        return -1;
+    }
+    if (u->got < tx->reply_len)
+        return 0;
+    int ok = tx->expect == NULL ||
+             (u->body_len == tx->expect_len && memcmp(u->body, tx->expect, tx->expect_len) == 0);
+    u->reused = 1;
+    u->state = U_IDLE;
+    finish(L, u, ok, ok ? E_NONE : E_BODY, 0);
+    return 1;
+}
+
 static int feed(Loop *L, user_t *u, const char *p, size_t n) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (tx->raw)
+        return feed_raw(L, u, tx, p, n);
     if (u->head_done)
         return feed_body(L, u, p, n);
     size_t old = u->in_len;
@@ -1167,10 +1195,19 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
     for (int i = 0; i < L->n_txs; i++) {
         PyObject *wire, *statuses, *expect;
         int idempotent, head;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(txs, i), "O!ppO!O", &PyBytes_Type, &wire, &idempotent, &head,
-                              &PyTuple_Type, &statuses, &expect))
+        Py_ssize_t reply_len = -1; /* given (>= 0): a raw exchange, not HTTP */
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(txs, i), "O!ppO!O|n", &PyBytes_Type, &wire, &idempotent, &head,
+                              &PyTuple_Type, &statuses, &expect, &reply_len))
             goto fail;
         txspec_t *t = &L->txs[i];
+        if (reply_len >= 0) {
+            if (reply_len == 0 || reply_len > MAX_HEAD) {
+                PyErr_SetString(PyExc_ValueError, "a raw exchange reads 1 byte to 1 MiB back");
+                goto fail;
+            }
+            t->raw = 1;
+            t->reply_len = (size_t)reply_len;
+        }
         if ((t->wire = copy_bytes(wire, &t->wire_len)) == NULL)
             goto fail;
         t->idempotent = idempotent;

@@ -1,4 +1,4 @@
-"""Closed-loop HTTP users run by perflab's compiled loop (http_loop.c), where the workload allows.
+"""Closed-loop users run by perflab's compiled loop (http_loop.c), where the workload allows.
 
 The Python path (engine.py's users, http.py's lean client) costs about 2.6x wrk's CPU per
 request on this machine; the kernel's part is the same for both, the rest is the interpreter's
@@ -9,6 +9,10 @@ lognormal, the users' loop -- logon, think, script pick, send, parse, check, rec
 in C on a thread of its own, the GIL released. Python keeps the run's time line (the window's
 edges, the driver's CPU over it, the monitor's edge samples, a cut-short run, the drain), takes
 the rows in blocks every tick (`_pump`) and words their errors as the Python path does.
+
+The same loop runs the TCP adapter's exchanges (NativeTcpEngine): one message over TCP and a
+reply of known length back on the user's own connection (`mode: round_trip`, one message a
+transaction), the reply compared as tcp.py compares it.
 
 The same seed draws the same script picks and think times as the Python engine (the streams
 are workload/rng.py's SplitMix64, in C; tests/core/test_native_http_draws.py and
@@ -89,23 +93,20 @@ def _think_spec(think) -> tuple[int, float, float, float] | None:
 def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreChoice:
     """Whether the compiled loop can run this run's users exactly as the Python path would."""
     from perflab.drive.adapters.http import HttpExecutor
+    from perflab.drive.adapters.tcp import TcpExecutor
 
     if workload.driver.core == "python":
         return CoreChoice(False, "driver.core: python")
-    if not isinstance(executor, HttpExecutor):
-        return CoreChoice(False, "not an http target")
+    if isinstance(executor, HttpExecutor):
+        reason = _http_reason(workload, executor)
+    elif isinstance(executor, TcpExecutor):
+        reason = _tcp_reason(executor)
+    else:
+        return CoreChoice(False, "not an http or tcp target")
+    if reason is not None:
+        return CoreChoice(False, reason)
     if users is None or not isinstance(workload.load, ClosedLoad) or workload.load.batch is not None:
         return CoreChoice(False, "not closed-loop users")
-    if not executor.lean:
-        return CoreChoice(False, "client: aiohttp (the compiled loop serves client: httptools)")
-    if executor.tls is not None:
-        return CoreChoice(False, "https")
-    if not executor.per_user:
-        return CoreChoice(False, "connections: not per_user")
-    for tx, request in zip(workload.transactions, executor.fast):
-        if request is None:
-            return CoreChoice(False, f"transaction {tx.name} is not one fixed request (placeholders, extraction "
-                                     "or several requests)")
     from perflab.drive.load.mix import compile_scripts
 
     compiled = compile_scripts(workload)
@@ -121,20 +122,80 @@ def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreCho
     return CoreChoice(True)
 
 
-class NativeHttpEngine(Engine):
-    """engine.Engine's closed loop, its users in the compiled loop (see the module's text)."""
+def _http_reason(workload: Workload, executor: Any) -> str | None:
+    """Why the compiled loop cannot send this HTTP workload's requests (None: it can)."""
+    if not executor.lean:
+        return "client: aiohttp (the compiled loop serves client: httptools)"
+    if executor.tls is not None:
+        return "https"
+    if not executor.per_user:
+        return "connections: not per_user"
+    for tx, request in zip(workload.transactions, executor.fast):
+        if request is None:
+            return f"transaction {tx.name} is not one fixed request (placeholders, extraction or several requests)"
+    return None
+
+
+def _tcp_reason(executor: Any) -> str | None:
+    """Why the compiled loop cannot make this TCP workload's exchanges (None: it can)."""
+    if executor.unix is not None:
+        return "a Unix-domain socket (the compiled loop connects over TCP)"
+    if executor.target.mode != "round_trip":
+        return "mode: stream"
+    if any(count != 1 for _, count, _, _ in executor.plans):
+        return "several messages a transaction"
+    if any(not 0 < reply <= 1 << 20 for _, _, reply, _ in executor.plans):
+        return "no reply, or one over 1 MiB, to a message"
+    if len(set(executor.deadlines)) != 1:
+        return "transactions with deadlines of their own (the compiled loop keeps one)"
+    return None
+
+
+class NativeEngine(Engine):
+    """engine.Engine's closed loop, its users in the compiled loop (see the module's text). What
+    the loop sends and expects, and how a row's error is worded, are the target's: NativeHttpEngine
+    and NativeTcpEngine below."""
 
     def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
                  users: int | None = None, seed: int | None = None, share: Share = Share()):
         self._count_reader: Callable[[], dict[str, int]] | None = None
         super().__init__(workload, executor, recorder, phases, t0, users=users, seed=seed, share=share)
-        from perflab.drive.adapters.http import HttpExecutor
-
-        assert isinstance(executor, HttpExecutor)  # choose_core admits nothing else
-        self.http: HttpExecutor = executor
         self.core: Any = None
         self._connects = 0
         self._address = self._resolve()
+
+    # --- the target's part ---------------------------------------------------------------
+
+    def _resolve(self) -> tuple[int, str, int]:
+        """(address family, address, port) the users connect to."""
+        raise NotImplementedError
+
+    def _exchanges(self) -> list[tuple]:
+        """Each transaction's http_loop.c txspec_t, in the workload's order."""
+        raise NotImplementedError
+
+    def _timeout(self) -> float:
+        """Seconds a connection or a response may take before the transaction fails."""
+        raise NotImplementedError
+
+    def _connected(self, count: int) -> None:
+        """`count` more connections made (the target's driver.connects)."""
+        raise NotImplementedError
+
+    def _error(self, row) -> str:
+        """A row's error, worded as the Python path words it."""
+        raise NotImplementedError
+
+    def _given_up_text(self, row) -> str:
+        """E_GIVEN_UP: as Engine._given_up words it."""
+        tx = int(row["tx"])
+        deadline = self.deadlines[tx]
+        end, actual = float(row["end"]), float(row["actual"])
+        if end - actual >= deadline:
+            self._hung(tx)
+            return f"{deadline_text(deadline)}: still in flight {max(0.0, end - self.stop_at):.1f} s after the " \
+                   "window's end; given up"
+        return f"still in flight when the run ended ({self.outcome.status}); given up"
 
     # The driver's connection count lives in the loop until a pump: read it at the window's edges.
     @property
@@ -153,15 +214,7 @@ class NativeHttpEngine(Engine):
     def count_reader(self, reader: Callable[[], dict[str, int]] | None) -> None:
         self._count_reader = reader
 
-    def _resolve(self) -> tuple[int, str, int]:
-        from perflab.drive.adapters.http_client import LeanClient
-
-        host, port, _ = LeanClient.address(self.http.base)
-        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        return int(family), str(sockaddr[0]), port
-
     def _make_core(self) -> Any:
-        executor = self.http
         thinks: list[tuple[int, float, float, float]] = []
         think_ids: dict[int, int] = {}
 
@@ -173,17 +226,13 @@ class NativeHttpEngine(Engine):
                 thinks.append(spec)
             return think_ids[id(think)]
 
-        txs = []
-        for request in executor.fast:
-            assert request is not None  # every transaction is one fixed request (choose_core)
-            statuses = tuple(sorted(request.statuses)) if request.statuses else ()
-            txs.append((request.wire, request.idempotent, request.method == "HEAD", statuses, request.expected))
+        txs = self._exchanges()
         scripts = [[(step.tx_index, step.klass, think_id(step.think)) for step in script.steps]
                    for script in self.scripts]
         family, address, port = self._address
         users = self.users or 0
         return http_loop.Loop(
-            family, address, port, float(executor.target.timeout), txs, thinks, scripts,
+            family, address, port, self._timeout(), txs, thinks, scripts,
             [script.index for script in self.mix], [float(c) for c in self.mix_cumulative],
             self.init.index if self.init is not None else -1,
             users, self.share.first_user, self.share.all_users or users, self.seed & ((1 << 64) - 1),
@@ -241,7 +290,7 @@ class NativeHttpEngine(Engine):
             return
         connects = int(self.core.connects)
         if connects > self._connects:
-            self.http.counts.connected(connects - self._connects)
+            self._connected(connects - self._connects)
         self._connects = connects
 
     def _pump(self) -> None:
@@ -258,6 +307,38 @@ class NativeHttpEngine(Engine):
             for p in np.frombuffer(raw_pending, PENDING_DTYPE):
                 self.recorder.add_pending_think(int(p["uid"]), int(p["tx"]), int(p["klass"]), float(p["start"]),
                                                 float(p["think"]))
+
+class NativeHttpEngine(NativeEngine):
+    """HTTP requests in the compiled loop: each transaction's one fixed request (http_request.py)."""
+
+    def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
+                 users: int | None = None, seed: int | None = None, share: Share = Share()):
+        from perflab.drive.adapters.http import HttpExecutor
+
+        assert isinstance(executor, HttpExecutor)  # choose_core admits nothing else
+        self.http: HttpExecutor = executor
+        super().__init__(workload, executor, recorder, phases, t0, users=users, seed=seed, share=share)
+
+    def _resolve(self) -> tuple[int, str, int]:
+        from perflab.drive.adapters.http_client import LeanClient
+
+        host, port, _ = LeanClient.address(self.http.base)
+        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        return int(family), str(sockaddr[0]), port
+
+    def _exchanges(self) -> list[tuple]:
+        txs = []
+        for request in self.http.fast:
+            assert request is not None  # every transaction is one fixed request (choose_core)
+            statuses = tuple(sorted(request.statuses)) if request.statuses else ()
+            txs.append((request.wire, request.idempotent, request.method == "HEAD", statuses, request.expected))
+        return txs
+
+    def _timeout(self) -> float:
+        return float(self.http.target.timeout)
+
+    def _connected(self, count: int) -> None:
+        self.http.counts.connected(count)
 
     def _error(self, row) -> str:
         """A row's error, worded as the Python path words it (http.py, http_client.py)."""
@@ -281,14 +362,59 @@ class NativeHttpEngine(Engine):
             return "KeepAliveClosed: the server closed the kept-alive connection before answering"
         if err == E_MALFORMED:
             return f"ConnectionError: malformed HTTP response: {MALFORMED.get(detail, 'unreadable')}"
-        # E_GIVEN_UP: as Engine._given_up
-        deadline = self.deadlines[tx]
-        end, actual = float(row["end"]), float(row["actual"])
-        if end - actual >= deadline:
-            self._hung(tx)
-            return f"{deadline_text(deadline)}: still in flight {max(0.0, end - self.stop_at):.1f} s after the " \
-                   "window's end; given up"
-        return f"still in flight when the run ended ({self.outcome.status}); given up"
+        return self._given_up_text(row)
+
+
+
+class NativeTcpEngine(NativeEngine):
+    """The TCP adapter's exchanges in the compiled loop: the message, then the reply's bytes,
+    compared as tcp.py compares them."""
+
+    def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
+                 users: int | None = None, seed: int | None = None, share: Share = Share()):
+        from perflab.drive.adapters.tcp import TcpExecutor
+
+        assert isinstance(executor, TcpExecutor)  # choose_core admits nothing else
+        self.tcp: TcpExecutor = executor
+        super().__init__(workload, executor, recorder, phases, t0, users=users, seed=seed, share=share)
+
+    def _resolve(self) -> tuple[int, str, int]:
+        port = self.tcp.target.port
+        assert port is not None  # a TCP target without a Unix socket has its port (the model checks)
+        family, _, _, _, sockaddr = socket.getaddrinfo(self.tcp.host, port, type=socket.SOCK_STREAM)[0]
+        return int(family), str(sockaddr[0]), port
+
+    def _exchanges(self) -> list[tuple]:
+        # (message, not idempotent: never sent twice, not HEAD, no statuses, the reply to match
+        # exactly or None, the reply's length: a raw exchange)
+        return [(payload, False, False, (), expected, reply) for payload, _, reply, expected in self.tcp.plans]
+
+    def _timeout(self) -> float:
+        return float(self.tcp.deadlines[0])  # one for all (choose_core)
+
+    def _connected(self, count: int) -> None:
+        self.tcp.counts.connected(count)
+
+    def _error(self, row) -> str:
+        """A row's error, worded as tcp.py words it."""
+        from perflab.drive.adapters.tcp import CLOSED_EARLY, mismatch_text
+
+        err, detail, tx = int(row["err"]), int(row["detail"]), int(row["tx"])
+        if err == E_BODY:
+            payload, _, _, expected = self.tcp.plans[tx]
+            assert expected is not None  # only a checked reply fails so
+            return mismatch_text(expected, payload)
+        if err in (E_CONNECT_TIMEOUT, E_RESPONSE_TIMEOUT):
+            self._hung(tx)  # as tcp.py's deadline: the connection dropped, the transaction hung
+            return deadline_text(self.deadlines[tx])
+        if err in (E_CONNECT_OS, E_IO_OS):
+            exc = OSError(detail, os.strerror(detail))
+            return f"{type(exc).__name__}: {exc}"[:500]
+        if err in (E_CLOSED, E_KEEPALIVE):
+            return CLOSED_EARLY
+        if err == E_MALFORMED:
+            return "ProtocolError: more bytes came back than the reply's"
+        return self._given_up_text(row)
 
 
 def say_fallback(choice: CoreChoice) -> None:
