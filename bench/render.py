@@ -136,6 +136,53 @@ def driver_section(results: dict) -> list[str]:
     return out
 
 
+TCP_PERFLAB = "perflab (compiled loop)"
+
+
+def tcp_section(results: dict) -> list[str]:
+    t = results.get("tcp") or {}
+    if not t or t.get("note"):
+        return []
+    out = ["### (c) A TCP service: redis-server", "",
+           "redis-server 7.0 (Debian, no persistence, one I/O thread) pinned to CPU 1; each generator alone on "
+           "CPU 0; Redis's inline PING (\"PING\\r\\n\" answered \"+PONG\\r\\n\"), 50 connections, no "
+           "pipelining, no think time. redis-benchmark's PING_INLINE test beside perflab's TCP adapter "
+           "(`message`, `reply`: bench/workloads/tcp-redis-ping.yaml), measured as (b) measures the HTTP "
+           "generators, against the commands Redis counted (INFO stats). `python bench/tcp_driver_cost.py`.", "",
+           "| generator | CPU µs / tx | achieved tx/s | redis-server CPU % | perflab (compiled loop) ÷ this (CPU per "
+           "tx) | command |", "|---|---|---|---|---|---|"]
+    base = med((t.get(TCP_PERFLAB) or {}).get("cpu_us_per_tx"))
+    for name, e in t.items():
+        out.append(f"| {name} | {cell(e.get('cpu_us_per_tx'), 2)} | {cell(e.get('tps'), spread=False)} | "
+                   f"{cell(e.get('target_util_pct'), spread=False)} | "
+                   f"{'' if name == TCP_PERFLAB else ratio_text(base, med(e.get('cpu_us_per_tx')))} | "
+                   f"{code(e.get('command'))} |")
+    return out + [""]
+
+
+def pg_section(results: dict) -> list[str]:
+    g = results.get("pg") or {}
+    if not g or g.get("note"):
+        return []
+    out = ["### (d) PostgreSQL beside pgbench", "",
+           "The debit-credit workload (examples/postgres/debit-credit.yaml: pgbench's TPC-B-like statements, "
+           "scale 8, 4 users, prepared statements, one connection each) and its twin driven by pgbench's `-f` "
+           "script (debit-credit-pgbench.yaml); PostgreSQL 15 on CPU 1, the driver on CPU 0, alternated. CPU per "
+           "transaction = DRIVER SEC / COMMANDS (T) of each run (`perflab show --json`; pgbench's: its "
+           "process's rusage). `python bench/pg_driver_cost.py`.", "",
+           "| driver | CPU µs / tx | ETR (T) | command |", "|---|---|---|---|"]
+    for name, e in g.items():
+        if name == "ratio":
+            continue
+        out.append(f"| {name} | {cell(e.get('cpu_us_per_tx'), 1)} | {cell(e.get('etr_t'), spread=False)} | "
+                   f"{code(e.get('command'))} |")
+    ratio = (g.get("ratio") or {}).get("perflab_over_pgbench") or {}
+    if ratio.get("values"):
+        out += ["", "perflab ÷ pgbench, each repetition's pair: "
+                + ", ".join(f"{v:.2f}" for v in ratio["values"]) + "."]
+    return out + [""]
+
+
 def memory_section(results: dict) -> list[str]:
     m = results.get("memory") or {}
     if not m:
@@ -312,6 +359,12 @@ def goals_section(results: dict) -> list[str]:
     late = med((((results.get("schedule") or {}).get("closed") or {}).get("10000") or {}).get("p99_ms"))
     mon = med(((results.get("monitor") or {}).get("1s") or {}).get("pct_of_core"))
     red = med(((((results.get("reduce") or {}).get("10000000") or {}).get("show")) or {}).get("wall_s"))
+    tcp = results.get("tcp") or {}
+    tcp_perflab = med((tcp.get(TCP_PERFLAB) or {}).get("cpu_us_per_tx"))
+    tcp_peer = med((tcp.get("redis-benchmark") or {}).get("cpu_us_per_tx"))
+    pg = results.get("pg") or {}
+    pg_ratio = med((pg.get("ratio") or {}).get("perflab_over_pgbench"))
+    pg_values = ((pg.get("ratio") or {}).get("perflab_over_pgbench") or {}).get("values") or []
 
     def verdict(ok: bool | None) -> str:
         return "–" if ok is None else ("**met**" if ok else "**missed**")
@@ -324,6 +377,14 @@ def goals_section(results: dict) -> list[str]:
          f"perflab {fmt(1e6 / perflab if perflab else None, 1)} µs, wrk {fmt(1e6 / wrk if wrk else None, 1)} µs "
          f"per request: perflab's = {ratio_text(wrk, perflab)} wrk's (the compiled loop; every request recorded)",
          verdict(None if perflab is None or wrk is None else wrk <= 1.25 * perflab)),
+        ("TCP driver CPU per request ≤ 1.5× a peer's (issue 28)",
+         f"perflab {fmt(tcp_perflab, 2)} µs, redis-benchmark {fmt(tcp_peer, 2)} µs per request (redis-server, "
+         f"inline PING): perflab's = {ratio_text(tcp_perflab, tcp_peer)} redis-benchmark's (the compiled loop)",
+         verdict(None if tcp_perflab is None or tcp_peer is None else tcp_perflab <= 1.5 * tcp_peer)),
+        ("PostgreSQL driver CPU per transaction ≤ 1.5× pgbench's (issue 28)",
+         f"perflab ÷ pgbench {fmt(pg_ratio, 2)} (each repetition: "
+         f"{', '.join(f'{v:.2f}' for v in pg_values) or 'not measured'}; debit-credit, 4 users)",
+         verdict(None if pg_ratio is None else pg_ratio <= 1.5)),
         ("1M idle users in ≤ 2.5 GB of driver RSS (≤ 2.5 KB each)",
          f"{fmt(mem)} bytes per idle user; the whole run's peak {fmt(mem_peak)} MB",
          verdict(None if mem is None or mem_peak is None else mem <= 2500 and mem_peak <= 2500)),
@@ -383,6 +444,8 @@ def render(results: dict) -> str:
     lines += goals_section(results)
     lines += machine_section(results)
     lines += driver_section(results)
+    lines += tcp_section(results)
+    lines += pg_section(results)
     lines += memory_section(results)
     lines += schedule_section(results)
     lines += monitor_section(results)

@@ -26,7 +26,7 @@ from common import BENCH, REPO, find_tool, log, machine, summarize  # noqa: E402
 
 RESULTS = BENCH / "results" / "results.json"
 DOC = REPO / "docs" / "performance.md"
-PARTS = ("driver", "memory", "schedule", "monitor", "reduce", "profile")
+PARTS = ("driver", "tcp", "pg", "memory", "schedule", "monitor", "reduce", "profile")
 SUMMARY_KEYS = ("cpu_us_per_tx", "tx_per_core_s", "tps", "gen_util_pct", "target_util_pct", "driver_core_busy_pct",
                 "bytes_per_user", "p50_ms", "p99_ms", "max_ms", "rate_per_s", "dropped", "pct_of_core",
                 "sampling_cpu_per_s", "monitor_cpu_s", "wall_s", "cpu_s", "background_cores", "driver_util_pct",
@@ -105,6 +105,24 @@ def _smoke_http(nginx) -> dict[str, Any]:
     cpu, tx = values.get("driver_sec"), values.get("tx_ok")
     return {"tx": tx, "cpu_s": cpu, "tps": values.get("etr_t"), "cpu_us_per_tx": 1e6 * cpu / tx if cpu and tx else None,
             "tx_per_core_s": tx / cpu if cpu and tx else None, "command": run.command}
+
+
+def part_tcp(reps: int, smoke: bool) -> dict[str, Any]:
+    """The TCP driver beside redis-benchmark on redis-server (tcp_driver_cost.py)."""
+    if smoke:
+        return {"note": "not in a smoke run"}
+    import tcp_driver_cost
+
+    return tcp_driver_cost.main(reps)
+
+
+def part_pg(reps: int, smoke: bool) -> dict[str, Any]:
+    """The PostgreSQL driver beside pgbench on the same SQL (pg_driver_cost.py)."""
+    if smoke:
+        return {"note": "not in a smoke run"}
+    import pg_driver_cost
+
+    return pg_driver_cost.main(reps)
 
 
 def part_memory(reps: int, smoke: bool, stored: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -213,8 +231,8 @@ def part_profile(reps: int, smoke: bool) -> dict[str, Any]:
     return out
 
 
-RUNNERS = {"driver": part_driver, "memory": part_memory, "schedule": part_schedule, "monitor": part_monitor,
-           "reduce": part_reduce, "profile": part_profile}
+RUNNERS = {"driver": part_driver, "tcp": part_tcp, "pg": part_pg, "memory": part_memory, "schedule": part_schedule,
+           "monitor": part_monitor, "reduce": part_reduce, "profile": part_profile}
 
 
 def main(argv: list[str] | None = None) -> int:
