@@ -157,6 +157,22 @@ def taskset(cpu: int, argv: list[str]) -> list[str]:
     return ["taskset", "-c", str(cpu), *argv]
 
 
+def wait_answering(proc: subprocess.Popen, probe, name: str, timeout: float = 10.0) -> None:
+    """Wait until a server just started answers `probe()` (which raises OSError until it does);
+    RuntimeError with its stderr's end if it exits first, or if it never answers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            probe()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode()[-500:] if proc.stderr is not None else ""
+                raise RuntimeError(f"{name} exited: {err}") from None
+            time.sleep(0.05)
+    raise RuntimeError(f"{name} did not answer within {timeout:g} s")
+
+
 def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
     """End a process this benchmark started (by its pid only), then kill it if it lingers."""
     if proc.poll() is not None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
-from common import TARGET_CPU, proc_cpu_s, stop_process, taskset, workdir, write_text, descendants
+from common import TARGET_CPU, descendants, proc_cpu_s, stop_process, taskset, wait_answering, workdir, write_text
 
 PORT = 18080
 URL = f"http://127.0.0.1:{PORT}/"
@@ -65,16 +64,8 @@ class Nginx:
                           CONF.format(dir=self.dir, port=self.port, body=BODY.replace("\n", "\\n")))
         self.proc = subprocess.Popen(taskset(TARGET_CPU, [exe, "-c", str(conf), "-p", str(self.dir)]),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                self.requests()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode()[-500:]}")
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not answer within 10 s")
+        wait_answering(self.proc, self.requests, "nginx")
+        return self
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 
-from common import TARGET_CPU, proc_cpu_s, stop_process, taskset
+from common import TARGET_CPU, proc_cpu_s, stop_process, taskset, wait_answering
 
 PORT = 17379
 
@@ -30,16 +29,8 @@ class Redis:
         argv = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--io-threads", "1", "--daemonize", "no", "--logfile", ""]
         self.proc = subprocess.Popen(taskset(TARGET_CPU, argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                self.requests()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode()[-500:]}")
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not answer within 10 s")
+        wait_answering(self.proc, self.requests, "redis-server")
+        return self
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None:

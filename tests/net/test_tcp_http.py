@@ -102,30 +102,37 @@ def test_failed_checks_are_errors_and_the_lean_client_agrees(tmp_path):
     assert per_class["nontrivial"]["errors_t"] == 0 and per_class["nontrivial"]["tx_ok"] > 0  # browse still works
 
 
-def test_a_message_and_its_expected_reply_a_line_protocol_service(tmp_path):
-    """`message` and `reply`: a request a real service answers (Redis's inline PING). A
-    transaction whose reply is not the expected one fails, saying what came back."""
+def line_service(tmp_path, name: str, serve_body: str) -> tuple[int, str]:
+    """A TCP service for a run: a script serving each connection with `serve_body` (the body of
+    `async def serve(reader, writer)`), and the service block that starts it. -> (port, block)"""
     port = free_port()
-    server = tmp_path / "pong_server.py"
-    server.write_text(textwrap.dedent(f"""
+    server = tmp_path / f"{name}.py"
+    server.write_text(textwrap.dedent("""
         import asyncio
 
         async def serve(reader, writer):
-            while line := await reader.readline():
-                writer.write(b"+PONG\\r\\n" if line == b"PING\\r\\n" else b"-ERR unknown\\r\\n")
+        {body}
 
         async def main():
             async with await asyncio.start_server(serve, "127.0.0.1", {port}) as server:
                 await server.serve_forever()
 
         asyncio.run(main())
-    """))
+    """).format(body=textwrap.indent(textwrap.dedent(serve_body).strip(), "    "), port=port))
+    return port, f'service: {{command: ["{{python}}", "{server}"], ready: {{tcp: {port}}}}}'
+
+
+def test_a_message_and_its_expected_reply_a_line_protocol_service(tmp_path):
+    """`message` and `reply`: a request a real service answers (Redis's inline PING). A
+    transaction whose reply is not the expected one fails, saying what came back."""
+    port, service = line_service(tmp_path, "pong_server", """
+        while line := await reader.readline():
+            writer.write(b"+PONG\\r\\n" if line == b"PING\\r\\n" else b"-ERR unknown\\r\\n")
+    """)
     path = tmp_path / "ping.yaml"
     path.write_text(textwrap.dedent(f"""
         name: ping-test
-        service:
-          command: ["{{python}}", "{server}"]
-          ready: {{tcp: {port}}}
+        {service}
         target: {{kind: tcp, port: {port}, message: "PING\\r\\n", reply: "+PONG\\r\\n"}}
         transactions:
           - {{name: ping, tcp: {{}}}}
@@ -151,29 +158,16 @@ def test_a_message_and_its_expected_reply_a_line_protocol_service(tmp_path):
 def test_a_reply_cut_short_by_the_server_is_an_error_on_both_paths(tmp_path):
     """A server that answers part of the reply and closes: each such transaction fails with the
     same words on the compiled loop and the Python engine, and the next one connects anew."""
-    port = free_port()
-    server = tmp_path / "half_server.py"
-    server.write_text(textwrap.dedent(f"""
-        import asyncio
-
-        async def serve(reader, writer):
-            await reader.readline()
-            writer.write(b"+PO")  # three of the reply's seven bytes
-            await writer.drain()
-            writer.close()
-
-        async def main():
-            async with await asyncio.start_server(serve, "127.0.0.1", {port}) as server:
-                await server.serve_forever()
-
-        asyncio.run(main())
-    """))
+    port, service = line_service(tmp_path, "half_server", """
+        await reader.readline()
+        writer.write(b"+PO")  # three of the reply's seven bytes
+        await writer.drain()
+        writer.close()
+    """)
     path = tmp_path / "half.yaml"
     path.write_text(textwrap.dedent(f"""
         name: half-test
-        service:
-          command: ["{{python}}", "{server}"]
-          ready: {{tcp: {port}}}
+        {service}
         target: {{kind: tcp, port: {port}, message: "PING\\r\\n", reply: "+PONG\\r\\n"}}
         transactions: [{{name: ping, tcp: {{}}}}]
         scripts: [{{name: s, steps: [ping]}}]
