@@ -104,7 +104,7 @@ def test_a_duet_of_a_service_on_a_fixed_port_runs_each_server_in_a_namespace_of_
                           text=True, timeout=600, env={**os.environ, "PERFLAB_HOME": str(tmp_path / "store")})
     assert done.returncode in (0, 1), done.stderr[-3000:]
     doc = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "study.json").read_text())
-    assert len(doc["runs"]) == 6
+    assert len(doc["runs"]) == 6, [w["text"] for w in doc["warnings"]]  # a run not stored says why there
     for run in doc["runs"]:
         record = json.loads((tmp_path / "store" / "runs" / run["run_id"] / "run.json").read_text())
         assert record["status"] == "complete", record["reason"]
