@@ -129,6 +129,10 @@ class CatalogError(InputError):
     """The catalog could not be read or written; the run directories are untouched."""
 
 
+#: How long an open of the catalog is tried again while another process holds a lock on it.
+OPEN_RETRY_S = 30.0
+
+
 class Store:
     def __init__(self, home: str | Path | None = None):
         self.home = store_home(home)
@@ -138,15 +142,28 @@ class Store:
     # --- catalog ---------------------------------------------------------------------------
 
     def _connect(self, path: Path | None = None) -> sqlite3.Connection:
-        try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path or self.catalog_path, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
-            _migrate(conn)
-        except (sqlite3.Error, OSError) as exc:
-            raise self._error(exc, "open") from None
-        return conn
+        # Two processes opening one catalog at once (a duet's two runs storing themselves) can
+        # meet a lock SQLite's busy handler does not wait on (setting WAL, or a read that turns
+        # into the schema's write): "database is locked" at once. Such an open is tried again.
+        deadline = time.monotonic() + OPEN_RETRY_S
+        while True:
+            try:
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(path or self.catalog_path, timeout=30)
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute(_SCHEMA)
+                    _migrate(conn)
+                except BaseException:
+                    conn.close()
+                    raise
+                return conn
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise self._error(exc, "open") from None
+                time.sleep(0.05)
+            except (sqlite3.Error, OSError) as exc:
+                raise self._error(exc, "open") from None
 
     def _error(self, exc: Exception, doing: str) -> CatalogError:
         detail = getattr(exc, "strerror", None) or str(exc)
