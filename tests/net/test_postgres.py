@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from perflab.drive.load import native_http
+
 from .net_helpers import EXAMPLES, REPO, needs_pg15, needs_pgbench, needs_pgserver, run_workload
 
 WORKLOAD = EXAMPLES / "postgres" / "debit-credit.yaml"
@@ -56,6 +58,10 @@ def test_native_run_on_pg15_counts_commits_like_the_driver(first_and_second):
     assert v["errors_t"] == 0 and v["tx_ok"] > 100
     # one commit per debit-credit transaction: the server's count matches the driver's
     assert _commits_match(v), (v["etr"], v["etr_t"])
+    # ... and the COMMITs the driver timed (COMMIT TIME (T)) are its transactions: the counts are
+    # read at the window's edges, where each of the 8 users may have one in flight
+    assert abs(v["commits_t"] - v["tx_ok"]) <= 8, (v["commits_t"], v["tx_ok"])
+    assert 0 < v["commit_ms_t"] < v["avg_last_t"] * 1000
     assert v["itr_s"] > v["etr_t"]  # the SUT was not 100% busy: capacity above the rate
     # the backends do the work; the background processes are components of their own
     components = metrics.per_component
@@ -181,16 +187,20 @@ seed: 1
 
 
 @needs_pg15
-def test_a_hung_or_failed_transaction_leaves_the_user_a_working_connection(tmp_path):
-    """The PostgreSQL executor's deadline (one sweep, not a timer per transaction) and its
-    BEGIN/COMMIT: a transaction past its deadline is hung, its connection dropped and the user's
-    next one runs on a new one; a statement that fails rolls its transaction back, and the same
-    connection serves the next one (no "current transaction is aborted")."""
+@pytest.mark.parametrize("core", ["native", "python"])
+def test_a_hung_or_failed_transaction_leaves_the_user_a_working_connection(tmp_path, core):
+    """The PostgreSQL users' deadline (one sweep, not a timer per transaction) and their
+    BEGIN/COMMIT, in the compiled loop and on the Python path: a transaction past its deadline is
+    hung, its connection dropped and the user's next one runs on a new one; a statement that fails
+    rolls its transaction back, and the same connection serves the next one (no "current
+    transaction is aborted")."""
     import pyarrow.parquet as pq
 
     path = tmp_path / "w.yaml"
     path.write_text(HUNG_WORKLOAD)
-    run, metrics = run_workload(tmp_path, path)
+    run, metrics = run_workload(tmp_path, path, {"driver.core": "python"} if core == "python" else None)
+    if native_http.NOT_BUILT is None:
+        assert run["fingerprint"]["driver_core"].split(" ")[0] == core
     tx = pq.read_table(tmp_path / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
     by_name = {name: group for name, group in tx.groupby("transaction")}
     sleepy, bad, fine = by_name["sleepy"], by_name["bad"], by_name["fine"]

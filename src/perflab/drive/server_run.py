@@ -213,7 +213,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                     if counts is not None:
                         engine.count_reader = counts.totals
                     recorder.class_names = engine.class_names
-                    outcome = life.drive(engine, before=lambda: executor.open(plan.users), after=executor.close,
+                    outcome = life.drive(engine, before=engine.before_run(lambda: executor.open(plan.users)),
+                                         after=executor.close,
                                          failure=failure)
                     ending.status, ending.reason = outcome.status, outcome.reason
                 else:

@@ -68,6 +68,11 @@ class CommitCounts:
         self._slot.add("commits")
         self._slot.add("commit_us", round(seconds * 1e6))
 
+    def add(self, commits: int, commit_us: int) -> None:
+        """Commits counted elsewhere (the compiled loop's, native_pg.py), each rounded to a microsecond there."""
+        self._slot.add("commits", commits)
+        self._slot.add("commit_us", commit_us)
+
     def totals(self) -> dict[str, int]:
         return self._shared.totals()
 
@@ -80,6 +85,9 @@ class NoCommitCounts:
     """Where nobody samples them."""
 
     def committed(self, seconds: float) -> None:
+        pass
+
+    def add(self, commits: int, commit_us: int) -> None:
         pass
 
 

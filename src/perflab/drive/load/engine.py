@@ -287,6 +287,11 @@ class Engine:
                     self._park(user, user.prev_end)
             await asyncio.sleep(0)
 
+    def before_run(self, open_executor: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        """What runs before the run's time line starts: the executor's connections opened
+        (`open_executor`), unless the users make their own (native_pg.py's compiled loop)."""
+        return open_executor
+
     def interrupt(self, reason: str) -> None:
         if self.outcome.status == "complete":
             self.outcome.status, self.outcome.reason = "interrupted", reason

@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg_wire.h"
+
 /* ---- the row handed to Python (native_http.ROW_DTYPE mirrors it) ------------------------- */
 
 typedef struct {
@@ -77,6 +79,8 @@ enum {
     E_MALFORMED = 8,  /* detail: which part (native_http.MALFORMED) */
     E_GIVEN_UP = 9,   /* still in flight when the drain stopped waiting */
     E_KEEPALIVE = 10, /* a kept-alive connection closed before any answer, the request not sent again */
+    E_SERVER = 11,    /* PostgreSQL refused: detail = where its ErrorResponse is in take()'s errors */
+    E_AUTH = 12,      /* PostgreSQL asked for an authentication the loop does not speak: detail = its code */
 };
 
 /* ---- SplitMix64, as workload/rng.py's UserRandom ---------------------------------------- */
@@ -180,6 +184,49 @@ typedef struct {
     size_t reply_len;
 } txspec_t;
 
+/* ---- PostgreSQL: a transaction's statements and parameters (native_pg.py builds them) ------ */
+
+enum { P_RANDOM_INT = 0, P_CHOICE = 1, P_WEIGHTED = 2, P_SEQUENCE = 3, P_CONSTANT = 4 };
+
+typedef struct {
+    int kind;
+    int64_t a, b;       /* random_int: low, high; sequence: the next value, the step */
+    int n_values;
+    char **values;      /* choice, constant: each value's text */
+    uint32_t *lens;
+    double *cumulative; /* a weighted choice's cumulative weights (UserRandom.pick) */
+} pgparam_t;
+
+typedef struct {
+    int32_t stmt; /* the statement: Loop.pg_sql[stmt], named pg_names[stmt] on every connection */
+    int n_args;
+    int32_t *args; /* $1, $2, ...: which of the transaction's parameters */
+} pgstep_t;
+
+typedef struct {
+    int n_steps; /* more than one: inside BEGIN .. COMMIT */
+    pgstep_t *steps;
+    int n_params;
+    pgparam_t *params; /* drawn in this order from the user's parameter stream (params.py's ParamMaker) */
+    double deadline;   /* seconds from the transaction's start (deadline.py) */
+} pgtx_t;
+
+/* Where a PostgreSQL user's round trip is: ReadyForQuery ends each, and says what comes next. */
+enum { PH_STARTUP = 0, PH_BEGIN, PH_STATEMENT, PH_COMMIT, PH_ROLLBACK };
+
+typedef struct {
+    pgbuf_t out;        /* the round trip's messages */
+    uint8_t *prepared;  /* a bit per statement: parsed on this connection */
+    int32_t parsing;    /* the statement whose Parse this round trip carries, + 1 (0: none) */
+    uint64_t prng;      /* workload/rng.py's UserRandom(seed, uid, 1): the parameters' stream */
+    char *vals;         /* this transaction's parameter texts */
+    size_t vals_len, vals_cap;
+    uint32_t *val_off, *val_len;
+    double commit_sent;
+    int16_t step;
+    uint8_t phase, failed, opening; /* failed: 1 an ErrorResponse (kept in the user's body), 2 another after it */
+} pguser_t;
+
 /* ---- users ---------------------------------------------------------------------------------- */
 
 enum { U_IDLE = 0, U_PARKED, U_CONNECTING, U_SENDING, U_READING, U_DONE };
@@ -256,6 +303,20 @@ typedef struct {
     int64_t connects;
     int64_t in_flight;
     int error_no; /* the loop's own failure (epoll), errno */
+    /* PostgreSQL users (pg_wire.h) instead of HTTP or raw exchanges: their own round trips */
+    int pg;
+    char *pg_startup;
+    size_t pg_startup_len;
+    char **pg_sql, **pg_names;
+    int n_pg_sql;
+    pgtx_t *pg_txs; /* n_txs of them */
+    pguser_t *pgu;  /* n_users of them */
+    int64_t commits, commit_us; /* COMMITs waited for, and their round trips (CommitCounts) */
+    char *errs;                 /* under the lock: ErrorResponses of the rows since take(), each a uint32 length first */
+    size_t errs_len, errs_cap;
+    int opening_left, open_err, open_detail; /* open(): users still logging on, the first failure */
+    char *open_msg;
+    size_t open_msg_len;
     char recv_buf[1 << 16];
 } Loop;
 
@@ -266,6 +327,8 @@ static inline double mono(void) {
 }
 
 /* ---- output: rows and pending thinks ---------------------------------------------------- */
+
+static int grow(char **buf, size_t *cap, size_t need);
 
 /* The next slot of a growing array (rows, pending thinks), under the lock. */
 static void *next_slot(void **array, size_t *len, size_t *cap, size_t item, size_t first_cap) {
@@ -297,6 +360,16 @@ static void emit_row(Loop *L, user_t *u, double end, int ok, int err, int detail
     r->ok = (uint8_t)ok;
     r->err = (uint8_t)err;
     r->detail = detail;
+    if (err == E_SERVER) { /* the server's words go with the row: its ErrorResponse's fields */
+        uint32_t n = (uint32_t)u->body_len;
+        if (grow(&L->errs, &L->errs_cap, L->errs_len + 4 + n) < 0)
+            abort(); /* out of memory in the driver, as next_slot */
+        r->detail = (int32_t)L->errs_len;
+        memcpy(L->errs + L->errs_len, &n, 4);
+        if (n)
+            memcpy(L->errs + L->errs_len + 4, u->body, n);
+        L->errs_len += 4 + n;
+    }
     L->in_flight--;
     pthread_mutex_unlock(&L->lock);
 }
@@ -432,11 +505,17 @@ static void close_conn(Loop *L, user_t *u) {
     }
 }
 
+static void open_failed(Loop *L, user_t *u, int err, int detail);
+
 /* The transaction ended: its row, and the user's next think. */
 static void finish(Loop *L, user_t *u, int ok, int err, int detail) {
+    if (L->pg && L->pgu[u - L->users].opening) { /* a logon before the run (open()), not a transaction */
+        open_failed(L, u, err, detail);
+        return;
+    }
     double end = mono();
     emit_row(L, u, end, ok, err, detail);
-    if (!ok && err != E_STATUS && err != E_BODY)
+    if (!ok && err != E_STATUS && err != E_BODY && err != E_SERVER)
         close_conn(L, u); /* the connection is not reused after a network error */
     u->prev_end = end;
     u->step++;
@@ -464,6 +543,18 @@ static void reset_response(user_t *u) {
 }
 
 static void send_request(Loop *L, user_t *u, double now);
+static void pg_startup(Loop *L, user_t *u);
+static void pg_first(Loop *L, user_t *u);
+static void pg_flush(Loop *L, user_t *u);
+static void pg_draw(Loop *L, user_t *u);
+
+/* The connection is up: the request, or PostgreSQL's logon first. */
+static void connected(Loop *L, user_t *u, double now) {
+    if (L->pg)
+        pg_startup(L, u);
+    else
+        send_request(L, u, now);
+}
 
 static void connect_user(Loop *L, user_t *u, double now) {
     int fd = socket(L->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -475,11 +566,12 @@ static void connect_user(Loop *L, user_t *u, double now) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* as uvloop's TCP transports */
     u->fd = fd;
     u->reused = 0;
-    u->deadline = now + L->timeout;
+    if (!L->pg) /* a PostgreSQL transaction's deadline counts from its start, logon included */
+        u->deadline = now + L->timeout;
     if (connect(fd, (struct sockaddr *)&L->addr, L->addr_len) == 0) {
         watch(L, u, EPOLLIN, EPOLL_CTL_ADD);
         __atomic_add_fetch(&L->connects, 1, __ATOMIC_RELAXED);
-        send_request(L, u, now);
+        connected(L, u, now);
         return;
     }
     if (errno != EINPROGRESS) {
@@ -508,8 +600,14 @@ static void start_transaction(Loop *L, user_t *u, double now) {
     pthread_mutex_lock(&L->lock);
     L->in_flight++;
     pthread_mutex_unlock(&L->lock);
+    if (L->pg) {
+        pg_draw(L, u);
+        u->deadline = u->actual + L->pg_txs[L->steps[L->scripts[u->script].first + u->step].tx].deadline;
+    }
     if (u->fd < 0)
         connect_user(L, u, now);
+    else if (L->pg)
+        pg_first(L, u);
     else
         send_request(L, u, now);
 }
@@ -590,7 +688,7 @@ static int value_has(const char *v, size_t n, const char *token) {
     return 0;
 }
 
-enum { M_STATUS_LINE = 1, M_CONTENT_LENGTH = 2, M_CHUNK_SIZE = 3, M_HEAD_TOO_LARGE = 4, M_EXTRA = 5 };
+enum { M_STATUS_LINE = 1, M_CONTENT_LENGTH = 2, M_CHUNK_SIZE = 3, M_HEAD_TOO_LARGE = 4, M_EXTRA = 5, M_PG_MESSAGE = 6 };
 #define MAX_HEAD (1 << 20)
 
 /* Parse a complete head in u->in[0:n]. 0: parsed; > 0: malformed (M_*); < 0: an interim
@@ -823,7 +921,11 @@ static int feed_raw(Loop *L, user_t *u, const txspec_t *tx, const char *p, size_
     return 1;
 }
 
+static int feed_pg(Loop *L, user_t *u, const char *p, size_t n);
+
 static int feed(Loop *L, user_t *u, const char *p, size_t n) {
+    if (L->pg)
+        return feed_pg(L, u, p, n);
     const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
     if (tx->raw)
         return feed_raw(L, u, tx, p, n);
@@ -865,6 +967,333 @@ static int feed(Loop *L, user_t *u, const char *p, size_t n) {
     }
 }
 
+/* ---- PostgreSQL users (pg_wire.h) ---------------------------------------------------------
+ * adapters/postgres.py's transaction, round trip by round trip: a transaction of one statement
+ * is that statement (autocommit); of several, BEGIN, each statement, COMMIT, each its own round
+ * trip as pgbench and the Python path send them. A statement is parsed once per connection (with
+ * its first Bind: asyncpg's prepare), then Bind, Execute, Sync. An ErrorResponse fails the
+ * transaction with the server's words; inside BEGIN a ROLLBACK follows and the connection is
+ * kept (dropped if the ROLLBACK fails too). The deadline counts from the transaction's start;
+ * past it the connection is dropped and the transaction is hung (the sweep). */
+
+#define PG_OOM(x) do { if ((x) < 0) abort(); } while (0) /* out of memory in the driver, as next_slot */
+
+static inline pguser_t *pg_user(Loop *L, user_t *u) { return &L->pgu[u - L->users]; }
+
+static inline const pgtx_t *pg_tx(Loop *L, user_t *u) {
+    return &L->pg_txs[L->steps[L->scripts[u->script].first + u->step].tx];
+}
+
+/* The round trip's messages, sent as far as the socket takes them (the rest when it is writable). */
+static void pg_flush(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    while (u->sent < g->out.len) {
+        ssize_t n = send(u->fd, g->out.p + u->sent, g->out.len - u->sent, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (u->state != U_SENDING) {
+                    u->state = U_SENDING;
+                    watch(L, u, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+                }
+                return;
+            }
+            int e = errno;
+            if (e == EPIPE || e == ECONNRESET)
+                finish(L, u, 0, E_CLOSED, 0);
+            else
+                finish(L, u, 0, E_IO_OS, e);
+            return;
+        }
+        u->sent += (size_t)n;
+    }
+    if (u->state == U_SENDING)
+        watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
+    u->state = U_READING;
+}
+
+static void pg_send_query(Loop *L, user_t *u, int phase, const char *sql) {
+    pguser_t *g = pg_user(L, u);
+    g->out.len = 0;
+    u->sent = 0;
+    g->phase = (uint8_t)phase;
+    PG_OOM(pg_query(&g->out, sql));
+    pg_flush(L, u);
+}
+
+/* A new connection: the startup message; its statements are parsed anew. */
+static void pg_startup(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    memset(g->prepared, 0, ((size_t)L->n_pg_sql + 7) / 8);
+    g->parsing = 0;
+    g->phase = PH_STARTUP;
+    u->in_len = 0;
+    g->out.len = 0;
+    u->sent = 0;
+    PG_OOM(pgbuf_reserve(&g->out, L->pg_startup_len));
+    put_raw(&g->out, L->pg_startup, L->pg_startup_len);
+    pg_flush(L, u);
+}
+
+/* The transaction's step g->step: Parse the first time on this connection, Bind, Execute, Sync. */
+static void pg_statement(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    const pgstep_t *st = &pg_tx(L, u)->steps[g->step];
+    g->out.len = 0;
+    u->sent = 0;
+    g->phase = PH_STATEMENT;
+    const char *name = L->pg_names[st->stmt];
+    if (!(g->prepared[st->stmt >> 3] & (1u << (st->stmt & 7)))) {
+        PG_OOM(pg_parse(&g->out, name, L->pg_sql[st->stmt]));
+        g->parsing = st->stmt + 1;
+    }
+    const char *values[st->n_args > 0 ? st->n_args : 1];
+    uint32_t lens[st->n_args > 0 ? st->n_args : 1];
+    for (int i = 0; i < st->n_args; i++) {
+        values[i] = g->vals + g->val_off[st->args[i]];
+        lens[i] = g->val_len[st->args[i]];
+    }
+    PG_OOM(pg_bind(&g->out, name, st->n_args, values, lens));
+    PG_OOM(pg_execute_sync(&g->out));
+    pg_flush(L, u);
+}
+
+/* The transaction's first round trip, on a connection logged on. */
+static void pg_first(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    g->failed = 0;
+    u->body_len = 0;
+    g->step = 0;
+    if (pg_tx(L, u)->n_steps > 1)
+        pg_send_query(L, u, PH_BEGIN, "BEGIN");
+    else
+        pg_statement(L, u);
+}
+
+/* The transaction's parameters, as params.py's generators draw them from the same stream. */
+static void pg_draw(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    pgtx_t *tx = &L->pg_txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    g->vals_len = 0;
+    for (int i = 0; i < tx->n_params; i++) {
+        pgparam_t *p = &tx->params[i];
+        char number[24];
+        const char *text = number;
+        size_t n;
+        int k;
+        switch (p->kind) {
+        case P_RANDOM_INT: /* low + int(random() * (high - low + 1)); the range is below 2^53 (native_pg.py) */
+            n = (size_t)snprintf(number, sizeof number, "%lld",
+                                 (long long)(p->a + (int64_t)(rng_random(&g->prng) * (double)(p->b - p->a + 1))));
+            break;
+        case P_SEQUENCE: /* one counter per transaction's parameter, shared by the users (as itertools.count) */
+            n = (size_t)snprintf(number, sizeof number, "%lld", (long long)p->a);
+            p->a += p->b;
+            break;
+        case P_CHOICE:
+            k = (int)(rng_random(&g->prng) * (double)p->n_values);
+            text = p->values[k];
+            n = p->lens[k];
+            break;
+        case P_WEIGHTED:
+            k = rng_pick(&g->prng, p->cumulative, p->n_values);
+            text = p->values[k];
+            n = p->lens[k];
+            break;
+        default: /* P_CONSTANT: no draw */
+            text = p->values[0];
+            n = p->lens[0];
+        }
+        PG_OOM(grow(&g->vals, &g->vals_cap, g->vals_len + n + 1));
+        memcpy(g->vals + g->vals_len, text, n);
+        g->val_off[i] = (uint32_t)g->vals_len;
+        g->val_len[i] = (uint32_t)n;
+        g->vals_len += n;
+    }
+}
+
+/* ReadyForQuery: the round trip is over; the next one, or the transaction's end.
+ * 0: the user reads on; 1: it has moved on (the transaction ended, or its logon did). */
+static int pg_ready(Loop *L, user_t *u) {
+    pguser_t *g = pg_user(L, u);
+    double now = mono();
+    switch (g->phase) {
+    case PH_STARTUP:
+        if (g->opening) { /* open(): logged on before the run; the run sends the transactions */
+            g->opening = 0;
+            u->state = U_IDLE;
+            L->opening_left--;
+            return 1;
+        }
+        pg_first(L, u);
+        return 0;
+    case PH_BEGIN:
+        if (g->failed) {
+            finish(L, u, 0, E_SERVER, 0);
+            return 1;
+        }
+        pg_statement(L, u);
+        return 0;
+    case PH_STATEMENT: {
+        const pgtx_t *tx = pg_tx(L, u);
+        if (g->failed) {
+            if (tx->n_steps > 1) { /* out of the failed block: the connection is reused */
+                pg_send_query(L, u, PH_ROLLBACK, "ROLLBACK");
+                return 0;
+            }
+            finish(L, u, 0, E_SERVER, 0);
+            return 1;
+        }
+        if (g->step == 0)
+            u->first = now; /* the first statement's result (postgres.py's first_response) */
+        if (++g->step < tx->n_steps) {
+            pg_statement(L, u);
+            return 0;
+        }
+        if (tx->n_steps > 1) {
+            g->commit_sent = mono();
+            pg_send_query(L, u, PH_COMMIT, "COMMIT");
+            return 0;
+        }
+        finish(L, u, 1, E_NONE, 0);
+        return 1;
+    }
+    case PH_COMMIT:
+        if (g->failed) {
+            finish(L, u, 0, E_SERVER, 0);
+            return 1;
+        }
+        __atomic_add_fetch(&L->commits, 1, __ATOMIC_RELAXED); /* CommitCounts.committed, rounded alike */
+        __atomic_add_fetch(&L->commit_us, (int64_t)llround((now - g->commit_sent) * 1e6), __ATOMIC_RELAXED);
+        finish(L, u, 1, E_NONE, 0);
+        return 1;
+    default: /* PH_ROLLBACK, after a statement's error: the row keeps that error */
+        if (g->failed > 1)
+            close_conn(L, u); /* the ROLLBACK failed too: the connection is not reused */
+        finish(L, u, 0, E_SERVER, 0);
+        return 1;
+    }
+}
+
+/* One backend message. 0: read on; 1: the user moved on; -1: the transaction failed (recorded). */
+static int pg_message(Loop *L, user_t *u, char type, const char *body, size_t n) {
+    pguser_t *g = pg_user(L, u);
+    switch (type) {
+    case 'Z':
+        return pg_ready(L, u);
+    case '1': /* ParseComplete: the statement is prepared on this connection from now on */
+        if (g->parsing) {
+            int32_t s = g->parsing - 1;
+            g->prepared[s >> 3] |= (uint8_t)(1u << (s & 7));
+            g->parsing = 0;
+        }
+        return 0;
+    case 'E':
+        if (g->failed) {
+            g->failed = 2;
+            return 0;
+        }
+        g->failed = 1;
+        u->body_len = 0;
+        if (grow(&u->body, &u->body_cap, n + 1) == 0) {
+            memcpy(u->body, body, n);
+            u->body_len = n;
+        }
+        if (g->phase == PH_STARTUP) { /* refused at logon (FATAL): the server closes the connection */
+            close_conn(L, u);
+            finish(L, u, 0, E_SERVER, 0);
+            return -1;
+        }
+        return 0;
+    case 'R': /* Authentication: 0 is AuthenticationOk; any other asks for what the loop does not speak */
+        if (n < 4) {
+            finish(L, u, 0, E_MALFORMED, M_PG_MESSAGE);
+            return -1;
+        }
+        if (get_be32(body) != 0) {
+            finish(L, u, 0, E_AUTH, (int)get_be32(body));
+            return -1;
+        }
+        return 0;
+    default: /* rows, command tags, BindComplete, notices, parameter statuses, the backend's key */
+        return 0;
+    }
+}
+
+/* Received bytes: every whole message handled, a part of one kept for the next read. Parsed
+ * where they landed when nothing is kept (the usual case: one read holds the round trip's reply). */
+static int feed_pg(Loop *L, user_t *u, const char *p, size_t n) {
+    const char *buf = p;
+    size_t len = n;
+    if (u->in_len) {
+        if (grow(&u->in, &u->in_cap, u->in_len + n) < 0) {
+            finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+            return -1;
+        }
+        memcpy(u->in + u->in_len, p, n);
+        u->in_len += n;
+        buf = u->in;
+        len = u->in_len;
+    }
+    size_t pos = 0;
+    for (;;) {
+        int64_t m = pg_message_len(buf + pos, len - pos);
+        if (m < 0) {
+            u->in_len = 0;
+            finish(L, u, 0, E_MALFORMED, M_PG_MESSAGE);
+            return -1;
+        }
+        if (m == 0)
+            break;
+        const char *msg = buf + pos;
+        pos += (size_t)m;
+        int r = pg_message(L, u, msg[0], msg + 5, (size_t)m - 5);
+        if (r < 0) {
+            u->in_len = 0;
+            return -1;
+        }
+        if (r == 0 && (u->fd < 0 || (u->state != U_READING && u->state != U_SENDING))) {
+            u->in_len = 0; /* the next round trip's send failed: recorded, the user moved on */
+            return -1;
+        }
+        if (r > 0) {
+            u->in_len = 0;
+            if (pos < len) /* bytes after the last ReadyForQuery answer nothing sent: the connection is dropped */
+                close_conn(L, u);
+            return 1;
+        }
+    }
+    size_t rest = len - pos;
+    if (rest && buf != u->in) {
+        if (grow(&u->in, &u->in_cap, rest) < 0) {
+            finish(L, u, 0, E_MALFORMED, M_HEAD_TOO_LARGE);
+            return -1;
+        }
+        memcpy(u->in, buf + pos, rest);
+    } else if (rest && pos)
+        memmove(u->in, u->in + pos, rest);
+    u->in_len = rest;
+    return 0;
+}
+
+/* open(): a user's logon failed; the first failure is what open() reports. */
+static void open_failed(Loop *L, user_t *u, int err, int detail) {
+    pguser_t *g = pg_user(L, u);
+    close_conn(L, u);
+    g->opening = 0;
+    u->state = U_DONE;
+    L->opening_left--;
+    if (L->open_err)
+        return;
+    L->open_err = err;
+    L->open_detail = detail;
+    if (err == E_SERVER && u->body_len && (L->open_msg = malloc(u->body_len)) != NULL) {
+        memcpy(L->open_msg, u->body, u->body_len);
+        L->open_msg_len = u->body_len;
+    }
+}
+
 static void on_readable(Loop *L, user_t *u, double now) {
     for (;;) {
         ssize_t n = recv(u->fd, L->recv_buf, sizeof L->recv_buf, 0);
@@ -876,7 +1305,7 @@ static void on_readable(Loop *L, user_t *u, double now) {
                     finish(L, u, 0, E_CLOSED, 0);
                 return;
             }
-            if (u->got == 0)
+            if (u->got == 0 && !L->pg)
                 u->first = mono(); /* the response's first bytes (the lean client's data_received) */
             u->got += (size_t)n;
             int r = feed(L, u, L->recv_buf, (size_t)n);
@@ -933,11 +1362,14 @@ static void on_event(Loop *L, user_t *u, uint32_t events, double now) {
         __atomic_add_fetch(&L->connects, 1, __ATOMIC_RELAXED);
         watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
         u->state = U_IDLE; /* not U_SENDING: send_request starts the request afresh */
-        send_request(L, u, now);
+        connected(L, u, now);
         return;
     }
     if (u->state == U_SENDING && (events & EPOLLOUT)) {
-        send_request(L, u, now);
+        if (L->pg)
+            pg_flush(L, u);
+        else
+            send_request(L, u, now);
         if (u->state != U_READING)
             return;
     }
@@ -1068,6 +1500,54 @@ static int loop_run(Loop *L) {
     return 0;
 }
 
+/* open(): every PostgreSQL user connected and logged on before the run, at once (postgres.py's
+ * open: connection set-up is not a transaction); stops at the first failure, or at `timeout`. */
+static int loop_open(Loop *L, double timeout) {
+    struct epoll_event evs[MAX_EVENTS];
+    double now = mono(), until = now + timeout;
+    L->opening_left = L->n_users;
+    for (int i = 0; i < L->n_users && !L->open_err; i++) {
+        user_t *u = &L->users[i];
+        L->pgu[i].opening = 1;
+        u->deadline = until;
+        connect_user(L, u, now);
+    }
+    while (L->opening_left > 0 && !L->open_err && !__atomic_load_n(&L->cut, __ATOMIC_ACQUIRE)) {
+        now = mono();
+        if (now >= until) {
+            L->open_err = E_CONNECT_TIMEOUT;
+            break;
+        }
+        int n = epoll_wait(L->epfd, evs, MAX_EVENTS, (int)((until - now) * 1000) + 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            L->error_no = errno;
+            return -1;
+        }
+        now = mono();
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == 1) { /* a cut (read at the loop's top) */
+                uint64_t v;
+                if (read(L->efd, &v, sizeof v) < 0) {
+                }
+            } else if (tag >= 3) {
+                user_t *u = &L->users[tag - 3];
+                if (u->fd >= 0 && L->pgu[tag - 3].opening)
+                    on_event(L, u, evs[i].events, now);
+            }
+        }
+    }
+    for (int i = 0; i < L->n_users; i++) /* not logged on (a failure, the time, a cut): dropped */
+        if (L->pgu[i].opening) {
+            L->pgu[i].opening = 0;
+            close_conn(L, &L->users[i]);
+            L->users[i].state = U_IDLE;
+        }
+    return 0;
+}
+
 /* ---- Python's side ------------------------------------------------------------------------ */
 
 /* free() and forget: the Loop may be freed again (a failed __init__, then dealloc). */
@@ -1080,6 +1560,8 @@ static void loop_free_config(Loop *L) {
         DROP(L->txs[i].expect);
     }
     for (int i = 0; L->users != NULL && i < L->n_users; i++) {
+        if (L->users[i].fd >= 0 && L->pg) /* Terminate: a PostgreSQL session ends without a complaint in the server's log */
+            (void)!send(L->users[i].fd, "X\0\0\0\4", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (L->users[i].fd >= 0)
             close(L->users[i].fd);
         DROP(L->users[i].in);
@@ -1098,6 +1580,40 @@ static void loop_free_config(Loop *L) {
     DROP(L->ready_next);
     DROP(L->rows);
     DROP(L->pending);
+    for (int i = 0; L->pg_txs != NULL && i < L->n_txs; i++) {
+        pgtx_t *t = &L->pg_txs[i];
+        for (int k = 0; t->steps != NULL && k < t->n_steps; k++)
+            DROP(t->steps[k].args);
+        for (int k = 0; t->params != NULL && k < t->n_params; k++) {
+            pgparam_t *q = &t->params[k];
+            for (int v = 0; q->values != NULL && v < q->n_values; v++)
+                DROP(q->values[v]);
+            DROP(q->values);
+            DROP(q->lens);
+            DROP(q->cumulative);
+        }
+        DROP(t->steps);
+        DROP(t->params);
+    }
+    DROP(L->pg_txs);
+    for (int i = 0; L->pg_sql != NULL && i < L->n_pg_sql; i++) {
+        DROP(L->pg_sql[i]);
+        DROP(L->pg_names[i]);
+    }
+    DROP(L->pg_sql);
+    DROP(L->pg_names);
+    for (int i = 0; L->pgu != NULL && i < L->n_users; i++) {
+        pguser_t *g = &L->pgu[i];
+        DROP(g->out.p);
+        DROP(g->prepared);
+        DROP(g->vals);
+        DROP(g->val_off);
+        DROP(g->val_len);
+    }
+    DROP(L->pgu);
+    DROP(L->pg_startup);
+    DROP(L->errs);
+    DROP(L->open_msg);
 }
 
 static void Loop_dealloc(Loop *L) {
@@ -1137,27 +1653,179 @@ static char *copy_bytes(PyObject *b, size_t *len) {
     return out;
 }
 
+/* bytes -> a C string of them; a NUL inside is refused (SQL and names travel as C strings). */
+static char *copy_cstr(PyObject *b) {
+    size_t n;
+    char *out = copy_bytes(b, &n);
+    if (out == NULL)
+        return NULL;
+    char *text = realloc(out, n + 1);
+    if (text == NULL) {
+        free(out);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    text[n] = '\0';
+    if (strlen(text) != n) {
+        free(text);
+        PyErr_SetString(PyExc_ValueError, "a statement holds a NUL byte");
+        return NULL;
+    }
+    return text;
+}
+
+/* pg = (startup: bytes, sql: [bytes], txs: [(steps, params, deadline)]) with
+ * steps: [(statement, (parameter, ...))], params: [(kind, a, b, (value: bytes, ...), (cumulative, ...))]
+ * (native_pg.py's PgSpec). The HTTP txs are then []: a transaction is its statements. */
+static int parse_pg(Loop *L, PyObject *pg) {
+    PyObject *startup, *sqls, *txs;
+    if (!PyArg_ParseTuple(pg, "O!O!O!", &PyBytes_Type, &startup, &PyList_Type, &sqls, &PyList_Type, &txs))
+        return -1;
+    L->pg = 1;
+    if ((L->pg_startup = copy_bytes(startup, &L->pg_startup_len)) == NULL)
+        return -1;
+    L->n_pg_sql = (int)PyList_GET_SIZE(sqls);
+    L->pg_sql = calloc((size_t)L->n_pg_sql + 1, sizeof(char *));
+    L->pg_names = calloc((size_t)L->n_pg_sql + 1, sizeof(char *));
+    if (L->pg_sql == NULL || L->pg_names == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < L->n_pg_sql; i++) {
+        PyObject *sql = PyList_GET_ITEM(sqls, i);
+        if (!PyBytes_Check(sql)) {
+            PyErr_SetString(PyExc_TypeError, "a statement is bytes");
+            return -1;
+        }
+        if ((L->pg_sql[i] = copy_cstr(sql)) == NULL || (L->pg_names[i] = malloc(24)) == NULL)
+            return PyErr_Occurred() ? -1 : (PyErr_NoMemory(), -1);
+        snprintf(L->pg_names[i], 24, "perflab_%d", i);
+    }
+    L->n_txs = (int)PyList_GET_SIZE(txs);
+    L->txs = calloc((size_t)L->n_txs + 1, sizeof(txspec_t)); /* unused by PostgreSQL users, indexed alike */
+    L->pg_txs = calloc((size_t)L->n_txs + 1, sizeof(pgtx_t));
+    if (L->txs == NULL || L->pg_txs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < L->n_txs; i++) {
+        PyObject *steps, *params;
+        pgtx_t *t = &L->pg_txs[i];
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(txs, i), "O!O!d", &PyList_Type, &steps, &PyList_Type, &params,
+                              &t->deadline))
+            return -1;
+        t->n_params = (int)PyList_GET_SIZE(params);
+        t->params = calloc((size_t)t->n_params + 1, sizeof(pgparam_t));
+        if (t->params == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int k = 0; k < t->n_params; k++) {
+            pgparam_t *q = &t->params[k];
+            long long a, b;
+            PyObject *values, *cumulative;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(params, k), "iLLO!O!", &q->kind, &a, &b, &PyTuple_Type, &values,
+                                  &PyTuple_Type, &cumulative))
+                return -1;
+            q->a = a;
+            q->b = b;
+            q->n_values = (int)PyTuple_GET_SIZE(values);
+            int needs_values = q->kind == P_CHOICE || q->kind == P_WEIGHTED || q->kind == P_CONSTANT;
+            if (q->kind < P_RANDOM_INT || q->kind > P_CONSTANT || (needs_values && q->n_values < 1) ||
+                (q->kind == P_WEIGHTED && PyTuple_GET_SIZE(cumulative) != q->n_values) ||
+                (q->kind == P_RANDOM_INT && (b < a || (double)(b - a) >= 9007199254740992.0))) {
+                PyErr_SetString(PyExc_ValueError, "a parameter's kind, range, values or weights out of order");
+                return -1;
+            }
+            q->values = calloc((size_t)q->n_values + 1, sizeof(char *));
+            q->lens = calloc((size_t)q->n_values + 1, sizeof(uint32_t));
+            q->cumulative = calloc((size_t)q->n_values + 1, sizeof(double));
+            if (q->values == NULL || q->lens == NULL || q->cumulative == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (int v = 0; v < q->n_values; v++) {
+                PyObject *value = PyTuple_GET_ITEM(values, v);
+                size_t n;
+                if (!PyBytes_Check(value)) {
+                    PyErr_SetString(PyExc_TypeError, "a parameter's value is bytes");
+                    return -1;
+                }
+                if ((q->values[v] = copy_bytes(value, &n)) == NULL)
+                    return -1;
+                q->lens[v] = (uint32_t)n;
+                if (q->kind == P_WEIGHTED) {
+                    q->cumulative[v] = PyFloat_AsDouble(PyTuple_GET_ITEM(cumulative, v));
+                    if (PyErr_Occurred())
+                        return -1;
+                }
+            }
+        }
+        t->n_steps = (int)PyList_GET_SIZE(steps);
+        if (t->n_steps < 1 || t->n_steps > 32767) {
+            PyErr_SetString(PyExc_ValueError, "a transaction has 1 to 32767 statements");
+            return -1;
+        }
+        t->steps = calloc((size_t)t->n_steps, sizeof(pgstep_t));
+        if (t->steps == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int k = 0; k < t->n_steps; k++) {
+            pgstep_t *st = &t->steps[k];
+            PyObject *args;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(steps, k), "iO!", &st->stmt, &PyTuple_Type, &args))
+                return -1;
+            if (st->stmt < 0 || st->stmt >= L->n_pg_sql || PyTuple_GET_SIZE(args) > 65535) {
+                PyErr_SetString(PyExc_ValueError, "a step's statement or parameters out of range");
+                return -1;
+            }
+            st->n_args = (int)PyTuple_GET_SIZE(args);
+            st->args = calloc((size_t)st->n_args + 1, sizeof(int32_t));
+            if (st->args == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (int j = 0; j < st->n_args; j++) {
+                long arg = PyLong_AsLong(PyTuple_GET_ITEM(args, j));
+                if (arg == -1 && PyErr_Occurred())
+                    return -1;
+                if (arg < 0 || arg >= t->n_params) {
+                    PyErr_SetString(PyExc_ValueError, "a statement's parameter is not one of its transaction's");
+                    return -1;
+                }
+                st->args[j] = (int32_t)arg;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Loop(family, address, port, timeout, txs, thinks, scripts, mix, cumulative, init,
- *      users, first_user, all_users, seed, t0, stagger, stop_at, residual_start)
+ *      users, first_user, all_users, seed, t0, stagger, stop_at, residual_start[, pg])
  * txs: [(wire: bytes, idempotent: bool, head: bool, statuses: tuple[int], expect: bytes | None)]
  * thinks: [(kind, a, b, c)]; scripts: [[(tx, klass, think), ...]]; mix: [script]; cumulative: [float]
- * (native_http.py builds them from the compiled workload). */
+ * (native_http.py builds them from the compiled workload); pg: PostgreSQL users (parse_pg). */
 static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
     int family, port, init, residual_start;
     const char *address;
     double timeout, t0, stagger, stop_at;
-    PyObject *txs, *thinks, *scripts, *mix, *cumulative;
+    PyObject *txs, *thinks, *scripts, *mix, *cumulative, *pg = Py_None;
     long long users, first_user, all_users;
     unsigned long long seed;
     if (L->users != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a Loop is made once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "isidO!O!O!O!O!iLLLKdddp", &family, &address, &port, &timeout, &PyList_Type, &txs,
+    if (!PyArg_ParseTuple(args, "isidO!O!O!O!O!iLLLKdddp|O", &family, &address, &port, &timeout, &PyList_Type, &txs,
                           &PyList_Type, &thinks, &PyList_Type, &scripts, &PyList_Type, &mix, &PyList_Type,
                           &cumulative, &init, &users, &first_user, &all_users, &seed, &t0, &stagger, &stop_at,
-                          &residual_start))
+                          &residual_start, &pg))
         return -1;
+    if (pg != Py_None && PyList_GET_SIZE(txs) != 0) {
+        PyErr_SetString(PyExc_ValueError, "PostgreSQL users take their transactions from pg, not txs");
+        return -1;
+    }
     if (users < 0 || users > 100000000 || PyList_GET_SIZE(mix) < 1 || PyList_GET_SIZE(mix) != PyList_GET_SIZE(cumulative)) {
         PyErr_SetString(PyExc_ValueError, "users, mix or cumulative out of range");
         return -1;
@@ -1190,9 +1858,14 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
     L->all_users = all_users;
     L->init = init;
 
-    L->n_txs = (int)PyList_GET_SIZE(txs);
-    L->txs = calloc((size_t)L->n_txs + 1, sizeof(txspec_t));
-    for (int i = 0; i < L->n_txs; i++) {
+    if (pg != Py_None) {
+        if (parse_pg(L, pg) < 0)
+            goto fail;
+    } else {
+        L->n_txs = (int)PyList_GET_SIZE(txs);
+        L->txs = calloc((size_t)L->n_txs + 1, sizeof(txspec_t));
+    }
+    for (int i = 0; L->pg == 0 && i < L->n_txs; i++) {
         PyObject *wire, *statuses, *expect;
         int idempotent, head;
         Py_ssize_t reply_len = -1; /* given (>= 0): a raw exchange, not HTTP */
@@ -1306,6 +1979,27 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kwds) {
         u->step = -1;
         u->prev_end = t0 + stagger * (double)uid / (double)(all_users > 1 ? all_users : 1);
     }
+    if (L->pg) {
+        int max_params = 1;
+        for (int i = 0; i < L->n_txs; i++)
+            if (L->pg_txs[i].n_params > max_params)
+                max_params = L->pg_txs[i].n_params;
+        if ((L->pgu = calloc((size_t)users + 1, sizeof(pguser_t))) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (int i = 0; i < L->n_users; i++) {
+            pguser_t *g = &L->pgu[i];
+            g->prng = rng_init(L->seed, (uint64_t)L->users[i].uid, 1);
+            g->prepared = calloc(((size_t)L->n_pg_sql + 7) / 8 + 1, 1);
+            g->val_off = calloc((size_t)max_params, sizeof(uint32_t));
+            g->val_len = calloc((size_t)max_params, sizeof(uint32_t));
+            if (g->prepared == NULL || g->val_off == NULL || g->val_len == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+        }
+    }
     L->epfd = epoll_create1(EPOLL_CLOEXEC);
     L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     L->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1352,6 +2046,47 @@ static PyObject *Loop_run(Loop *L, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* open(timeout) -> None, or (error kind, detail, the server's ErrorResponse fields): the
+ * PostgreSQL users logged on before the run (loop_open), the GIL released. */
+static PyObject *Loop_open(Loop *L, PyObject *args) {
+    double timeout;
+    if (!PyArg_ParseTuple(args, "d", &timeout))
+        return NULL;
+    if (L->users == NULL || !L->pg || L->running || L->finished) {
+        PyErr_SetString(PyExc_RuntimeError, "open() is a PostgreSQL Loop's, once, before run()");
+        return NULL;
+    }
+    L->running = 1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = loop_open(L, timeout);
+    Py_END_ALLOW_THREADS
+    L->running = 0;
+    if (rc < 0) {
+        errno = L->error_no;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (!L->open_err)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(iiy#)", L->open_err, L->open_detail, L->open_msg ? L->open_msg : "",
+                         (Py_ssize_t)L->open_msg_len);
+}
+
+/* close(): the users' connections closed now (a PostgreSQL session told first), not when the Loop is freed. */
+static PyObject *Loop_close(Loop *L, PyObject *unused) {
+    if (L->running) {
+        PyErr_SetString(PyExc_RuntimeError, "close() while the Loop runs");
+        return NULL;
+    }
+    for (int i = 0; L->users != NULL && i < L->n_users; i++) {
+        user_t *u = &L->users[i];
+        if (u->fd >= 0 && L->pg)
+            (void)!send(u->fd, "X\0\0\0\4", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close_conn(L, u);
+    }
+    Py_RETURN_NONE;
+}
+
 static void poke(Loop *L) {
     uint64_t one = 1;
     if (L->efd >= 0 && write(L->efd, &one, sizeof one) < 0) { /* a full counter is a poke already */
@@ -1371,8 +2106,9 @@ static PyObject *Loop_give_up(Loop *L, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* take() -> (rows: bytes, pending: bytes, connects: int): what was recorded since the last take,
- * and the connections made so far. */
+/* take() -> (rows: bytes, pending: bytes, connects: int, errors: bytes): what was recorded since
+ * the last take, the connections made so far, and the server's words of the rows with E_SERVER
+ * (each a native uint32 length and an ErrorResponse's fields; such a row's detail is its offset). */
 static PyObject *Loop_take(Loop *L, PyObject *unused) {
     pthread_mutex_lock(&L->lock);
     row_t *rows = L->rows;
@@ -1383,17 +2119,24 @@ static PyObject *Loop_take(Loop *L, PyObject *unused) {
     L->rows_len = L->rows_cap = 0;
     L->pending = NULL;
     L->pending_len = L->pending_cap = 0;
+    char *errs = L->errs;
+    size_t n_errs = L->errs_len;
+    L->errs = NULL;
+    L->errs_len = L->errs_cap = 0;
     pthread_mutex_unlock(&L->lock);
     PyObject *r = PyBytes_FromStringAndSize((const char *)rows, (Py_ssize_t)(n_rows * sizeof(row_t)));
     PyObject *p = PyBytes_FromStringAndSize((const char *)pending, (Py_ssize_t)(n_pending * sizeof(pending_t)));
+    PyObject *e = PyBytes_FromStringAndSize(errs ? errs : "", (Py_ssize_t)n_errs);
     free(rows);
     free(pending);
-    if (r == NULL || p == NULL) {
+    free(errs);
+    if (r == NULL || p == NULL || e == NULL) {
         Py_XDECREF(r);
         Py_XDECREF(p);
+        Py_XDECREF(e);
         return NULL;
     }
-    return Py_BuildValue("(NNL)", r, p, (long long)__atomic_load_n(&L->connects, __ATOMIC_RELAXED));
+    return Py_BuildValue("(NNLN)", r, p, (long long)__atomic_load_n(&L->connects, __ATOMIC_RELAXED), e);
 }
 
 static PyObject *Loop_get_in_flight(Loop *L, void *closure) {
@@ -1404,17 +2147,25 @@ static PyObject *Loop_get_connects(Loop *L, void *closure) {
     return PyLong_FromLongLong((long long)__atomic_load_n(&L->connects, __ATOMIC_RELAXED));
 }
 
+static PyObject *Loop_get_commits(Loop *L, void *closure) {
+    return Py_BuildValue("(LL)", (long long)__atomic_load_n(&L->commits, __ATOMIC_RELAXED),
+                         (long long)__atomic_load_n(&L->commit_us, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef Loop_methods[] = {
+    {"open", (PyCFunction)Loop_open, METH_VARARGS, "PostgreSQL users: log every user on before run() (releases the GIL)."},
+    {"close", (PyCFunction)Loop_close, METH_NOARGS, "Close the users' connections."},
     {"run", (PyCFunction)Loop_run, METH_NOARGS, "Run the users until they have all stopped (releases the GIL)."},
     {"cut", (PyCFunction)Loop_cut, METH_NOARGS, "The run is cut short: nobody parked wakes; in-flight ones end."},
     {"give_up", (PyCFunction)Loop_give_up, METH_NOARGS, "Record what is in flight as given up, and return."},
-    {"take", (PyCFunction)Loop_take, METH_NOARGS, "(rows, pending thinks, connects) since the last take."},
+    {"take", (PyCFunction)Loop_take, METH_NOARGS, "(rows, pending thinks, connects, errors) since the last take."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Loop_getset[] = {
     {"in_flight", (getter)Loop_get_in_flight, NULL, "transactions in flight", NULL},
     {"connects", (getter)Loop_get_connects, NULL, "connections made", NULL},
+    {"commits", (getter)Loop_get_commits, NULL, "(COMMITs waited for, their round trips in us): PostgreSQL users", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -12,7 +12,7 @@ the rows in blocks every tick (`_pump`) and words their errors as the Python pat
 
 The same loop runs the TCP adapter's exchanges (NativeTcpEngine): one message over TCP and a
 reply of known length back on the user's own connection (`mode: round_trip`, one message a
-transaction), the reply compared as tcp.py compares it.
+transaction), the reply compared as tcp.py compares it; and PostgreSQL users (native_pg.py).
 
 The same seed draws the same script picks and think times as the Python engine (the streams
 are workload/rng.py's SplitMix64, in C; tests/core/test_native_http_draws.py and
@@ -58,9 +58,9 @@ PENDING_DTYPE = np.dtype({"names": ["start", "think", "uid", "tx", "klass"],
 
 # http_loop.c's error kinds and what was malformed
 (E_STATUS, E_BODY, E_CONNECT_TIMEOUT, E_RESPONSE_TIMEOUT, E_CONNECT_OS, E_IO_OS, E_CLOSED, E_MALFORMED, E_GIVEN_UP,
- E_KEEPALIVE) = range(1, 11)
+ E_KEEPALIVE, E_SERVER, E_AUTH) = range(1, 13)
 MALFORMED = {1: "no HTTP/1.x status line", 2: "invalid Content-Length", 3: "invalid chunk in a chunked body",
-             4: "head or checked body too large"}
+             4: "head or checked body too large", 6: "a PostgreSQL message of impossible length"}
 #: The Python path's cost beside the compiled loop's, said when a run falls back to it.
 SLOWER = "the Python path costs about twice the driver CPU per request"
 
@@ -93,7 +93,9 @@ def _think_spec(think) -> tuple[int, float, float, float] | None:
 def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreChoice:
     """Whether the compiled loop can run this run's users exactly as the Python path would."""
     from perflab.drive.adapters.http import HttpExecutor
+    from perflab.drive.adapters.postgres import PostgresExecutor
     from perflab.drive.adapters.tcp import TcpExecutor
+    from perflab.drive.load.native_pg import pg_reason
 
     if workload.driver.core == "python":
         return CoreChoice(False, "driver.core: python")
@@ -101,8 +103,10 @@ def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreCho
         reason = _http_reason(workload, executor)
     elif isinstance(executor, TcpExecutor):
         reason = _tcp_reason(executor)
+    elif isinstance(executor, PostgresExecutor):
+        reason = pg_reason(workload, executor)
     else:
-        return CoreChoice(False, "not an http or tcp target")
+        return CoreChoice(False, "not an http, tcp or postgres target")
     if reason is not None:
         return CoreChoice(False, reason)
     if users is None or not isinstance(workload.load, ClosedLoad) or workload.load.batch is not None:
@@ -162,6 +166,7 @@ class NativeEngine(Engine):
         super().__init__(workload, executor, recorder, phases, t0, users=users, seed=seed, share=share)
         self.core: Any = None
         self._connects = 0
+        self._errors = b""  # the last take()'s ErrorResponses (E_SERVER rows point into it)
         self._address = self._resolve()
 
     # --- the target's part ---------------------------------------------------------------
@@ -186,6 +191,14 @@ class NativeEngine(Engine):
         """A row's error, worded as the Python path words it."""
         raise NotImplementedError
 
+    def _loop_options(self) -> tuple:
+        """The Loop's arguments after the common ones (PostgreSQL's users: their transactions)."""
+        return ()
+
+    def _sync_counts(self) -> None:
+        """What the loop counted for the driver's counters, into them (the window's edges read them)."""
+        self._sync_connects()
+
     def _given_up_text(self, row) -> str:
         """E_GIVEN_UP: as Engine._given_up words it."""
         tx = int(row["tx"])
@@ -205,7 +218,7 @@ class NativeEngine(Engine):
         reader = self._count_reader
 
         def read() -> dict[str, int]:
-            self._sync_connects()
+            self._sync_counts()
             return reader()
 
         return read
@@ -236,7 +249,7 @@ class NativeEngine(Engine):
             [script.index for script in self.mix], [float(c) for c in self.mix_cumulative],
             self.init.index if self.init is not None else -1,
             users, self.share.first_user, self.share.all_users or users, self.seed & ((1 << 64) - 1),
-            self.t0, self.phases.stagger, self.stop_at, self._residual_start)
+            self.t0, self.phases.stagger, self.stop_at, self._residual_start, *self._loop_options())
 
     @property
     def in_flight(self) -> int:  # the live display reads it
@@ -250,7 +263,8 @@ class NativeEngine(Engine):
         loop = asyncio.get_running_loop()
         self.outcome.started_at = time.monotonic()
         window = asyncio.ensure_future(self._measure_driver(loop))
-        self.core = self._make_core()
+        if self.core is None:  # PostgreSQL's users made it to log on before the run (native_pg.py)
+            self.core = self._make_core()
         users_done = loop.run_in_executor(None, self.core.run)
         if self.cut_short:
             self.core.cut()
@@ -295,8 +309,8 @@ class NativeEngine(Engine):
 
     def _pump(self) -> None:
         """The rows and pending thinks the loop recorded since the last pump, into the recorder."""
-        raw_rows, raw_pending, _ = self.core.take()
-        self._sync_connects()
+        raw_rows, raw_pending, _, self._errors = self.core.take()
+        self._sync_counts()
         if raw_rows:
             rows = np.frombuffer(raw_rows, ROW_DTYPE)
             errors = {int(i): self._error(rows[i]) for i in np.flatnonzero(rows["err"])}

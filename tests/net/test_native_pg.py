@@ -1,0 +1,104 @@
+"""PostgreSQL users in the compiled loop (native_pg.py) against a real PostgreSQL 15: the same
+seed sends the same parameter values as the Python path, in the same order; a server that
+refuses a logon fails the run with the server's words on either path."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from perflab.drive.load import native_http
+
+from .net_helpers import needs_pg15, run_workload
+
+needs_loop = pytest.mark.skipif(native_http.NOT_BUILT is not None, reason=str(native_http.NOT_BUILT))
+PYTHON = {"driver.core": "python"}
+
+# echo() refuses every call with its arguments in the error: each transaction's row carries the
+# values it was sent, as the server read them. One user, so the shared sequence is drawn in one
+# order; `two` sends them inside BEGIN .. ROLLBACK after a statement that succeeds.
+ECHO_WORKLOAD = """
+name: pg-echo
+target:
+  kind: postgres
+  server: {bin: /usr/lib/postgresql/15/bin, settings: {shared_buffers: 32MB}}
+  setup:
+    - |
+      CREATE FUNCTION echo(a bigint, b text, c bigint, d text, e text) RETURNS int LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'drew % % % % %', a, b, c, d, e; END $$
+transactions:
+  - name: one
+    sql: ["SELECT echo(:a, :b, :c, :d, :e)"]
+    params:
+      a: {random_int: [1, 1000000]}
+      b: {choice: [x, y, z]}
+      c: {sequence: 100, step: 7}
+      d: {choice: [p, q, r], weights: [1, 3, 0.5]}
+      e: {value: same}
+  - name: two
+    sql: ["SELECT :a::int + 1", "SELECT echo(:a, :b, :c, :d, :e)"]
+    params:
+      a: {random_int: [-50, 50]}
+      b: {choice: [u, v]}
+      c: {sequence: -3, step: -1}
+      d: {choice: [s], weights: [2]}
+      e: {choice: [k, l, m]}
+scripts:
+  - {name: s, steps: [one, two]}
+think: 0.01
+load: {users: 1}
+timing: {stagger: 0s, stabilization: 0s, measurement: 1.5s}
+seed: 7
+"""
+
+
+@needs_pg15
+@needs_loop
+def test_the_compiled_loop_sends_the_python_paths_parameter_values(tmp_path):
+    path = tmp_path / "echo.yaml"
+    path.write_text(ECHO_WORKLOAD)
+    errors = {}
+    for core, changes in (("native", None), ("python", PYTHON)):
+        run, _ = run_workload(tmp_path / core, path, changes)
+        assert run["fingerprint"]["driver_core"].split(" ")[0] == core, run["fingerprint"]["driver_core"]
+        rows = pq.read_table(tmp_path / core / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
+        rows = rows.sort_values("intended_start")
+        assert not rows["ok"].any()
+        errors[core] = list(zip(rows["transaction"], rows["error"]))
+    native, python = errors["native"], errors["python"]
+    n = min(len(native), len(python))
+    assert n >= 20, (len(native), len(python))
+    assert native[:n] == python[:n]
+    assert native[0][1].startswith("RaiseError: drew ")
+    first_one = [e for t, e in native if t == "one"][:2]
+    assert [e.split()[4] for e in first_one] == ["100", "107"]  # the sequence, step 7
+    first_two = [e for t, e in native if t == "two"][:2]
+    assert [e.split()[4] for e in first_two] == ["-3", "-4"]
+
+
+TOO_MANY = """
+name: pg-too-many
+target:
+  kind: postgres
+  server: {bin: /usr/lib/postgresql/15/bin,
+           settings: {shared_buffers: 32MB, max_connections: 6, superuser_reserved_connections: 0}}
+  setup: ["CREATE TABLE t (k int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 0)"]
+transactions:
+  - {name: fine, sql: ["SELECT v FROM t WHERE k = 1"]}
+scripts:
+  - {name: s, steps: [fine]}
+think: 0.05
+load: {users: 12}
+timing: {stagger: 0s, stabilization: 0s, measurement: 1s}
+seed: 1
+"""
+
+
+@needs_pg15
+@pytest.mark.parametrize("changes", [None, PYTHON], ids=["native", "python"])
+def test_a_refused_logon_fails_the_run_with_the_servers_words(tmp_path, changes):
+    path = tmp_path / "w.yaml"
+    path.write_text(TOO_MANY)
+    run, _ = run_workload(tmp_path, path, changes)
+    assert run["status"] == "failed"
+    assert run["reason"] == "cannot connect to PostgreSQL: TooManyConnectionsError: sorry, too many clients already"
