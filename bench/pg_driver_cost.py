@@ -1,11 +1,13 @@
 """The PostgreSQL driver beside pgbench on the same SQL (issue 28, item 1): CPU per transaction
 in the load generator.
 
-The debit-credit workload (examples/postgres/debit-credit.yaml) and its pgbench twin
-(debit-credit-pgbench.yaml: the same statements as pgbench's `-f` script, pgbench driving), each
-a perflab run of PostgreSQL 15 on CPU 1 and the driver on CPU 0, alternated. A run's number is
-its driver's CPU per transaction over the window, DRIVER SEC / COMMANDS (T) from `perflab show
---json`: perflab's own driver, or pgbench's process (its rusage over its run).
+The debit-credit workload (examples/postgres/debit-credit.yaml: its users in perflab's compiled
+loop, native_pg.py), the same on the Python path (asyncpg; the example with `driver: {core:
+python}`) and its pgbench twin (debit-credit-pgbench.yaml: the same statements as pgbench's `-f`
+script, pgbench driving), each a perflab run of PostgreSQL 15 on CPU 1 and the driver on CPU 0,
+alternated. A run's number is its driver's CPU per transaction over the window, DRIVER SEC /
+COMMANDS (T) from `perflab show --json`: perflab's own driver, or pgbench's process (its rusage
+over its run).
 
     python bench/pg_driver_cost.py [REPS] [--tree OTHER/src]   # default 3; --tree: a second
                                                                # perflab source tree beside it
@@ -25,6 +27,14 @@ from common import REPO, log, perflab_cmd, shell_join, summarize
 
 WORKLOADS = {"perflab": REPO / "examples" / "postgres" / "debit-credit.yaml",
              "pgbench": REPO / "examples" / "postgres" / "debit-credit-pgbench.yaml"}
+PYTHON_PATH = "perflab (Python path)"
+
+
+def _python_path_workload(directory: Path) -> Path:
+    """The example with its users on the Python path (asyncpg), beside the compiled loop."""
+    path = directory / "debit-credit-python.yaml"
+    path.write_text(WORKLOADS["perflab"].read_text() + "\ndriver: {core: python}\n")
+    return path
 
 
 def _run(workload: Path, store: Path, tree: str | None = None) -> dict[str, Any]:
@@ -48,7 +58,8 @@ def main(reps: int, tree: str | None = None) -> dict[str, Any]:
         store = Path(tmp)
         for rep in range(reps):
             runs = ([(f"perflab ({tree})", WORKLOADS["perflab"], tree)] if tree else []) + \
-                   [(name, path, None) for name, path in WORKLOADS.items()]
+                   [(name, path, None) for name, path in WORKLOADS.items()] + \
+                   [(PYTHON_PATH, _python_path_workload(store), None)]
             for name, path, other in runs:
                 log(f"PostgreSQL driver cost: {name}, repetition {rep + 1}/{reps}")
                 rows.setdefault(name, []).append(_run(path, store, other))
@@ -56,10 +67,14 @@ def main(reps: int, tree: str | None = None) -> dict[str, Any]:
     for name, reps_ in rows.items():
         out[name] = {"cpu_us_per_tx": summarize(r["cpu_us_per_tx"] for r in reps_),
                      "etr_t": summarize(r["etr_t"] for r in reps_), "command": reps_[0]["command"], "reps": reps_}
-    perflab, pgbench = rows.get("perflab", []), rows.get("pgbench", [])
-    ratios = [a["cpu_us_per_tx"] / b["cpu_us_per_tx"] for a, b in zip(perflab, pgbench)
-              if a["cpu_us_per_tx"] and b["cpu_us_per_tx"]]
-    out["ratio"] = {"perflab_over_pgbench": summarize(ratios)}  # each repetition's pair
+    pgbench = rows.get("pgbench", [])
+
+    def ratios(name: str) -> list[float]:  # each repetition's pair
+        return [a["cpu_us_per_tx"] / b["cpu_us_per_tx"] for a, b in zip(rows.get(name, []), pgbench)
+                if a["cpu_us_per_tx"] and b["cpu_us_per_tx"]]
+
+    out["ratio"] = {"perflab_over_pgbench": summarize(ratios("perflab")),
+                    "python_path_over_pgbench": summarize(ratios(PYTHON_PATH))}
     return out
 
 
@@ -71,8 +86,8 @@ if __name__ == "__main__":
     result = main(args.reps, args.tree)
     for name, row in result.items():
         if name == "ratio":
-            r = row["perflab_over_pgbench"]
-            print(f"perflab / pgbench, by repetition: {', '.join(f'{v:.2f}' for v in r['values'])}")
+            for key, r in row.items():
+                print(f"{key}, by repetition: {', '.join(f'{v:.2f}' for v in r['values'])}")
         else:
             c = row["cpu_us_per_tx"]
             print(f"{name:20s} {c['median']:7.1f} us/tx [{c['min']:.1f}-{c['max']:.1f}]")

@@ -166,7 +166,8 @@ def pg_section(results: dict) -> list[str]:
         return []
     out = ["### (d) PostgreSQL beside pgbench", "",
            "The debit-credit workload (examples/postgres/debit-credit.yaml: pgbench's TPC-B-like statements, "
-           "scale 8, 4 users, prepared statements, one connection each) and its twin driven by pgbench's `-f` "
+           "scale 8, 4 users, prepared statements, one connection each; its users in perflab's compiled loop, "
+           "and on the Python path, asyncpg, with `driver: {core: python}`) and its twin driven by pgbench's `-f` "
            "script (debit-credit-pgbench.yaml); PostgreSQL 15 on CPU 1, the driver on CPU 0, alternated. CPU per "
            "transaction = DRIVER SEC / COMMANDS (T) of each run (`perflab show --json`; pgbench's: its "
            "process's rusage). `python bench/pg_driver_cost.py`.", "",
@@ -176,10 +177,12 @@ def pg_section(results: dict) -> list[str]:
             continue
         out.append(f"| {name} | {cell(e.get('cpu_us_per_tx'), 1)} | {cell(e.get('etr_t'), spread=False)} | "
                    f"{code(e.get('command'))} |")
-    ratio = (g.get("ratio") or {}).get("perflab_over_pgbench") or {}
-    if ratio.get("values"):
-        out += ["", "perflab ÷ pgbench, each repetition's pair: "
-                + ", ".join(f"{v:.2f}" for v in ratio["values"]) + "."]
+    ratios = g.get("ratio") or {}
+    for key, words in (("perflab_over_pgbench", "perflab (the compiled loop)"),
+                       ("python_path_over_pgbench", "perflab's Python path")):
+        values = (ratios.get(key) or {}).get("values")
+        if values:
+            out += ["", f"{words} ÷ pgbench, each repetition's pair: " + ", ".join(f"{v:.2f}" for v in values) + "."]
     return out + [""]
 
 
@@ -383,8 +386,9 @@ def goals_section(results: dict) -> list[str]:
          verdict(None if tcp_perflab is None or tcp_peer is None else tcp_perflab <= 1.5 * tcp_peer)),
         ("PostgreSQL driver CPU per transaction ≤ 1.5× pgbench's (issue 28)",
          f"perflab ÷ pgbench {fmt(pg_ratio, 2)} (each repetition: "
-         f"{', '.join(f'{v:.2f}' for v in pg_values) or 'not measured'}; debit-credit, 4 users)",
-         verdict(None if pg_ratio is None else pg_ratio <= 1.5)),
+         f"{', '.join(f'{v:.2f}' for v in pg_values) or 'not measured'}; debit-credit, 4 users, the compiled "
+         "loop; met when every pair is)",
+         verdict(None if not pg_values else max(pg_values) <= 1.5)),
         ("1M idle users in ≤ 2.5 GB of driver RSS (≤ 2.5 KB each)",
          f"{fmt(mem)} bytes per idle user; the whole run's peak {fmt(mem_peak)} MB",
          verdict(None if mem is None or mem_peak is None else mem <= 2500 and mem_peak <= 2500)),
