@@ -76,6 +76,8 @@ def test_a_servers_error_is_worded_as_asyncpg_words_it():
         'UniqueViolationError: duplicate key value violates unique constraint "t_pkey"\nDETAIL:  Key (k)=(1) already exists.'
     assert native_pg.server_error_text(b"C22012\0Mdivision by zero\0\0") == "DivisionByZeroError: division by zero"
     assert native_pg.server_error_text(b"Mno code\0\0").startswith("UnknownPostgresError: no code")
+    assert native_pg.server_error_text(b"SFATAL\0C57P01\0Mterminating connection\0\0", closed=True) == \
+        "ConnectionDoesNotExistError: connection was closed in the middle of operation: terminating connection"
 
 
 @pytest.mark.parametrize("value,text", [(7, b"7"), (-2**63, b"-9223372036854775808"), (2.5, b"2.5"), (0.1, b"0.1"),

@@ -102,3 +102,44 @@ def test_a_refused_logon_fails_the_run_with_the_servers_words(tmp_path, changes)
     run, _ = run_workload(tmp_path, path, changes)
     assert run["status"] == "failed"
     assert run["reason"] == "cannot connect to PostgreSQL: TooManyConnectionsError: sorry, too many clients already"
+
+
+# Each user's backend ends itself in `gone` (alone, and inside BEGIN after an UPDATE): the server
+# sends a FATAL ErrorResponse and closes (asyncpg's words: the connection lost, and the server's
+# message); the user's next transaction logs on anew and runs.
+SELF_KILL = """
+name: pg-self-kill
+target:
+  kind: postgres
+  server: {bin: /usr/lib/postgresql/15/bin, settings: {shared_buffers: 32MB}}
+  setup: ["CREATE TABLE t (k int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 0)"]
+transactions:
+  - {name: gone, sql: ["SELECT pg_terminate_backend(pg_backend_pid())"]}
+  - {name: gone_inside, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT pg_terminate_backend(pg_backend_pid())"]}
+  - {name: fine, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT v FROM t WHERE k = 1"]}
+scripts:
+  - {name: s, steps: [gone, fine, gone_inside, fine]}
+think: 0.02
+load: {users: 2}
+timing: {stagger: 0s, stabilization: 0s, measurement: 2s}
+seed: 1
+"""
+
+
+@needs_pg15
+@pytest.mark.parametrize("changes", [None, PYTHON], ids=["native", "python"])
+def test_a_connection_the_server_ends_fails_its_transaction_with_the_servers_words_and_the_next_logs_on_anew(
+        tmp_path, changes):
+    path = tmp_path / "w.yaml"
+    path.write_text(SELF_KILL)
+    run, _ = run_workload(tmp_path, path, changes)
+    assert run["status"] == "complete", run["reason"]
+    rows = pq.read_table(tmp_path / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
+    by_name = {name: group for name, group in rows.groupby("transaction")}
+    for name in ("gone", "gone_inside"):
+        gone = by_name[name]
+        assert len(gone) >= 4 and not gone["ok"].any()
+        assert set(gone["error"]) == {"ConnectionDoesNotExistError: connection was closed in the middle of operation: "
+                                      "terminating connection due to administrator command"}, set(gone["error"])
+    fine = by_name["fine"]
+    assert len(fine) >= 8 and fine["ok"].all(), fine[~fine["ok"]]["error"].unique()

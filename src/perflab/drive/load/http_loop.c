@@ -81,6 +81,7 @@ enum {
     E_KEEPALIVE = 10, /* a kept-alive connection closed before any answer, the request not sent again */
     E_SERVER = 11,    /* PostgreSQL refused: detail = where its ErrorResponse is in take()'s errors */
     E_AUTH = 12,      /* PostgreSQL asked for an authentication the loop does not speak: detail = its code */
+    E_SERVER_CLOSED = 13, /* PostgreSQL said why, then closed the connection (FATAL): detail as E_SERVER */
 };
 
 /* ---- SplitMix64, as workload/rng.py's UserRandom ---------------------------------------- */
@@ -360,7 +361,7 @@ static void emit_row(Loop *L, user_t *u, double end, int ok, int err, int detail
     r->ok = (uint8_t)ok;
     r->err = (uint8_t)err;
     r->detail = detail;
-    if (err == E_SERVER) { /* the server's words go with the row: its ErrorResponse's fields */
+    if (err == E_SERVER || err == E_SERVER_CLOSED) { /* the server's words go with the row: its ErrorResponse's fields */
         uint32_t n = (uint32_t)u->body_len;
         if (grow(&L->errs, &L->errs_cap, L->errs_len + 4 + n) < 0)
             abort(); /* out of memory in the driver, as next_slot */
@@ -1330,6 +1331,11 @@ static void on_readable(Loop *L, user_t *u, double now) {
         if (e == 0 && u->head_done && u->body_mode == B_CLOSE) { /* a body read until the close */
             u->keepalive = 0;
             response_done(L, u, 0);
+            return;
+        }
+        if (L->pg && pg_user(L, u)->failed) { /* PostgreSQL said why before it closed (a FATAL error): its words */
+            close_conn(L, u);
+            finish(L, u, 0, E_SERVER_CLOSED, 0);
             return;
         }
         if ((e == 0 || e == ECONNRESET) && retry_closed(L, u, now))

@@ -58,7 +58,7 @@ PENDING_DTYPE = np.dtype({"names": ["start", "think", "uid", "tx", "klass"],
 
 # http_loop.c's error kinds and what was malformed
 (E_STATUS, E_BODY, E_CONNECT_TIMEOUT, E_RESPONSE_TIMEOUT, E_CONNECT_OS, E_IO_OS, E_CLOSED, E_MALFORMED, E_GIVEN_UP,
- E_KEEPALIVE, E_SERVER, E_AUTH) = range(1, 13)
+ E_KEEPALIVE, E_SERVER, E_AUTH, E_SERVER_CLOSED) = range(1, 14)
 MALFORMED = {1: "no HTTP/1.x status line", 2: "invalid Content-Length", 3: "invalid chunk in a chunked body",
              4: "head or checked body too large", 6: "a PostgreSQL message of impossible length"}
 #: The Python path's cost beside the compiled loop's, said when a run falls back to it.

@@ -45,6 +45,7 @@ from perflab.drive.load.native_http import (
     E_MALFORMED,
     E_RESPONSE_TIMEOUT,
     E_SERVER,
+    E_SERVER_CLOSED,
     MALFORMED,
     NativeEngine,
 )
@@ -127,9 +128,18 @@ def startup_message(user: str, database: str) -> bytes:
     return struct.pack("!i", len(body) + 4) + body
 
 
-def server_error_text(fields: bytes) -> str:
-    """An ErrorResponse's fields worded as the Python path words asyncpg's exception."""
-    parsed = {chr(part[0]): part[1:].decode("utf-8", "replace") for part in fields.split(b"\0") if part}
+def _fields(payload: bytes) -> dict[str, str]:
+    """An ErrorResponse's fields by their one-letter codes (C: SQLSTATE, M: message, D: detail...)."""
+    return {chr(part[0]): part[1:].decode("utf-8", "replace") for part in payload.split(b"\0") if part}
+
+
+def server_error_text(fields: bytes, closed: bool = False) -> str:
+    """An ErrorResponse's fields worded as the Python path words asyncpg's exception; `closed`:
+    the server closed the connection after it (a FATAL error in the middle of a transaction),
+    which asyncpg reports as the connection lost, with the server's message."""
+    parsed = _fields(fields)
+    if closed:
+        return f"{CLOSED_TEXT}: {parsed.get('M', '')}"[:500]
     try:
         from asyncpg.exceptions import PostgresError  # type: ignore[import-untyped]
 
@@ -223,9 +233,9 @@ class NativePgEngine(NativeEngine):
     def _error(self, row) -> str:
         """A row's error, worded as postgres.py words it."""
         err, detail, tx = int(row["err"]), int(row["detail"]), int(row["tx"])
-        if err == E_SERVER:
+        if err in (E_SERVER, E_SERVER_CLOSED):
             (length,) = struct.unpack_from("=I", self._errors, detail)
-            return server_error_text(self._errors[detail + 4:detail + 4 + length])
+            return server_error_text(self._errors[detail + 4:detail + 4 + length], closed=err == E_SERVER_CLOSED)
         if err in (E_CONNECT_TIMEOUT, E_RESPONSE_TIMEOUT):
             self._hung(tx)  # as postgres.py's deadline: the connection dropped, the transaction hung
             return deadline_text(self.deadlines[tx])
