@@ -18,6 +18,11 @@
  * a body substring), the same retry of an idempotent request once when the server closed a
  * kept-alive connection, the same timeouts (connect, then response).
  *
+ * The same loop runs the TCP adapter's one-message exchanges (raw mode) and PostgreSQL users
+ * (pg_wire.h's messages, the round trips below "PostgreSQL users"; native_pg.py decides which
+ * workloads): a transaction there is several round trips on the user's connection, each ended
+ * by the server's ReadyForQuery.
+ *
  * Linux only (epoll, timerfd, eventfd); setup.py builds it as an optional extension and the
  * Python path is the fallback.
  */
