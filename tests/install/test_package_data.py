@@ -17,19 +17,24 @@ PACKAGE = REPO / "src" / "perflab"
 
 
 def _data_files() -> list[str]:
-    """Tracked non-Python files under src/perflab, relative to the package. The C sources are not
-    data: setup.py compiles them into the package (its Extension, which puts them in the sdist)."""
+    """Tracked non-Python files under src/perflab, relative to the package. The C sources and
+    headers are not data: setup.py compiles them into the package (its Extension and its depends;
+    MANIFEST.in puts the headers in the sdist)."""
     listed = subprocess.run(["git", "ls-files", "src/perflab"], cwd=REPO, capture_output=True, text=True, check=True)
-    return [str(Path(f).relative_to("src/perflab")) for f in listed.stdout.split() if not f.endswith((".py", ".c"))]
+    return [str(Path(f).relative_to("src/perflab")) for f in listed.stdout.split() if not f.endswith((".py", ".c", ".h"))]
 
 
 def test_the_c_sources_are_the_extensions_of_setup_py():
-    """Each tracked C source under src/perflab is compiled by setup.py (else it would be neither
-    built nor shipped)."""
+    """Each tracked C source or header under src/perflab is named by setup.py (a source compiled,
+    a header among the extension's depends: else neither built nor rebuilt when it changes), and
+    each header is in MANIFEST.in (else an sdist would not carry it)."""
     listed = subprocess.run(["git", "ls-files", "src/perflab"], cwd=REPO, capture_output=True, text=True, check=True)
-    sources = [f for f in listed.stdout.split() if f.endswith(".c")]
+    sources = [f for f in listed.stdout.split() if f.endswith((".c", ".h"))]
     setup = (REPO / "setup.py").read_text()
     assert sources and all(f'"{source}"' in setup for source in sources), sources
+    manifest = (REPO / "MANIFEST.in").read_text().split()
+    headers = [f for f in sources if f.endswith(".h")]
+    assert all(any(fnmatch.fnmatch(h, pattern) for pattern in manifest) for h in headers), headers
 
 
 def test_every_data_file_is_package_data():
