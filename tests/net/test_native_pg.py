@@ -14,6 +14,24 @@ from .net_helpers import needs_pg15, run_workload
 needs_loop = pytest.mark.skipif(native_http.NOT_BUILT is not None, reason=str(native_http.NOT_BUILT))
 PYTHON = {"driver.core": "python"}
 
+
+def _users(steps: str, think: float, users: int, measurement: float) -> str:
+    """A workload's one script and its users (the part every workload here shares)."""
+    return f"""scripts:
+  - {{name: s, steps: [{steps}]}}
+think: {think}
+load: {{users: {users}}}
+timing: {{stagger: 0s, stabilization: 0s, measurement: {measurement}s}}
+"""
+
+
+def _run(tmp_path, text: str, changes: dict | None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    run, _ = run_workload(tmp_path, path, changes)
+    return run
+
 # echo() refuses every call with its arguments in the error: each transaction's row carries the
 # values it was sent, as the server read them. One user, so the shared sequence is drawn in one
 # order; `two` sends them inside BEGIN .. ROLLBACK after a statement that succeeds.
@@ -43,23 +61,16 @@ transactions:
       c: {sequence: -3, step: -1}
       d: {choice: [s], weights: [2]}
       e: {choice: [k, l, m]}
-scripts:
-  - {name: s, steps: [one, two]}
-think: 0.01
-load: {users: 1}
-timing: {stagger: 0s, stabilization: 0s, measurement: 1.5s}
 seed: 7
-"""
+""" + _users("one, two", think=0.01, users=1, measurement=1.5)
 
 
 @needs_pg15
 @needs_loop
 def test_the_compiled_loop_sends_the_python_paths_parameter_values(tmp_path):
-    path = tmp_path / "echo.yaml"
-    path.write_text(ECHO_WORKLOAD)
     errors = {}
     for core, changes in (("native", None), ("python", PYTHON)):
-        run, _ = run_workload(tmp_path / core, path, changes)
+        run = _run(tmp_path / core, ECHO_WORKLOAD, changes)
         assert run["fingerprint"]["driver_core"].split(" ")[0] == core, run["fingerprint"]["driver_core"]
         rows = pq.read_table(tmp_path / core / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
         rows = rows.sort_values("intended_start")
@@ -85,21 +96,14 @@ target:
   setup: ["CREATE TABLE t (k int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 0)"]
 transactions:
   - {name: fine, sql: ["SELECT v FROM t WHERE k = 1"]}
-scripts:
-  - {name: s, steps: [fine]}
-think: 0.05
-load: {users: 12}
-timing: {stagger: 0s, stabilization: 0s, measurement: 1s}
 seed: 1
-"""
+""" + _users("fine", think=0.05, users=12, measurement=1)
 
 
 @needs_pg15
 @pytest.mark.parametrize("changes", [None, PYTHON], ids=["native", "python"])
 def test_a_refused_logon_fails_the_run_with_the_servers_words(tmp_path, changes):
-    path = tmp_path / "w.yaml"
-    path.write_text(TOO_MANY)
-    run, _ = run_workload(tmp_path, path, changes)
+    run = _run(tmp_path, TOO_MANY, changes)
     assert run["status"] == "failed"
     assert run["reason"] == "cannot connect to PostgreSQL: TooManyConnectionsError: sorry, too many clients already"
 
@@ -117,22 +121,15 @@ transactions:
   - {name: gone, sql: ["SELECT pg_terminate_backend(pg_backend_pid())"]}
   - {name: gone_inside, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT pg_terminate_backend(pg_backend_pid())"]}
   - {name: fine, sql: ["UPDATE t SET v = v + 1 WHERE k = 1", "SELECT v FROM t WHERE k = 1"]}
-scripts:
-  - {name: s, steps: [gone, fine, gone_inside, fine]}
-think: 0.02
-load: {users: 2}
-timing: {stagger: 0s, stabilization: 0s, measurement: 2s}
 seed: 1
-"""
+""" + _users("gone, fine, gone_inside, fine", think=0.02, users=2, measurement=2)
 
 
 @needs_pg15
 @pytest.mark.parametrize("changes", [None, PYTHON], ids=["native", "python"])
 def test_a_connection_the_server_ends_fails_its_transaction_with_the_servers_words_and_the_next_logs_on_anew(
         tmp_path, changes):
-    path = tmp_path / "w.yaml"
-    path.write_text(SELF_KILL)
-    run, _ = run_workload(tmp_path, path, changes)
+    run = _run(tmp_path, SELF_KILL, changes)
     assert run["status"] == "complete", run["reason"]
     rows = pq.read_table(tmp_path / "store" / "runs" / run["run_id"] / "transactions.parquet").to_pandas()
     by_name = {name: group for name, group in rows.groupby("transaction")}

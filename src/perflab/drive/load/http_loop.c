@@ -630,15 +630,12 @@ static int retry_closed(Loop *L, user_t *u, double now) {
     return 1;
 }
 
-static void send_request(Loop *L, user_t *u, double now) {
-    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
-    if (u->state != U_SENDING) {
-        u->sent = 0;
-        reset_response(u);
-        u->deadline = now + L->timeout; /* a send that blocks times out too (as the response does) */
-    }
-    while (u->sent < tx->wire_len) {
-        ssize_t n = send(u->fd, tx->wire + u->sent, tx->wire_len - u->sent, MSG_NOSIGNAL);
+/* data[u->sent:len] sent as far as the socket takes it. 1: all of it (the user reads next);
+ * 0: the socket is full (the user waits, U_SENDING, for it to be writable); -1: an error, its
+ * errno in *error. */
+static int send_more(Loop *L, user_t *u, const char *data, size_t len, int *error) {
+    while (u->sent < len) {
+        ssize_t n = send(u->fd, data + u->sent, len - u->sent, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -647,25 +644,41 @@ static void send_request(Loop *L, user_t *u, double now) {
                     u->state = U_SENDING;
                     watch(L, u, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
                 }
-                return;
+                return 0;
             }
-            int e = errno;
-            if (e == EPIPE || e == ECONNRESET) {
-                if (retry_closed(L, u, now))
-                    return;
-                if (u->reused && u->got == 0) {
-                    finish(L, u, 0, E_KEEPALIVE, 0);
-                    return;
-                }
-            }
-            finish(L, u, 0, E_IO_OS, e);
-            return;
+            *error = errno;
+            return -1;
         }
         u->sent += (size_t)n;
     }
     if (u->state == U_SENDING)
         watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
     u->state = U_READING;
+    return 1;
+}
+
+static void send_request(Loop *L, user_t *u, double now) {
+    const txspec_t *tx = &L->txs[L->steps[L->scripts[u->script].first + u->step].tx];
+    if (u->state != U_SENDING) {
+        u->sent = 0;
+        reset_response(u);
+        u->deadline = now + L->timeout; /* a send that blocks times out too (as the response does) */
+    }
+    int e = 0, sent = send_more(L, u, tx->wire, tx->wire_len, &e);
+    if (sent == 0)
+        return;
+    if (sent < 0) {
+        if (e == EPIPE || e == ECONNRESET) {
+            if (retry_closed(L, u, now))
+                return;
+            if (u->reused && u->got == 0) {
+                finish(L, u, 0, E_KEEPALIVE, 0);
+                return;
+            }
+        }
+        finish(L, u, 0, E_IO_OS, e);
+        return;
+    }
     u->deadline = now + L->timeout; /* the response's timeout counts from the request's send */
 }
 
@@ -993,30 +1006,11 @@ static inline const pgtx_t *pg_tx(Loop *L, user_t *u) {
 /* The round trip's messages, sent as far as the socket takes them (the rest when it is writable). */
 static void pg_flush(Loop *L, user_t *u) {
     pguser_t *g = pg_user(L, u);
-    while (u->sent < g->out.len) {
-        ssize_t n = send(u->fd, g->out.p + u->sent, g->out.len - u->sent, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (u->state != U_SENDING) {
-                    u->state = U_SENDING;
-                    watch(L, u, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
-                }
-                return;
-            }
-            int e = errno;
-            if (e == EPIPE || e == ECONNRESET)
-                finish(L, u, 0, E_CLOSED, 0);
-            else
-                finish(L, u, 0, E_IO_OS, e);
-            return;
-        }
-        u->sent += (size_t)n;
+    int e = 0;
+    if (send_more(L, u, g->out.p, g->out.len, &e) < 0) {
+        int closed = e == EPIPE || e == ECONNRESET;
+        finish(L, u, 0, closed ? E_CLOSED : E_IO_OS, closed ? 0 : e);
     }
-    if (u->state == U_SENDING)
-        watch(L, u, EPOLLIN, EPOLL_CTL_MOD);
-    u->state = U_READING;
 }
 
 static void pg_send_query(Loop *L, user_t *u, int phase, const char *sql) {
@@ -1426,6 +1420,23 @@ static void give_up_all(Loop *L) {
 
 #define MAX_EVENTS 256
 
+/* epoll_wait; an interrupted wait is a wait with no events. -1: the loop's own failure (errno kept). */
+static int wait_events(Loop *L, struct epoll_event *evs, int wait_ms) {
+    int n = epoll_wait(L->epfd, evs, MAX_EVENTS, wait_ms);
+    if (n < 0 && errno == EINTR)
+        return 0;
+    if (n < 0)
+        L->error_no = errno;
+    return n;
+}
+
+/* The eventfd's count read: Python poked (cut short, give up), which the loop reads at its top. */
+static void take_poke(Loop *L) {
+    uint64_t v;
+    if (read(L->efd, &v, sizeof v) < 0) { /* EAGAIN: already read */
+    }
+}
+
 static int loop_run(Loop *L) {
     struct epoll_event evs[MAX_EVENTS];
     double sweep_every = L->timeout / 10.0;
@@ -1469,13 +1480,9 @@ static int loop_run(Loop *L) {
             break; /* everyone has stopped */
         arm_timer(L);
         int wait_ms = L->ready_next_len ? 0 : busy ? (int)(sweep_every * 1000) + 1 : -1;
-        int n = epoll_wait(L->epfd, evs, MAX_EVENTS, wait_ms);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            L->error_no = errno;
+        int n = wait_events(L, evs, wait_ms);
+        if (n < 0)
             return -1;
-        }
         now = mono();
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
@@ -1494,9 +1501,7 @@ static int loop_run(Loop *L) {
                     }
                 }
             } else if (tag == 1) { /* Python asks: cut short or give up (read at the loop's top) */
-                uint64_t v;
-                if (read(L->efd, &v, sizeof v) < 0) {
-                }
+                take_poke(L);
             } else {
                 user_t *u = &L->users[tag - 3];
                 if (u->fd >= 0)
@@ -1529,20 +1534,14 @@ static int loop_open(Loop *L, double timeout) {
             L->open_err = E_CONNECT_TIMEOUT;
             break;
         }
-        int n = epoll_wait(L->epfd, evs, MAX_EVENTS, (int)((until - now) * 1000) + 1);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            L->error_no = errno;
+        int n = wait_events(L, evs, (int)((until - now) * 1000) + 1);
+        if (n < 0)
             return -1;
-        }
         now = mono();
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag == 1) { /* a cut (read at the loop's top) */
-                uint64_t v;
-                if (read(L->efd, &v, sizeof v) < 0) {
-                }
+                take_poke(L);
             } else if (tag >= 3) {
                 user_t *u = &L->users[tag - 3];
                 if (u->fd >= 0 && L->pgu[tag - 3].opening)
