@@ -37,6 +37,13 @@ def _python_path_workload(directory: Path) -> Path:
     return path
 
 
+def _command(workload: Path) -> str:
+    """The command a reader reruns: the example's, for the Python path's copy of it too."""
+    if workload.is_relative_to(REPO):
+        return shell_join(["perflab", "run", str(workload.relative_to(REPO))])
+    return shell_join(["perflab", "run", str(WORKLOADS["perflab"].relative_to(REPO))]) + " with driver: {core: python}"
+
+
 def _run(workload: Path, store: Path, tree: str | None = None) -> dict[str, Any]:
     env = dict(os.environ)
     if tree:
@@ -48,12 +55,8 @@ def _run(workload: Path, store: Path, tree: str | None = None) -> dict[str, Any]
                            capture_output=True, text=True, check=True, env=env)
     values = json.loads(shown.stdout)["values"]
     tx, driver = values.get("tx_ok"), values.get("driver_sec")
-    shown_path = workload.relative_to(REPO) if workload.is_relative_to(REPO) else WORKLOADS["perflab"].relative_to(REPO)
-    command = shell_join(["perflab", "run", str(shown_path)])
-    if not workload.is_relative_to(REPO):  # the Python path's copy of the example (_python_path_workload)
-        command += " with driver: {core: python}"
     return {"cpu_us_per_tx": 1e6 * driver / tx if tx and driver is not None else None, "etr_t": values.get("etr_t"),
-            "run_id": run_dir.name, "command": command}
+            "run_id": run_dir.name, "command": _command(workload)}
 
 
 def main(reps: int, tree: str | None = None) -> dict[str, Any]:

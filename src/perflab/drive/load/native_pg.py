@@ -27,6 +27,7 @@ existing server (`target.dsn`) keeps asyncpg, which speaks its authentication.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
 import struct
@@ -87,11 +88,8 @@ def _param_spec(spec: Any) -> tuple | None:
             return None
         if spec.weights is None:
             return (P_CHOICE, 0, 0, tuple(texts), ())
-        cumulative, total = [], 0.0
-        for weight in spec.weights:  # itertools.accumulate, as mix.py and params.py sum them
-            total += weight
-            cumulative.append(total)
-        return (P_WEIGHTED, 0, 0, tuple(texts), tuple(float(c) for c in cumulative))
+        # summed as params.py sums them, so the C pick sees the same cumulative weights
+        return (P_WEIGHTED, 0, 0, tuple(texts), tuple(float(c) for c in itertools.accumulate(spec.weights)))
     return None
 
 
@@ -203,8 +201,8 @@ class NativePgEngine(NativeEngine):
 
     @staticmethod
     def _open_text(err: int, detail: int, fields: bytes) -> str:
-        if err == E_SERVER:
-            return server_error_text(fields)
+        if err in (E_SERVER, E_SERVER_CLOSED):
+            return server_error_text(fields, closed=err == E_SERVER_CLOSED)
         if err == E_CONNECT_TIMEOUT:
             return f"TimeoutError: not logged on within {OPEN_TIMEOUT_S:g} s"
         if err in (E_CONNECT_OS, E_IO_OS):
