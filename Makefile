@@ -2,13 +2,20 @@
 VENV ?= .venv
 STAMP := $(VENV)/.perflab-installed
 
-.PHONY: demo demo-full demo-run test test-fast lint install clean accuracy
+.PHONY: demo demo-full demo-run test test-fast lint install clean accuracy system
 
 $(STAMP): pyproject.toml scripts/bootstrap-venv.sh
 	./scripts/bootstrap-venv.sh $(VENV)
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The system programs the tests use for real (scripts/system-programs.tsv: nginx, wrk, PostgreSQL
+# 15, Chromium, valgrind, k6, runsc...), as root on Debian; only what is missing, saying what and
+# how long (about 3 minutes the first time, k6 and runsc built from the Go module proxy; a second
+# or so after).
+system:
+	./scripts/setup-system.sh
 
 # The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 4 minutes after set-up, a counted pass after each measured run).
 demo: $(STAMP)
@@ -26,7 +33,8 @@ demo-run: $(STAMP)
 accuracy: $(STAMP)
 	$(VENV)/bin/perflab accuracy
 
-# The tests (what CI runs: .ci/run calls `make test`): both tiers, each phase with a count of
+# The tests (what CI runs: .ci/run calls `make test`), after the set-up of the system programs
+# they use (`make system`: a newcomer's `make test` runs the suite CI runs): both tiers, each phase with a count of
 # its outcomes at the end (tests/conftest.py). The lab tier is every test that starts a real run
 # or a real system -- perflab's driver against SQLite, the synthetic SUT, PostgreSQL, nginx, Ray,
 # network namespaces, monitors of real processes, Chromium -- and the long simulations of the
@@ -40,7 +48,7 @@ accuracy: $(STAMP)
 # pytest worker rewrites every test module's asserts, each perflab command compiles its modules),
 # and without cached bytecode every one of them compiles again -- 8 s of each pytest process's
 # collection on this machine.
-test: $(STAMP)
+test: system $(STAMP)
 	@unset PYTHONDONTWRITEBYTECODE; \
 	$(VENV)/bin/pytest -q -m "not lab" -n auto --dist loadfile; fast=$$?; \
 	$(VENV)/bin/pytest -q -m "lab and shared" -n 2 --dist loadfile; shared=$$?; \

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import programs
 import pytest
 import tiers
 
@@ -21,6 +22,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.lab)
             if tiers.item_is_shared(item):
                 item.add_marker(pytest.mark.shared)
+
+
+def pytest_runtest_setup(item):
+    """A test that needs a system program it cannot find fails, naming the set-up that installs
+    it (tests/programs.py): README's test command installs every one, so this is never a skip."""
+    missing = programs.missing(item)
+    if missing:
+        pytest.fail(programs.failure(missing), pytrace=False)
+    not_built = programs.compiled_loop_missing(item)
+    if not_built:
+        pytest.fail(not_built, pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import sys
 from pathlib import Path
 
+import programs
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,8 +111,7 @@ def test_http_row_says_not_yet_when_the_workload_does_not_fit(bench, tmp_path):
 
 
 @needs_two_cpus
-@pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
-                    reason="nginx is not installed (bench/setup_peers.sh)")
+@programs.needs("nginx")
 @pytest.mark.lab   # the benchmark drives real runs (bench/)
 def test_http_target_once(bench):
     import run_all

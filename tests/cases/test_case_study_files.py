@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import programs
 import pytest
 from net.net_helpers import EXAMPLES
 
 from perflab.study.runner import load_study
 
-STUDIES = ["postgres/storage-constrained-study.yaml", "tls/tls-resumption-study.yaml", "tls/tls-cipher-study.yaml",
+# Loading checks that a service's program is installed: the TLS studies' nginx.
+STUDIES = ["postgres/storage-constrained-study.yaml",
+           pytest.param("tls/tls-resumption-study.yaml", marks=programs.needs("nginx")),
+           pytest.param("tls/tls-cipher-study.yaml", marks=programs.needs("nginx")),
            "tcp/echo-paths-study.yaml", "batch/copy-release-study.yaml"]
 
 

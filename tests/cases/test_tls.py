@@ -4,8 +4,7 @@ client cannot honour refused at load time."""
 
 from __future__ import annotations
 
-import shutil
-
+import programs
 import pyarrow.parquet as pq
 import pytest
 from net.net_helpers import EXAMPLES, needs_nginx, run_workload
@@ -14,8 +13,7 @@ from perflab.errors import InputError
 from perflab.workload.loader import load_workload
 
 TLS_PAGES = EXAMPLES / "tls" / "tls-pages.yaml"
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl command not installed "
-                                                                            "(apt-get install openssl)")
+needs_openssl = programs.needs("openssl")
 # Half a second of stabilization opens each user's first connection (and its full handshake)
 # before the window; a window of 1.5 s holds some 560 transactions of 2 users on new connections
 # (340 with aiohttp; 376 and 228 a second measured here), and a window's edges split at most a

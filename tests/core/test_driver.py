@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import numpy as np
+import programs
 import pytest
 from cli_helpers import PERFLAB, REPO, in_window, load_run, perflab, run_dir_of, write_workload
 
@@ -296,11 +297,9 @@ def test_sigkill_leaves_the_catalog_working(tmp_path, store):
     assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
 
 
+@programs.needs("valgrind")
 def test_valgrind_mode_counts_instructions_per_command(tmp_path, store):
-    import shutil
 
-    if shutil.which("valgrind") is None:
-        pytest.skip("valgrind not installed")
     text = """
     name: pathlength
     target: {kind: command, valgrind: true, env: {PYTHONHASHSEED: "0"}}

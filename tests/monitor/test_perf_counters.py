@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 
+import programs
 import pytest
 
 from perflab.monitor.sources import SourceUnavailable
@@ -20,15 +20,14 @@ from perflab.monitor.sources.perf_counters import (
 )
 
 
+@programs.needs("perf")
 def test_probe_agrees_with_perf_stat():
     ok, why = probe()
     assert ok == (why is None)
     if not ok:
         with pytest.raises(SourceUnavailable):
             PerfCounterSource([1])
-    perf = shutil.which("perf")
-    if perf is None:
-        pytest.skip("no perf binary to compare with")
+    perf = programs.path("perf")
     out = subprocess.run([perf, "stat", "-e", "instructions", "-x", ",", "true"],
                          capture_output=True, text=True)
     perf_counts = out.returncode == 0 and "<not supported>" not in out.stderr \

@@ -1,14 +1,12 @@
-"""Real servers, no mocks: each test skips, saying why, only when a server binary is absent
-(.ci/run installs them all)."""
+"""Real servers, no mocks: README's test command installs every server binary (tests/programs.py);
+a test whose binary is missing fails, naming the set-up."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 from pathlib import Path
 
-import pytest
+import programs
 
 from perflab.drive.run import RunRequest, execute_run
 from perflab.reduce.reduce import reduce_run
@@ -19,16 +17,11 @@ from perflab.workload.loader import load_workload
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-PG15_BIN = Path("/usr/lib/postgresql/15/bin")
+PG15_BIN = Path(programs.path("postgres-15")).parent
 
-needs_pg15 = pytest.mark.skipif(not (PG15_BIN / "postgres").exists(),
-                                reason="PostgreSQL 15 server not installed (apt-get install postgresql-15)")
-needs_pgserver = pytest.mark.skipif(importlib.util.find_spec("pgserver") is None,
-                                    reason="pgserver wheel not installed (pip install pgserver)")
-needs_pgbench = pytest.mark.skipif(shutil.which("pgbench") is None,
-                                   reason="pgbench not installed (apt-get install postgresql-client-15)")
-needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
-                                 reason="nginx not installed (apt-get install nginx-light)")
+needs_pg15 = programs.needs("postgres-15")
+needs_pgbench = programs.needs("pgbench")
+needs_nginx = programs.needs("nginx")
 
 
 def run_workload(tmp_path: Path, workload_path: Path, changes: dict | None = None, **request) -> tuple[dict, object]:

@@ -9,24 +9,23 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+import programs
 import pyarrow.parquet as pq
 import pytest
 
 from perflab.errors import InputError
-from perflab.tools import find_k6
 from perflab.workload.loader import load_workload
 
 from .net_helpers import EXAMPLES, REPO, needs_nginx, run_workload
 
-needs_k6 = pytest.mark.skipif(find_k6() is None, reason="k6 not installed (go install go.k6.io/k6@<version>)")
-needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (apt-get install wrk)")
+needs_k6 = programs.needs("k6")
+needs_wrk = programs.needs("wrk")
 
 PAGES = EXAMPLES / "http" / "pages.yaml"
 PAGES_WRK = EXAMPLES / "http" / "pages-wrk.yaml"
@@ -139,11 +138,9 @@ def test_wrk_run_reports_wrk_own_count_and_rate(tmp_path):
     assert shown["values"]["tx_ok"] == len(tx)
 
 
-@pytest.mark.parametrize("tool", ["k6", "wrk"])
+@pytest.mark.parametrize("tool", [pytest.param("k6", marks=needs_k6), pytest.param("wrk", marks=needs_wrk)])
 @needs_nginx
 def test_nginx_killed_mid_run_fails_the_run_with_the_reason(tmp_path, tool):
-    if (find_k6() if tool == "k6" else shutil.which("wrk")) is None:
-        pytest.skip(f"{tool} not installed")
     store = tmp_path / "store"
 
     def kill_server_when_measuring():

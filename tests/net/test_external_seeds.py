@@ -17,23 +17,21 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
+import programs
 import pyarrow.parquet as pq
-import pytest
 
 from perflab.drive.external import MEASURED, WARM_UP, tool_seed
 from perflab.drive.external.k6_script import RUNTIME
-from perflab.tools import find_k6
 from perflab.workload.service_port import free_port
 
 from .net_helpers import EXAMPLES, needs_nginx, needs_pg15, needs_pgbench, run_workload
 
-needs_k6 = pytest.mark.skipif(find_k6() is None, reason="k6 not installed (go install go.k6.io/k6@<version>)")
-needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (apt-get install wrk)")
+needs_k6 = programs.needs("k6")
+needs_wrk = programs.needs("wrk")
 
 TIMING = {"stagger": 0, "stabilization": 1, "duration": 2}  # a warm-up run of the tool, then the measured run
 
@@ -76,7 +74,7 @@ def test_k6_runtime_generator_is_xoshiro128ss_seeded_as_documented(tmp_path):
           console.log(JSON.stringify(out));
         }
     """))
-    done = subprocess.run([find_k6(), "run", "--quiet", "--no-usage-report", "--log-format", "raw", str(script)],
+    done = subprocess.run([programs.path("k6"), "run", "--quiet", "--no-usage-report", "--log-format", "raw", str(script)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     printed = json.loads(next(line for line in (done.stdout + done.stderr).splitlines() if line.startswith("[[")))

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import os
 
+import programs
 import pytest
 from cli_helpers import REPO, load_run, perflab, run_dir_of, write_workload
 
 from perflab.sut.isolation import GVISOR_KERNEL_VERSION
-from perflab.tools import find_go_tool
 
-pytestmark = pytest.mark.skipif(find_go_tool("runsc") is None or os.geteuid() != 0,
-                                reason="gVisor's runsc is not installed (or not root): .ci/run installs it")
+pytestmark = [programs.needs("runsc"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="gVisor's sandbox needs root")]
 
 # Each job asks the kernel it runs on for its version and exits 0 only if it is gVisor's Sentry:
 # an error in every job if the command ran on the host's kernel.

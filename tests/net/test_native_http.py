@@ -14,6 +14,7 @@ import textwrap
 import threading
 import time
 
+import programs
 import pytest
 
 from perflab.drive.load import native_http
@@ -21,7 +22,7 @@ from perflab.drive.load import native_http
 from .net_helpers import run_workload
 from .test_http_client_fastpath import rows, serve, workload  # noqa: F401 - serve: the fixture
 
-pytestmark = pytest.mark.skipif(native_http.NOT_BUILT is not None, reason=str(native_http.NOT_BUILT))
+pytestmark = programs.needs_compiled_loop()
 
 
 def core_of(run: dict) -> str:

@@ -4,14 +4,13 @@ refuses a logon fails the run with the server's words on either path."""
 
 from __future__ import annotations
 
+import programs
 import pyarrow.parquet as pq
 import pytest
 
-from perflab.drive.load import native_http
-
 from .net_helpers import needs_pg15, run_workload
 
-needs_loop = pytest.mark.skipif(native_http.NOT_BUILT is not None, reason=str(native_http.NOT_BUILT))
+pytestmark = programs.needs_compiled_loop()
 PYTHON = {"driver.core": "python"}
 
 
@@ -66,7 +65,6 @@ seed: 7
 
 
 @needs_pg15
-@needs_loop
 def test_the_compiled_loop_sends_the_python_paths_parameter_values(tmp_path):
     errors = {}
     for core, changes in (("native", None), ("python", PYTHON)):

@@ -14,7 +14,7 @@ import pytest
 
 from perflab.drive.load import native_http
 
-from .net_helpers import EXAMPLES, REPO, needs_pg15, needs_pgbench, needs_pgserver, run_workload
+from .net_helpers import EXAMPLES, REPO, needs_pg15, needs_pgbench, run_workload
 
 WORKLOAD = EXAMPLES / "postgres" / "debit-credit.yaml"
 PGBENCH_WORKLOAD = EXAMPLES / "postgres" / "debit-credit-pgbench.yaml"
@@ -73,7 +73,6 @@ def test_native_run_on_pg15_counts_commits_like_the_driver(first_and_second):
     assert (run_dir / "postgres.log").exists()
 
 
-@needs_pgserver
 def test_pgserver_wheel_runs_postgresql_16(tmp_path):
     run, metrics = run_workload(tmp_path, WORKLOAD, {"target.server.bin": "pgserver"}, users=4, **SHORT)
     assert run["status"] == "complete", run["reason"]

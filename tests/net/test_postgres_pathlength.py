@@ -7,17 +7,15 @@ INSTR/CMD (I). A few seconds of work under valgrind per release."""
 
 from __future__ import annotations
 
-import shutil
-
+import programs
 import pyarrow.parquet as pq
 import pytest
 
-from .net_helpers import EXAMPLES, needs_pg15, needs_pgserver, run_workload
+from .net_helpers import EXAMPLES, needs_pg15, run_workload
 
 WORKLOAD = EXAMPLES / "pathlength" / "postgres-known-loop.yaml"
 SHORT = {"stagger": 0.0, "stabilization": 0.5, "duration": 2.0}
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
-                                    reason="valgrind not installed (apt-get install valgrind)")
+needs_valgrind = programs.needs("valgrind")
 
 # Tolerances, with room over what was measured on PostgreSQL 15.18 here (2026-11-28, run
 # 20261128-000626-postgres-known-loop-8b58): after the warm-up every count of a statement was the
@@ -76,6 +74,5 @@ def test_postgresql_15_backend_is_counted_against_a_doubled_loop(tmp_path):
 
 
 @needs_valgrind
-@needs_pgserver
 def test_postgresql_16_backend_is_counted_against_a_doubled_loop(tmp_path):
     _check(tmp_path, {"target.server.bin": "pgserver"}, 16)

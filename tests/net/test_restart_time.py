@@ -22,7 +22,7 @@ import pytest
 
 from perflab.sut.pg_restart import lsn_bytes
 
-from .net_helpers import EXAMPLES, needs_pg15, needs_pgserver, run_workload
+from .net_helpers import EXAMPLES, needs_pg15, run_workload
 
 WORKLOAD = EXAMPLES / "postgres" / "restart-time.yaml"
 # The last record carries a full-page image of each block it touches for the first time since
@@ -66,7 +66,6 @@ def test_pg15_recovers_the_wal_it_was_given_and_says_so(tmp_path):
     assert "PostgreSQL 15." in run["fingerprint"]["sut_version"]
 
 
-@needs_pgserver
 def test_pg16_from_the_wheel_recovers_the_same_way(tmp_path):
     run, metrics = run_workload(tmp_path, WORKLOAD, {"load.jobs": JOBS, "target.server.bin": "pgserver"})
     _check_restart(run, metrics)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -141,7 +140,6 @@ def test_completion_protocol_completes_commands_and_options():
     assert _complete("perflab study x --meas", 3) == ["--measurement"]
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 def test_bash_completes_with_the_script_it_is_shown(tmp_path):
     """The script as a user installs it, run by bash: <TAB> after `perflab ru`."""
     bin_dir = tmp_path / "bin"

@@ -10,28 +10,26 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import socket
 import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import programs
 import pytest
 
 from .netlab import Host, NetLab, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
-PROCESS_EXPORTER = shutil.which("prometheus-process-exporter") or "/usr/bin/prometheus-process-exporter"
+NGINX = programs.path("nginx")
+NODE_EXPORTER = programs.path("node-exporter")
+PROCESS_EXPORTER = programs.path("process-exporter")
 NGINX_PORT, NODE_PORT, PROCESS_PORT, AGENT_PORT = 8080, 9100, 9256, 8766
 
-needs_nginx = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx not installed (apt-get install nginx-light)")
-needs_exporters = pytest.mark.skipif(
-    not (Path(NODE_EXPORTER).exists() and Path(PROCESS_EXPORTER).exists()),
-    reason="apt-get install prometheus-node-exporter prometheus-process-exporter")
+needs_nginx = programs.needs("nginx")
+needs_exporters = programs.needs("node-exporter", "process-exporter")
 
 
 def python_env() -> dict[str, str]:
@@ -89,8 +87,6 @@ def sut_host(tmp_path_factory):
     why = NetLab.available()
     if why is not None:
         pytest.skip(why)
-    if not Path(NGINX).exists():
-        pytest.skip("nginx not installed (apt-get install nginx-light)")
     from perflab.sut.cgroup import SutCgroup
 
     work = tmp_path_factory.mktemp("sut-host")

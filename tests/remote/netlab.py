@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-IP = "/usr/sbin/ip" if Path("/usr/sbin/ip").exists() else "ip"
-NSENTER = shutil.which("nsenter")
+import programs
+
+IP = programs.path("ip")
+NSENTER = programs.location("nsenter")
 
 
 def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

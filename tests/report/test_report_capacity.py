@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import programs
 import pytest
 
 from perflab.capacity.summary import capacity_summary
@@ -36,8 +37,8 @@ def test_a_users_sweep_report_has_the_models_and_users_supported(tmp_path):
     paths = write_reports(as_study_document(study), tmp_path / "r")
     md = paths["markdown"].read_text()
     assert "## Capacity" in md and "Users supported" in md
-    if not CHROMIUM.exists():
-        pytest.skip("chromium is not installed")
+    if programs.location("chromium") is None:
+        pytest.fail(programs.failure(["chromium"]), pytrace=False)
     result = subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",

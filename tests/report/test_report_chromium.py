@@ -3,26 +3,23 @@ rendered DOM has the sections and the SVG charts."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+import programs
 
 from perflab.records.study import as_study_document
 from perflab.report.write import write_reports
 
 from . import dom
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists() and shutil.which("chromium"):
-    CHROMIUM = Path(shutil.which("chromium"))
+CHROMIUM = Path(programs.path("chromium"))
 
 SECTIONS = ("general-observations", "workload", "hardware", "software", "discussion", "data", "runs", "charts")
 CHARTS = ("chart-itr", "chart-response", "chart-timeline")
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (/usr/bin/chromium); CI installs it")
+@programs.needs("chromium")
 def test_report_renders_in_headless_chromium(study, tmp_path):
     html = write_reports(as_study_document(study), tmp_path / "report")["html"]
     profile = tmp_path / "profile"

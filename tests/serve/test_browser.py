@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import programs
 import pytest
 from cli_helpers import perflab
 
@@ -23,10 +24,8 @@ from .serve_data import XSS_ERROR, XSS_STUDY_TITLE, XSS_TX, XSS_WORKLOAD
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is installed by `make test` (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists() and shutil.which("chromium"):
-    CHROMIUM = Path(shutil.which("chromium"))
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed; CI installs it")
+CHROMIUM = Path(programs.path("chromium"))
+pytestmark = programs.needs("chromium")
 # Headless Chromium stalls on a closed network without these.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
