@@ -82,6 +82,8 @@ LAB_SHARED = (
     "tests/core/test_driver.py::test_sut_crash_marks_run_failed_and_keeps_transactions",
     "tests/core/test_driver.py::test_sigterm_leaves_a_readable_interrupted_run",
     "tests/core/test_driver.py::test_sigkill_leaves_the_catalog_working",
+    # a toy target kind added in three places runs: its exit code and its rows, all ok
+    "tests/core/test_toy_target_kind.py::",
     # a seed's determinism: the same script choices and think times, user by user, over a prefix
     # (> 50 per user of ~300 a user completes in the window)
     "tests/core/test_driver.py::test_same_seed_same_sequence",

@@ -23,6 +23,7 @@ from perflab.monitor.sources.counters import SharedCounters
 from perflab.records.run import PathlengthRecord
 from perflab.sut import isolation
 from perflab.sut.releases import call_with_path, ensure_all, release_fingerprint, requirements_of
+from perflab.workload.kinds import KINDS
 
 
 def execute_local_run(life: RunLifecycle) -> RunResult:
@@ -58,7 +59,7 @@ def execute_local_run(life: RunLifecycle) -> RunResult:
                 depth = 1
             # A command's deadline is enforced in its worker (the command's process group is
             # killed there); the pool kills a worker that stops answering, and any other hung one.
-            grace = WORKER_ENFORCED_GRACE_S if workload.target.kind == "command" else 0.0
+            grace = WORKER_ENFORCED_GRACE_S if KINDS.of(workload.target).worker_deadline else 0.0
             pool = WorkerPool(specs, **({} if depth is None else {"depth": depth}), deadlines=deadlines_of(workload),
                               grace=grace, on_worker=life.add_sut_pid)
             life.make_cgroup(pool.pids)

@@ -31,6 +31,7 @@ from perflab.drive.remote.sut_host import remote_spec
 from perflab.errors import InputError
 from perflab.monitor.sources.remote import RemoteSpec
 from perflab.sut.placement import Placement, resolve_placement
+from perflab.workload.kinds import KINDS, words
 from perflab.workload.model import BatchLoad, ClosedLoad, Drivers, OpenLoad, Workload
 from perflab.workload.service_port import TOKEN as SERVICE_PORT
 from perflab.workload.service_port import free_port, replace_in_text
@@ -207,7 +208,7 @@ def _drivers(request: RunRequest) -> Drivers | None:
         first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
         raise InputError(first.removeprefix("Value error, "), field="--drivers") from None
     workload = request.workload
-    if workload.target.kind not in ("postgres", "http", "tcp") or workload.driver.kind != "native":
-        raise InputError("--drivers runs perflab's own driver against a network target (postgres, http, tcp)",
-                         field="--drivers")
+    if not KINDS.of(workload.target).network or workload.driver.kind != "native":
+        raise InputError(f"--drivers runs perflab's own driver against a network target "
+                         f"({words(KINDS.names(network=True))})", field="--drivers")
     return drivers

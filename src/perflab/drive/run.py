@@ -12,7 +12,7 @@ from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
 from perflab.drive.remote.sut_host import probe_sut_host
 from perflab.drive.server_run import execute_server_run
 from perflab.store.catalog import Store
-from perflab.workload.model import NETWORK_KINDS
+from perflab.workload.kinds import KINDS
 
 __all__ = ["RunPlan", "RunRequest", "RunResult", "execute_run", "resolve_plan"]
 
@@ -35,6 +35,6 @@ def execute_run(request: RunRequest | RunPlan, store: Store, observer: RunObserv
             if cluster is not None:
                 cluster.close()
             raise
-        if plan.workload.target.kind in NETWORK_KINDS:
+        if KINDS.of(plan.workload.target).network:
             return execute_server_run(life, host, cluster)
         return execute_local_run(life)

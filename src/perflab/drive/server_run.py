@@ -18,6 +18,8 @@ import time
 import urllib.parse
 from typing import Any
 
+from perflab.drive.adapters import registry
+from perflab.drive.adapters.context import NetworkContext
 from perflab.drive.lifecycle import RunLifecycle, RunResult, recorded_table, recording_ending
 from perflab.drive.load.batch import engine_for
 from perflab.drive.load.recorder import SPILL_FILE, Recorder
@@ -30,6 +32,7 @@ from perflab.monitor.sources.remote import HostInfo
 from perflab.records.run import DriverRecord
 from perflab.sut.postgres_server import PostgresServer
 from perflab.sut.service import Service
+from perflab.workload.kinds import KINDS
 from perflab.workload.model import PostgresTarget, Workload
 
 PG_COUNTERS = ["xact_commit", "xact_rollback", "blks_read", "blks_hit", "wal_records", "wal_fpi", "wal_bytes",
@@ -112,23 +115,9 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
     CA file, a Unix socket); `counts` receives what only the driver sees: the connections and TLS
     handshakes the HTTP and TCP executors make (ConnectionCounts), the commits the PostgreSQL
     executor waits for (CommitCounts)."""
-    kind = workload.target.kind
-    from perflab.drive.adapters.counts import NO_COMMIT_COUNTS, NO_COUNTS
-
-    if kind == "postgres":
-        from perflab.drive.adapters.postgres import PostgresExecutor
-
-        if dsn is None:  # prepare_postgres made it (server_run), or the coordinator sent it (ray_driver)
-            raise ValueError("a postgres target's executor needs the server's DSN")
-        return PostgresExecutor(workload, dsn, failure, pool_size, counts or NO_COMMIT_COUNTS)
-
-    if kind == "http":
-        from perflab.drive.adapters.http import HttpExecutor
-
-        return HttpExecutor(workload, failure, pool_size, tokens, counts or NO_COUNTS)
-    from perflab.drive.adapters.tcp import TcpExecutor
-
-    return TcpExecutor(workload, failure, pool_size, tokens, counts or NO_COUNTS)
+    # The kind's own factory, as its registry line names it (workload/kinds.py): a kind without one
+    # is refused there, never driven by another kind's executor.
+    return registry.make_executor(NetworkContext(workload, dsn, failure, pool_size, tokens or {}, counts))
 
 
 def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster: Any = None) -> RunResult:
@@ -186,14 +175,10 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 t0 = life.synchronized_t0()
                 t0_epoch = time.time()
                 life.start_clock(t0, t0_epoch)
-                if driver_kind == "native" and workload.target.kind in ("http", "tcp"):
-                    from perflab.drive.adapters.counts import ConnectionCounts
-
-                    counts = ConnectionCounts()  # driver.connects, driver.tls_*: sampled with the SUT's counters
-                elif driver_kind == "native" and workload.target.kind == "postgres":
-                    from perflab.drive.adapters.counts import CommitCounts
-
-                    counts = CommitCounts()  # driver.commits, driver.commit_us
+                if driver_kind == "native":
+                    # driver.connects and driver.tls_* (http, tcp), driver.commits and commit_us
+                    # (postgres): sampled with the SUT's counters
+                    counts = registry.driver_counts(KINDS.of(workload.target))
                 from perflab.monitor.sources.counters import combine_counter_specs
 
                 device = server.device_counters() if isinstance(server, PostgresServer) else None

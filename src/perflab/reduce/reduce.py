@@ -31,6 +31,7 @@ from perflab.reduce.samples import CP_FIELDS, EMUL_FIELDS, Samples
 from perflab.reduce.transactions import WindowTransactions, read_run_transactions, read_window_transactions
 from perflab.reduce.window import Window, bucket_width, coverage, timeline_edges
 from perflab.values import finite
+from perflab.workload.kinds import KINDS
 
 # Rows reported per transaction class and per time bucket.
 # CLASS_KEYS: perflab.catalog.registry (a study compares them per class)
@@ -244,8 +245,8 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
     warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None, little)
     if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
         warnings.append(cav.refaults_unmeasured())
-    if _unmonitored(run):
-        warnings.append(cav.sut_unmonitored(_target_name(run.workload.get("target") or {})))
+    if (unmonitored := _unmonitored(run)) is not None:
+        warnings.append(cav.sut_unmonitored(unmonitored))
     attributes: dict[str, str | None] = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
     return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
                       attributes=attributes, per_class=per_class, per_interval=per_interval,
@@ -442,20 +443,15 @@ def _restart_values(run: RunRecord, measured: dict[str, float | None]) -> None:
         measured[key] = _number(getattr(restart, name))
 
 
-def _unmonitored(run: RunRecord) -> bool:
-    """A server perflab did not start and nothing measured where it runs: its (S) rows are na."""
+def _unmonitored(run: RunRecord) -> str | None:
+    """A server perflab did not start and nothing measured where it runs (its (S) rows are na):
+    where it is, in words; else None."""
     sut, target = run.sut, run.workload.get("target") or {}
-    return (target.get("kind") in ("postgres", "http", "tcp") and sut is not None and not sut.pids
-            and sut.host is None and sut.cgroup is None)
-
-
-def _target_name(target: dict[str, Any]) -> str:
-    if target.get("kind") == "http":
-        return str(target.get("base_url"))
-    if target.get("kind") == "tcp":
-        return f"tcp {target.get('host')}:{target.get('port')}"
-    dsn = str(target.get("dsn") or "postgres")
-    return dsn.split("@")[-1] if "@" in dsn else dsn  # never a password
+    kind = target.get("kind")
+    entry = KINDS[kind] if isinstance(kind, str) and kind in KINDS else None  # (a kind not registered here: no)
+    if entry is None or not entry.network or sut is None or sut.pids or sut.host is not None or sut.cgroup is not None:
+        return None
+    return entry.model.where(target)
 
 
 def _driver_from_run(run: RunRecord, measured: dict[str, float | None]) -> None:

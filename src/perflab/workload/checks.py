@@ -11,8 +11,8 @@ import json
 import re
 from urllib.parse import urlsplit
 
+from perflab.workload.kinds import KINDS, words
 from perflab.workload.model import (
-    NETWORK_KINDS,
     BatchBeside,
     BatchLoad,
     Choice,
@@ -28,9 +28,7 @@ from perflab.workload.model import (
 )
 from perflab.workload.thinktime import ConstantThink
 
-# The kind of transaction body each target runs, and the target each external driver drives.
-_BODY_FOR_TARGET = {"sqlite": "sql", "python": "call", "command": "command", "postgres": "sql", "http": "http",
-                    "tcp": "tcp"}
+# The target each external driver drives (what each target kind is: workload/kinds.py).
 _DRIVER_TARGETS = {"pgbench": "postgres", "k6": "http", "wrk": "http"}
 
 
@@ -64,9 +62,10 @@ def check_references(workload: Workload) -> None:
         raise LocatedError(("init_script",), f"unknown script {workload.init_script!r}; defined: {sorted(scripts)}")
     if sum(s.weight for s in workload.scripts if s.name != workload.init_script) <= 0:
         raise LocatedError(("scripts",), "at least one script needs a weight above 0")
-    if workload.service is not None and workload.target.kind not in NETWORK_KINDS:
-        raise LocatedError(("service",), f"a service is the SUT of a network target (postgres, http, tcp), "
-                                         f"not of a {workload.target.kind} target")
+    kind = KINDS.of(workload.target)
+    if workload.service is not None and not kind.network:
+        raise LocatedError(("service",), f"a service is the SUT of a network target ({words(KINDS.names(True))}), "
+                                         f"not of a {kind.name} target")
     if isinstance(workload.load, ClosedLoad) and workload.load.batch is not None:
         _check_mixed(workload, workload.load.batch)
     if isinstance(workload.load, BatchLoad) and workload.driver.kind != "native":
@@ -81,12 +80,11 @@ def check_references(workload: Workload) -> None:
     target = workload.target
     if isinstance(target, PostgresTarget) and target.server is not None and workload.service is not None:
         raise LocatedError(("service",), "target.server is already the SUT: give a service or target.server, not both")
-    body = _BODY_FOR_TARGET[workload.target.kind]
     for i, tx in enumerate(workload.transactions):
-        if tx.body_kind != body:
+        if tx.body_kind != kind.body:
             raise LocatedError(
                 ("transactions", i, tx.body_kind),
-                f"a {workload.target.kind} target runs transactions with a `{body}` body, not `{tx.body_kind}`",
+                f"a {kind.name} target runs transactions with a `{kind.body}` body, not `{tx.body_kind}`",
             )
     if workload.driver.kind in ("k6", "wrk"):
         _check_http_tool(workload, workload.driver.kind)
@@ -120,17 +118,13 @@ def _check_mixed(workload: Workload, batch: BatchBeside) -> None:
                                               "on one host: remove driver.kind and drivers, or load.batch")
 
 
-#: The targets whose pathlength perflab can count (drive/pathlength/): an in-process SUT inside
-#: its worker, a command's processes, a PostgreSQL server perflab starts (its backend, the server
-#: restarted under callgrind for the pass). An HTTP or TCP service's instructions for one request
-#: are not told apart from its other work.
-PATHLENGTH_KINDS = ("sqlite", "python", "command", "postgres")
-
-
 def _check_pathlength(workload: Workload) -> None:
+    # The kinds whose pathlength the counted pass counts say how (workload/kinds.py): an
+    # in-process SUT inside its worker, a command's processes, a PostgreSQL server perflab starts.
+    # An HTTP or TCP service's instructions for one request are not told apart from its other work.
     target = workload.target
-    if target.kind not in PATHLENGTH_KINDS:
-        raise LocatedError(("pathlength",), f"pathlength is counted for {', '.join(PATHLENGTH_KINDS)} targets, not "
+    if KINDS.of(target).pathlength is None:
+        raise LocatedError(("pathlength",), f"pathlength is counted for {words(KINDS.counted())} targets, not "
                                             f"{target.kind}: the instructions a server spends on one request are "
                                             f"not told apart from its other work")
     if isinstance(target, PostgresTarget):
@@ -180,16 +174,18 @@ def _check_remote(workload: Workload) -> None:
     """A remote monitor measures a SUT perflab does not start; drivers on Ray run perflab's own
     driver against a network target."""
     started = workload.service is not None or getattr(workload.target, "server", None) is not None
+    network = KINDS.of(workload.target).network
     if workload.monitor is not None:
-        if workload.target.kind not in NETWORK_KINDS:
+        if not network:
             raise LocatedError(("monitor",), f"a {workload.target.kind} target runs in perflab's own processes, "
                                              "which perflab monitors itself: remove monitor")
         if started:
             raise LocatedError(("monitor",), "perflab starts this SUT (service or target.server) and monitors it "
                                              "itself: monitor is for a SUT on a host of its own")
     if workload.drivers is not None:
-        if workload.target.kind not in NETWORK_KINDS:
-            raise LocatedError(("drivers",), f"drivers on other hosts drive a network target (postgres, http, tcp), "
+        if not network:
+            raise LocatedError(("drivers",), f"drivers on other hosts drive a network target "
+                                             f"({words(KINDS.names(True))}), "
                                              f"not a {workload.target.kind} one")
         if workload.driver.kind != "native":
             raise LocatedError(("drivers",), f"drivers on Ray run perflab's own driver, not {workload.driver.kind}")

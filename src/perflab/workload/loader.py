@@ -37,6 +37,7 @@ from perflab.extras import check
 from perflab.files import read_text_file
 from perflab.tools import find_tool
 from perflab.workload.checks import LocatedError, check_references
+from perflab.workload.kinds import KINDS
 from perflab.workload.model import (
     CommandTarget,
     HttpTarget,
@@ -195,7 +196,7 @@ def _field_path(data: Any, loc: tuple) -> str:
         elif isinstance(part, str) and isinstance(node, CommentedMap) and not part[:1].isupper() and "[" not in part:
             # a missing or unknown key at this level: still part of what the user must fix
             known_tag = part in {"constant", "uniform", "exponential", "lognormal", "bactrian", "empirical",
-                                 "sqlite", "python", "command", "closed", "open", "postgres", "http", "tcp"}
+                                 "closed", "open"} or part in KINDS
             if not known_tag:
                 parts.append(part)
                 node = None

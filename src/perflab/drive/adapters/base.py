@@ -61,16 +61,10 @@ class SutAdapter(ABC):
 
 
 def adapter_class(kind: str) -> type[SutAdapter]:
-    if kind == "sqlite":
-        from perflab.drive.adapters.sqlite import SqliteAdapter
-        return SqliteAdapter
-    if kind == "python":
-        from perflab.drive.adapters.python_call import PythonCallAdapter
-        return PythonCallAdapter
-    if kind == "command":
-        from perflab.drive.adapters.command import CommandAdapter
-        return CommandAdapter
-    raise ValueError(f"no in-process adapter for target kind {kind!r}")
+    """The adapter of a kind run in the workers, as the registry names it (workload/kinds.py)."""
+    from perflab.drive.adapters.registry import adapter_class as registered
+
+    return registered(kind)
 
 
 def prepare_sut(kind: str, workload: dict, workload_dir: str, run_dir: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from perflab.drive.adapters.context import NetworkContext
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.http_client import (
     AiohttpClient,
@@ -39,6 +40,12 @@ from perflab.drive.adapters.http_request import CheckFailed, PreparedRequest, en
 from perflab.drive.adapters.postgres import raise_if_down
 from perflab.drive.workers import Reply
 from perflab.workload.model import HttpTarget, TlsOptions, Workload
+
+
+def executor(context: NetworkContext) -> HttpExecutor:
+    """The http kind's executor (workload/kinds.py names this factory)."""
+    return HttpExecutor(context.workload, context.failure, context.pool_size, context.tokens,
+                        context.counts or NO_COUNTS)
 
 
 def error_text(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from perflab.drive.adapters.context import NetworkContext
 from perflab.drive.adapters.counts import NO_COMMIT_COUNTS
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.workers import Reply
@@ -80,6 +81,14 @@ SWEEP_S = 0.1
 
 class _Hung(Exception):
     """A transaction past its deadline (raised inside the pool's acquire, handled outside it)."""
+
+
+def executor(context: NetworkContext) -> PostgresExecutor:
+    """The postgres kind's executor (workload/kinds.py names this factory)."""
+    if context.dsn is None:  # prepare_postgres made it (server_run), or the coordinator sent it (ray_driver)
+        raise ValueError("a postgres target's executor needs the server's DSN")
+    return PostgresExecutor(context.workload, context.dsn, context.failure, context.pool_size,
+                            context.counts or NO_COMMIT_COUNTS)
 
 
 class PostgresExecutor:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from perflab.drive.adapters.context import NetworkContext
 from perflab.drive.adapters.counts import NO_COUNTS
 from perflab.drive.adapters.postgres import raise_if_down
 from perflab.drive.load.deadline import deadline_text, deadlines_of
@@ -62,6 +63,12 @@ def mismatch_text(expected: bytes, payload: bytes) -> str:
     if expected == payload:
         return "the echo differs from the message sent"
     return f"the reply is not the expected {expected[:60]!r}"
+
+
+def executor(context: NetworkContext) -> TcpExecutor:
+    """The tcp kind's executor (workload/kinds.py names this factory)."""
+    return TcpExecutor(context.workload, context.failure, context.pool_size, context.tokens,
+                       context.counts or NO_COUNTS)
 
 
 class TcpExecutor:

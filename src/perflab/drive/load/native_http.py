@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,8 @@ class CoreChoice:
 
     native: bool
     reason: str | None = None
+    #: the compiled loop's engine for the target's kind (its registry line's `native`), when it runs
+    engine: Any = field(default=None, compare=False)
 
     def fingerprint(self) -> str:
         return "native" if self.native else f"python ({self.reason})"
@@ -91,22 +93,18 @@ def _think_spec(think) -> tuple[int, float, float, float] | None:
 
 
 def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreChoice:
-    """Whether the compiled loop can run this run's users exactly as the Python path would."""
-    from perflab.drive.adapters.http import HttpExecutor
-    from perflab.drive.adapters.postgres import PostgresExecutor
-    from perflab.drive.adapters.tcp import TcpExecutor
-    from perflab.drive.load.native_pg import pg_reason
+    """Whether the compiled loop can run this run's users exactly as the Python path would: the
+    target kind's engine (its registry line's `native`, workload/kinds.py) says what it cannot send."""
+    from perflab.drive.adapters.registry import native_engine
+    from perflab.workload.kinds import KINDS, words
 
     if workload.driver.core == "python":
         return CoreChoice(False, "driver.core: python")
-    if isinstance(executor, HttpExecutor):
-        reason = _http_reason(workload, executor)
-    elif isinstance(executor, TcpExecutor):
-        reason = _tcp_reason(executor)
-    elif isinstance(executor, PostgresExecutor):
-        reason = pg_reason(workload, executor)
-    else:
-        return CoreChoice(False, "not an http, tcp or postgres target")
+    engine = native_engine(KINDS.of(workload.target))
+    if engine is None:
+        served = words(k.name for k in KINDS if k.native is not None)
+        return CoreChoice(False, f"a {workload.target.kind} target (the compiled loop drives {served})")
+    reason = engine.reason(workload, executor)
     if reason is not None:
         return CoreChoice(False, reason)
     if users is None or not isinstance(workload.load, ClosedLoad) or workload.load.batch is not None:
@@ -123,10 +121,10 @@ def choose_core(workload: Workload, executor: Any, users: int | None) -> CoreCho
                                          "exponential and lognormal)")
     if NOT_BUILT is not None:
         return CoreChoice(False, NOT_BUILT)
-    return CoreChoice(True)
+    return CoreChoice(True, engine=engine)
 
 
-def _http_reason(workload: Workload, executor: Any) -> str | None:
+def http_reason(workload: Workload, executor: Any) -> str | None:
     """Why the compiled loop cannot send this HTTP workload's requests (None: it can)."""
     if not executor.lean:
         return "client: aiohttp (the compiled loop serves client: httptools)"
@@ -140,7 +138,7 @@ def _http_reason(workload: Workload, executor: Any) -> str | None:
     return None
 
 
-def _tcp_reason(executor: Any) -> str | None:
+def tcp_reason(workload: Workload, executor: Any) -> str | None:
     """Why the compiled loop cannot make this TCP workload's exchanges (None: it can)."""
     if executor.unix is not None:
         return "a Unix-domain socket (the compiled loop connects over TCP)"
@@ -170,6 +168,11 @@ class NativeEngine(Engine):
         self._address = self._resolve()
 
     # --- the target's part ---------------------------------------------------------------
+
+    @staticmethod
+    def reason(workload: Workload, executor: Any) -> str | None:
+        """Why the compiled loop cannot run this workload's transactions (None: it can)."""
+        raise NotImplementedError
 
     def _resolve(self) -> tuple[int, str, int]:
         """(address family, address, port) the users connect to."""
@@ -325,6 +328,8 @@ class NativeEngine(Engine):
 class NativeHttpEngine(NativeEngine):
     """HTTP requests in the compiled loop: each transaction's one fixed request (http_request.py)."""
 
+    reason = staticmethod(http_reason)
+
     def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
                  users: int | None = None, seed: int | None = None, share: Share = Share()):
         from perflab.drive.adapters.http import HttpExecutor
@@ -383,6 +388,8 @@ class NativeHttpEngine(NativeEngine):
 class NativeTcpEngine(NativeEngine):
     """The TCP adapter's exchanges in the compiled loop: the message, then the reply's bytes,
     compared as tcp.py compares them."""
+
+    reason = staticmethod(tcp_reason)
 
     def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
                  users: int | None = None, seed: int | None = None, share: Share = Share()):

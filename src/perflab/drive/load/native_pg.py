@@ -150,6 +150,8 @@ def server_error_text(fields: bytes, closed: bool = False) -> str:
 class NativePgEngine(NativeEngine):
     """A PostgresExecutor's transactions in the compiled loop (see the module's text)."""
 
+    reason = staticmethod(pg_reason)
+
     def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
                  users: int | None = None, seed: int | None = None, share: Share = Share()):
         from perflab.drive.adapters.postgres import PostgresExecutor
