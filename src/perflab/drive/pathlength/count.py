@@ -33,11 +33,11 @@ from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_comman
 from perflab.drive.pathlength.valgrind import callgrind_parts, valgrind_version
 from perflab.records.run import PATHLENGTH_FILE, PathlengthMethod, PathlengthRecord
 from perflab.sut.releases import call_with_path
+from perflab.workload.kinds import KINDS
 from perflab.workload.model import Workload
 
 #: the directory of the pass (its fresh SUT, spec, worker log, callgrind file) in the run directory
 PASS_DIR = "pathlength"
-_IN_PROCESS = ("sqlite", "python")
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,10 @@ def count_pathlength(inputs: PassInputs) -> PathlengthRecord:
     """Run the counted pass; its record (status failed with the reason when it could not count)."""
     settings = inputs.workload.pathlength
     assert settings is not None  # called only for a workload that asks for it
-    kind = inputs.workload.target.kind
-    method: PathlengthMethod = ("client_requests" if kind in _IN_PROCESS else
-                                "server_backend" if kind == "postgres" else "per_command")
+    # How the target's kind is counted: its registry line says (workload/kinds.py), and
+    # workload/checks.py refuses a pathlength for a kind that says none.
+    method = KINDS.of(inputs.workload.target).pathlength
+    assert method is not None
     tool = f"{valgrind_version()} {'cachegrind' if method == 'per_command' else 'callgrind'}"
     record = PathlengthRecord(status="failed", tool=tool, method=method, warmup=settings.warmup)
     started = time.monotonic()
