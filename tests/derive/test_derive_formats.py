@@ -38,18 +38,33 @@ def test_binary_file_is_input_error(tmp_path):
         read_table(path)
 
 
-def test_no_metric_column_is_input_error(tmp_path):
-    path = write(tmp_path, "label,RUN1\nETR (T),1.00")
+def test_no_shape_is_input_error_naming_what_it_saw(tmp_path):
+    path = write(tmp_path, "label,RUN1\nwidgets,1.00")
     with pytest.raises(InputError) as info:
         run_derive(path, True, Console(file=io.StringIO()))
     assert info.value.line == 1 and info.value.field == "label" and info.value.file == path
-    assert "metric" in info.value.message
+    # what it saw (the heading, its columns and rows), and what it expected
+    assert "saw a CSV table headed `label`, 1 columns (`RUN1`) and 1 rows (`widgets`)" in info.value.message
+    assert "expected the seed-table format (first column `metric`" in info.value.message
+
+
+@pytest.mark.parametrize("heading", ["Run Id:", ""])
+def test_rows_the_registry_names_make_a_metric_table_under_any_heading(tmp_path, heading):
+    # A seed prints the heading blank, or a caption: the rows are metrics all the same.
+    base = derive_table(write(tmp_path, CMS_WITH_CHANGES, "metric.csv"))
+    path = write(tmp_path, CMS_WITH_CHANGES.replace("metric,RUN1", f"{heading},RUN1"), "other.csv")
+    assert read_table(path).layout == "metric"
+    got = derive_table(path)
+    assert [(c.row, c.column, c.status) for c in got.checks] == [(c.row, c.column, c.status) for c in base.checks]
+    assert base.tally.checked >= 10 and not got.disagreements
 
 
 def test_ragged_row_is_input_error(tmp_path):
     path = write(tmp_path, "metric,RUN1,RUN2\nETR,10.00,11.00\nETR (T),9.00\nETR RATIO,1.111,1.222")
     with pytest.raises(InputError) as info:
         read_table(path)
+    assert "row has 2 cells but the header has 3 columns" in info.value.message and "`RUN2` holds numbers" in \
+        info.value.message
     assert info.value.line == 3 and info.value.field == "ETR (T)"
     assert str(info.value).startswith(f"{path}:3: ETR (T): ")
 

@@ -46,7 +46,7 @@ def derive_table(path: Path, console: Console | None = None) -> DeriveResult:
     """Check one table; print it when a console is given. Raises InputError for a malformed file."""
     path = Path(path)
     table = read_table(path)
-    notes: list[str] = []
+    notes: list[str] = list(table.notes)      # how it was read as printed: transposed, a short row...
     if table.layout == AVERAGE or (table.layout == "metric" and has_average(table) and not any(
             check_metric_table(table, REGISTRY).meanings)):
         derived = _derive_averages(table, notes)

@@ -29,10 +29,14 @@ _WORD = re.compile(r"[^\W\d_]+|%")
 _CHANGE_WORD = re.compile(r"(?<!\w)(?:" + "|".join(sorted(_DELTA_WORDS | _PERCENT_WORDS)) + r")(?!\w)|\(?%\)?",
                           re.IGNORECASE)
 _NUMBERING = re.compile(r"^[\s#.,:()\[\]_\d-]*$")
-# Separators that say which way a change goes: "V1.11 to V1.12" is V1.12 minus V1.11. A plain
-# hyphen ("Y64F4809 - Y64F480E") does not: it reads both as a transition and as a subtraction.
-_DIRECTED = re.compile(r"\s+(?:to|->|→)\s+", re.IGNORECASE)
-_NAMED_PAIR = re.compile(r"\s(?:to|->|→|vs\.?|-|–)\s", re.IGNORECASE)
+# Separators that say which way a change goes: "V1.11 to V1.12" is V1.12 minus V1.11, and so is
+# "V1.11->V1.12" -- an arrow needs no spaces around it (a transcription writes `A->B` as often as
+# `A -> B`), a word does. A plain hyphen ("Y64F4809 - Y64F480E") does not say which way: it reads
+# both as a transition and as a subtraction.
+_DIRECTED = re.compile(r"\s*(?:->|→|=>)\s*|\s+to\s+", re.IGNORECASE)
+_NAMED_PAIR = re.compile(r"\s*(?:->|→|=>)\s*|\s(?:to|vs\.?|-|–)\s", re.IGNORECASE)
+# Brackets around the names ("Delta (A->B)") are not part of them.
+_BRACKETS = re.compile(r"^[(\[](.*)[)\]]$")
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,15 @@ class ChangeHeading:
         """Nothing but change words (and numbering): the runs are the ones printed before it."""
         return bool(_NUMBERING.match(self.names))
 
+    @property
+    def _inner(self) -> str:
+        bracketed = _BRACKETS.match(self.names.strip())
+        return bracketed.group(1).strip() if bracketed else self.names
+
     def pair(self) -> tuple[str, str] | None:
-        """(earlier, later) when the heading names them with a direction ("from A to B")."""
-        parts = _DIRECTED.split(re.sub(r"^from\s+", "", self.names, flags=re.IGNORECASE))
+        """(earlier, later) when the heading names them with a direction ("from A to B",
+        "A -> B", "A->B")."""
+        parts = _DIRECTED.split(re.sub(r"^from\s+", "", self._inner, flags=re.IGNORECASE))
         if len(parts) != 2 or not all(p.strip() for p in parts):
             return None
         return parts[0].strip(), parts[1].strip()
@@ -57,7 +67,12 @@ class ChangeHeading:
         Y64F480E"). Which way the change goes is not in the hyphen; `changes.py` reads it as
         "from the first to the second" only for runs tabulated in another table (Table 33,
         whose text says "moving from the first run to the second")."""
-        parts = re.split(r"\s+[-–]\s+", self.names)
+        names = self._inner
+        parts = re.split(r"\s+[-–]\s+", names)
+        if len(parts) == 1 and " " not in names and names.count("-") + names.count("–") == 1:
+            # "Y64F4809-Y64F480E": one hyphen between two words. A name with hyphens of its own
+            # (a perflab run id, 20261128-003516-...) is never split.
+            parts = re.split(r"[-–]", names)
         if len(parts) != 2 or not all(p.strip() and " " not in p.strip() for p in parts):
             return None
         return parts[0].strip(), parts[1].strip()

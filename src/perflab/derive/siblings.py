@@ -30,7 +30,8 @@ class Siblings:
     @classmethod
     def load(cls, directory: Path, exclude: Path, registry: Registry) -> Siblings:
         found = cls(directory)
-        for path in sorted(directory.glob("*.csv")):
+        # CSV transcriptions, and tables saved as printed (tab-separated: printed.py)
+        for path in sorted(p for suffix in ("*.csv", "*.tsv") for p in directory.glob(suffix)):
             if path.resolve() == exclude.resolve():
                 continue
             try:

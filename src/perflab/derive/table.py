@@ -8,23 +8,20 @@ per release and change columns (`Delta (%)`: the z/OS IEBCOPY tables, the VM/ESA
 47-51) is the `parameter` layout: its rows are parameter values, not metrics. A table with
 none of those headings but an `Average` row (the z/OS LSPR release table: workloads × n-way, an
 Average row under them) is the `average` layout: its rows are of one kind, and each Average row
-is the mean of the rows above it. Emphasis copied from a rendered report (`<b>Average</b>`) is
-dropped. Cell conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
+is the mean of the rows above it. How a table printed another way is read -- tab-separated or
+Markdown, transposed, a blank first heading, a row short at its end -- is printed.py's and
+shape.py's. Cell conventions: `na` printed by the report; a trailing `?` suspected OCR damage or a
 reconstruction (unknown); `105K` = 105 × 1024.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from perflab.derive.headers import change_heading
 from perflab.derive.interval import Interval
-from perflab.errors import InputError
 
 
 class Kind(str, Enum):
@@ -112,6 +109,7 @@ class Table:
     header: list[str]
     rows: list[Row]
     layout: str            # "metric", "parameter", "pairs", "matrix", "runs" or "average"
+    notes: list[str] = field(default_factory=list)   # how it was read as printed (shape.py): shown with the result
 
     @property
     def columns(self) -> list[str]:
@@ -146,32 +144,11 @@ class Table:
 
 AVERAGE = "average"
 _AVERAGE_LABEL = re.compile(r"^(?:average|avg\.?|mean)$", re.IGNORECASE)
-# Emphasis copied from a rendered report ("<b>Average</b>", "**0.5%**") is not part of a cell.
-_EMPHASIS = re.compile(r"</?(?:b|strong|i|em)>|^\*\*|\*\*$", re.IGNORECASE)
 
 
 def is_average(label: str) -> bool:
     """A row label that says the row is the mean of the rows above it ("Average", "Avg", "Mean")."""
     return bool(_AVERAGE_LABEL.match(label.strip()))
-
-
-def _unmark(text: str) -> str:
-    return _EMPHASIS.sub("", text.strip()).strip()
-
-
-def _layout(header: list[str]) -> str | None:
-    names = {h.strip().lower() for h in header}
-    if header and header[0].strip().lower() in {"metric", "metrics"}:
-        return "metric"
-    if {"pair", "itr_ratio"} <= names:
-        return "pairs"
-    if "derivation" in names and any(n.startswith("itrr") for n in names):
-        return "matrix"
-    if "run_id" in names:
-        return "runs"
-    if any(change_heading(h) for h in header[1:]):
-        return "parameter"
-    return None
 
 
 def _repeats_header(raw: list[str], header: list[str]) -> bool:
@@ -181,57 +158,22 @@ def _repeats_header(raw: list[str], header: list[str]) -> bool:
 
 
 def read_table(path: Path) -> Table:
-    """Parse one table; any malformation is an InputError naming file, line and field."""
-    from perflab.files import read_regular_bytes
+    """Parse one table as printed (printed.py: comma, tab or Markdown; shape.py: which shape,
+    which way round, a row printed short); any malformation is an InputError naming file, line
+    and field, and a table of no shape one naming the shape seen and the shapes expected."""
+    # shape.py reads cells (Cell) and the registry: imported here, not at the top, so that
+    # this module stays the one every derive module imports without a cycle.
+    from perflab.derive.printed import read_printed
+    from perflab.derive.shape import PARAMETER, arrange
 
-    data = read_regular_bytes(Path(path))   # a regular file within the size limit (no FIFO, no /dev/zero)
-    if b"\x00" in data:
-        raise InputError("not a CSV file (binary content)", file=path)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not a UTF-8 CSV file (byte {exc.start})", file=path) from None
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    layout: str | None = None
-    no_layout: InputError | None = None   # raised unless an Average row makes it an average table
-    section = ""
+    arranged = arrange(read_printed(Path(path)), Path(path))
+    header = arranged.header
+    section = header[0]
     rows: list[Row] = []
-    try:
-        for raw in reader:
-            line = reader.line_num
-            if not raw or all(not c.strip() for c in raw):
-                continue
-            if header is None:
-                header = [_unmark(c) for c in raw]
-                layout = _layout(header)
-                if layout is None:
-                    no_layout = InputError(
-                        "no `metric` column: expected the seed-table format (first column `metric` holding the "
-                        "printed row label, one column per run), a parameter-first table (the parameter, one "
-                        "column per release, and a change column such as `Delta (%)`), or a table with an "
-                        "`Average` row (rows such as workloads, one column per configuration)",
-                        file=path, line=line, field=header[0] or "(empty)")
-                if len(header) < 2:
-                    raise no_layout or InputError("no run columns after `metric`", file=path, line=line,
-                                                  field=header[0])
-                section = header[0]
-                continue
-            if len(raw) != len(header):
-                raise no_layout or InputError(f"row has {len(raw)} cells but the header has {len(header)} columns",
-                                              file=path, line=line, field=raw[0].strip() or "(first cell)")
-            if layout == "parameter" and _repeats_header(raw, header):
-                section = raw[0].strip() or section
-                continue
-            cells = [_unmark(c) for c in raw]
-            rows.append(Row(cells[0], [Cell.parse(c) for c in cells[1:]], line, raw, section))
-    except csv.Error as exc:
-        raise InputError(f"not valid CSV: {exc}", file=path, line=reader.line_num) from None
-    if header is None:
-        raise InputError("empty table: no header row", file=path, line=1)
-    if layout is None:
-        assert no_layout is not None
-        if not any(is_average(r.label) for r in rows):
-            raise no_layout
-        layout = AVERAGE
-    return Table(Path(path), header, rows, layout)
+    for printed in arranged.rows:
+        if arranged.layout == PARAMETER and _repeats_header(printed.cells, header):
+            section = printed.cells[0].strip() or section
+            continue
+        cells = printed.cells
+        rows.append(Row(cells[0], [Cell.parse(c) for c in cells[1:]], printed.line, list(cells), section))
+    return Table(Path(path), header, rows, arranged.layout, arranged.notes)
