@@ -64,7 +64,23 @@ def _check(tmp_path, changes, version):
     value = metrics.values["instr_cmd_i"]
     assert median["none"] * 0.99 < value < median["long"] * 1.01, (value, median)
     assert not (tmp_path / "store" / "runs" / run["run_id"] / "pathlength" / "callgrind").exists()
+    _check_functions(tmp_path / "store" / "runs" / run["run_id"], record, counted)
     return median
+
+
+def _check_functions(run_dir, record, counted):
+    """The backend's per-function tables (drive/pathlength/functions.py): each name's functions
+    sum to its counted transactions, and the rows' own function is called once per row."""
+    assert record["functions"] and record["functions_reason"] is None, record
+    functions = pq.read_table(run_dir / "pathlength_functions.parquet").to_pandas()
+    assert set(functions.object) >= {"postgres"}
+    summed = functions.groupby("transaction").exclusive.sum()
+    for name, values in counted.groupby("transaction").instructions:
+        assert summed[name] == pytest.approx(values.sum(), abs=1), name
+    calls = pq.read_table(run_dir / "pathlength_calls.parquet").to_pandas()
+    rows = calls[calls.callee == "generate_series_step_int4"].groupby("transaction").calls.sum()
+    # 10 of each statement: one call per row, and one more that says there are no more
+    assert rows.to_dict() == pytest.approx({"none": 10 * 1, "short": 10 * 20_001, "long": 10 * 40_001}), rows
 
 
 @needs_valgrind

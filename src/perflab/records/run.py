@@ -221,6 +221,13 @@ class PathlengthRecord(Record):
                                                 "around each transaction (measured on empty ones), subtracted; "
                                                 "server_backend: the marker statement's between two transactions")
     seconds: float | None = Field(default=None, description="the pass's wall time (valgrind's, not the SUT's)")
+    functions: int | None = Field(default=None, description="functions counted one by one (workload "
+                                  "`pathlength.functions`): pathlength_functions.parquet and pathlength_calls.parquet "
+                                  "hold them (drive/pathlength/functions.py); null: not counted per function")
+    functions_seconds: float | None = Field(default=None, description="the time the per-function tables took to "
+                                            "read from callgrind's dumps and write, part of `seconds`")
+    functions_reason: str | None = Field(default=None, description="why the per-function tables are missing when "
+                                         "they were asked for (the counts per transaction are kept)")
     other_processes: dict[str, float] | None = Field(
         default=None, description="server_backend: the instructions of the server's processes other than the counted "
         "backend over the whole pass (start to shutdown), by pg_stat_activity's backend_type (walwriter, checkpointer, "

@@ -471,6 +471,8 @@ class Pathlength(Strict):
                         "counted ones find the caches warm (Python's, SQLite's schema and statements)")
     timeout: Duration = Field(default=900.0, description="give up counting after this long (INSTR/CMD (I) is then "
                               "na; the timed run is kept)")
+    functions: bool = Field(default=True, description="also count each function's instructions (callgrind's dumps "
+                            "read function by function): the study report's \"where the pathlength went\"")
 
     @field_validator("timeout", mode="before")
     @classmethod

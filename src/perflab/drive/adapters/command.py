@@ -26,12 +26,13 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
 from perflab.drive.load.deadline import deadline_text, deadlines_of
-from perflab.drive.pathlength.valgrind import cachegrind_prefix, cachegrind_total
+from perflab.drive.pathlength.valgrind import cachegrind_prefix, cachegrind_total, callgrind_whole_prefix
 from perflab.sut import isolation as layer
 from perflab.workload.model import CommandTarget, Workload
 
@@ -75,9 +76,17 @@ class CommandAdapter(SutAdapter):
         # behind an isolation layer (gVisor's `runsc do`): every command starts a sandbox of its own
         self.layer = layer.prefix(target.isolation)
         self.last_instructions = float("nan")
+        self.count_sink: Callable[[list[Path]], None] | None = None
         if self.valgrind:
             self.cg_dir = tempfile.mkdtemp(prefix="perflab-cg-")
             self.cg_prefix = cachegrind_prefix(f"{self.cg_dir}/cg.%p.out")
+
+    def count_functions(self, sink: Callable[[list[Path]], None]) -> None:
+        """Count each command under callgrind rather than cachegrind and hand its processes'
+        files to `sink` before they are removed: the counted pass's per-function tables
+        (drive/pathlength/worker.py). The total is read as before, from their `summary:` lines."""
+        self.cg_prefix = callgrind_whole_prefix(f"{self.cg_dir}/cg.%p.out")
+        self.count_sink = sink
 
     def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
         template, deadline = self.templates[tx_index]
@@ -123,8 +132,11 @@ class CommandAdapter(SutAdapter):
     def _collect_instructions(self) -> float:
         """Sum the `summary:` (Ir) lines of every process the command ran, then clear them."""
         total = 0
-        for path in glob.glob(os.path.join(self.cg_dir, "cg.*.out")):
-            total += cachegrind_total(Path(path)) or 0
+        paths = [Path(p) for p in glob.glob(os.path.join(self.cg_dir, "cg.*.out"))]
+        if self.count_sink is not None:
+            self.count_sink(paths)
+        for path in paths:
+            total += cachegrind_total(path) or 0
             os.unlink(path)
         return float(total) if total else float("nan")
 

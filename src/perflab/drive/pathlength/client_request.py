@@ -51,7 +51,8 @@ class ClientRequests:
     """The client-request function, made once per process (an executable page of 4 KiB)."""
 
     def __init__(self) -> None:
-        self._code = MachineCode(_X86_64, ctypes.c_ulong, (ctypes.POINTER(ctypes.c_ulong),))
+        self._code = MachineCode(_X86_64, ctypes.c_ulong, (ctypes.POINTER(ctypes.c_ulong),),
+                                 name="perflab_client_request")
         self._args = (ctypes.c_ulong * 6)()
         self._labels: dict[str, ctypes.Array[ctypes.c_char]] = {}
 

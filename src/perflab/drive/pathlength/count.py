@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,8 @@ import perflab
 from perflab import arrow_arrays
 from perflab.drive.adapters.base import adapter_class, prepare_sut
 from perflab.drive.pathlength.draw import draw
-from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_command
+from perflab.drive.pathlength.functions import CodeRange
+from perflab.drive.pathlength.inprocess import NULLS, read_counts, worker_command, write_functions
 from perflab.drive.pathlength.valgrind import callgrind_parts, valgrind_version
 from perflab.records.run import PATHLENGTH_FILE, PathlengthMethod, PathlengthRecord
 from perflab.sut.releases import call_with_path
@@ -89,6 +91,11 @@ def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecor
     spec = {"workload": data, "workload_dir": str(inputs.workload_dir), "run_dir": str(pass_dir),
             "cpus": inputs.cpus, "paths": inputs.paths, "drawn": [[d.tx_index, d.params] for d in drawn],
             "warmup": settings.warmup, "nulls": NULLS, "mode": method, "out": str(out)}
+    functions_out = pass_dir / "functions.json"
+    if method == "per_command" and settings.functions:
+        # each command under callgrind, read function by function in the worker (worker.py)
+        spec.update(functions=True, functions_dir=str(inputs.run_dir), functions_out=str(functions_out))
+        record.tool = (record.tool or "").replace("cachegrind", "callgrind")
     spec_path = pass_dir / "spec.json"
     spec_path.write_text(json.dumps(spec))
     callgrind_file = pass_dir / "callgrind.out"
@@ -102,13 +109,22 @@ def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecor
     if code != 0 or not out.exists():
         record.reason = f"the counted worker exited with status {code}: {_tail(log)}"
         return
-    results = json.loads(out.read_text())["results"]
+    output = json.loads(out.read_text())
+    results = output["results"]
     counted = [r[2] for r in results]
+    if functions_out.exists():
+        written = json.loads(functions_out.read_text())
+        record.functions, record.functions_seconds = written["functions"], round(written["seconds"], 3)
+        record.functions_reason = written.get("reason")
     if method == "client_requests":
         counts = read_counts(callgrind_file, len(results))
         record.overhead_instructions = counts.overhead
         counted = counts.per_transaction
-        callgrind_file.unlink(missing_ok=True)  # megabytes of call graph; the counts are in the table
+        if settings.functions:
+            machine = [CodeRange(*c) for c in output.get("code") or []]
+            names = _counted_names(workload, drawn[settings.warmup:], results, counted)
+            _functions(record, lambda: write_functions(callgrind_file, names, machine, inputs.run_dir))
+        callgrind_file.unlink(missing_ok=True)  # megabytes of call graph; the counts are in the tables
     _write_table(inputs, drawn[settings.warmup:], results, counted, record)
 
 
@@ -142,7 +158,12 @@ def _count_server(inputs: PassInputs, record: PathlengthRecord) -> None:
     import shutil
 
     from perflab.drive.pathlength.server import NULLS as SERVER_NULLS
-    from perflab.drive.pathlength.server import backend_counts, process_totals, run_counted_server
+    from perflab.drive.pathlength.server import (
+        backend_counts,
+        process_totals,
+        run_counted_server,
+        write_backend_functions,
+    )
     from perflab.drive.server_run import load_key, prepare_postgres
     from perflab.sut.postgres_server import PostgresServer
     from perflab.workload.model import PostgresTarget
@@ -171,12 +192,32 @@ def _count_server(inputs: PassInputs, record: PathlengthRecord) -> None:
         counts = backend_counts(callgrind_parts(backend), len(result.results), SERVER_NULLS)
         record.overhead_instructions = counts.overhead
         record.other_processes = process_totals(files, result.kinds, result.backend_pid)
+        if settings.functions:
+            names = _counted_names(workload, drawn[settings.warmup:], result.results, counts.per_transaction)
+            _functions(record, lambda: write_backend_functions(backend, names, inputs.run_dir))
         _write_table(inputs, drawn[settings.warmup:], result.results, counts.per_transaction, record)
     finally:
         note = server.stop()
         shutil.rmtree(out_dir, ignore_errors=True)
         if note:
             record.reason = f"{record.reason}; {note}" if record.reason else note
+
+
+def _counted_names(workload: Workload, counted_drawn: list, results: list[list], counted: list) -> list[str | None]:
+    """Each counted transaction's name, None where its count is not used (it failed, or has none)."""
+    names = [t.name for t in workload.transactions]
+    return [names[d.tx_index] if ok and n is not None else None
+            for d, (ok, _e, _c), n in zip(counted_drawn, results, counted)]
+
+
+def _functions(record: PathlengthRecord, write: Callable[[], int]) -> None:
+    """The per-function tables, timed; a failure leaves them out with its reason, the counts kept."""
+    started = time.monotonic()
+    try:
+        record.functions = write()
+    except Exception as exc:  # the tables are an addition: the pass's counts stand without them
+        record.functions_reason = f"{type(exc).__name__}: {exc}"[:500]
+    record.functions_seconds = round(time.monotonic() - started, 3)
 
 
 def _prepare(workload: Workload, data: dict, inputs: PassInputs, pass_dir: Path) -> None:

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from perflab.drive.pathlength.functions import CodeRange, median_part, profile_of, read_parts, write_profile
 from perflab.drive.pathlength.valgrind import callgrind_parts, callgrind_prefix, labelled_counts
 
 #: empty calls counted to measure the client requests' own instructions (their median is used:
@@ -47,3 +48,19 @@ def read_counts(callgrind_file: Path, transactions: int, nulls: int = NULLS) -> 
         part = counts.get(f"tx-{n}")
         per_tx.append(None if part is None else max(0.0, part - overhead))
     return InProcessCounts(overhead, per_tx)
+
+
+def write_functions(callgrind_file: Path, names: list[str | None], code: list[CodeRange], run_dir: Path,
+                    nulls: int = NULLS) -> int:
+    """The per-function tables of the counted transactions (drive/pathlength/functions.py):
+    `names[n]` is counted transaction n's name, None when its count is not used. Returns the
+    functions written."""
+    prefix = "Client Request: "
+    parts = {p.trigger.removeprefix(prefix): p for p in read_parts(callgrind_file, code)
+             if p.trigger.startswith(prefix)}
+    empty = median_part([parts[f"null-{n}"] for n in range(nulls) if f"null-{n}" in parts])
+    if empty is None:
+        raise ValueError(f"{callgrind_file.name} has no dump of the client requests")
+    counted = [(parts[f"tx-{n}"], name) for n, name in enumerate(names) if f"tx-{n}" in parts]
+    profile = profile_of([p for p, _ in counted], [name for _, name in counted], empty)
+    return write_profile(profile, run_dir)

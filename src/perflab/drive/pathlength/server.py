@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perflab.drive.pathlength.functions import median_part, profile_of, read_parts, write_profile
 from perflab.drive.pathlength.valgrind import Part, callgrind_parts
 from perflab.tools import find_tool
 
@@ -80,6 +81,16 @@ def backend_counts(parts: list[Part], transactions: int, nulls: int = NULLS) -> 
     empty = dumps[2:2 + nulls]
     overhead = float(statistics.median(empty))
     return BackendCounts(overhead, [max(0.0, float(ir) - overhead) for ir in dumps[2 + nulls:]])
+
+
+def write_backend_functions(backend_file: Path, names: list[str | None], run_dir: Path, nulls: int = NULLS) -> int:
+    """The per-function tables of the counted transactions from the backend's dumps, in the
+    order `backend_counts` reads them (drive/pathlength/functions.py); returns the functions written."""
+    dumps = [p for p in read_parts(backend_file) if p.trigger == _TRIGGER]
+    if len(dumps) != 2 + nulls + len(names):
+        raise ValueError(f"the backend's file has {len(dumps)} dumps at {MARKER_FUNCTION}(), not {2 + nulls + len(names)}")
+    profile = profile_of(dumps[2 + nulls:], names, median_part(dumps[2:2 + nulls]))
+    return write_profile(profile, run_dir)
 
 
 def process_totals(files: dict[int, Path], kinds: dict[int, str], backend: int) -> dict[str, float]:

@@ -34,6 +34,14 @@ def cachegrind_prefix(out_pattern: str) -> list[str]:
             f"--cachegrind-out-file={out_pattern}"]
 
 
+def callgrind_whole_prefix(out_pattern: str) -> list[str]:
+    """Every process the command starts counted whole, as cachegrind_prefix counts it, under
+    callgrind instead: the same total (its `summary:` line) and each function's instructions
+    and calls besides (the counted pass's per-function tables, drive/pathlength/functions.py)."""
+    return ["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-line=no", "--dump-instr=no",
+            "--compress-strings=no", f"--callgrind-out-file={out_pattern}"]
+
+
 def callgrind_prefix(out_file: str) -> list[str]:
     """Nothing instrumented until the program asks (CALLGRIND_START_INSTRUMENTATION: its start-up
     runs several times faster), nothing counted until it toggles collection on, and every dump it

@@ -65,6 +65,65 @@ class Marker:
         return None if error is None else f"{type(error).__name__}: {error}"[:300]
 
 
+class _CommandFunctions:
+    """A command's per-function tables: each counted command's processes, each a callgrind file,
+    read as one part (drive/pathlength/functions.py) and added under the transaction's name. A
+    command has no empty call to subtract: its count is its processes' whole."""
+
+    def __init__(self, adapter: Any, workload: Any):
+        from perflab.drive.pathlength.functions import Profile
+
+        self.names = [t.name for t in workload.transactions]
+        self.profile = Profile()
+        self.counting = False
+        self.pending: Any = None
+        self.seconds = 0.0
+        self.error: str | None = None
+        adapter.count_functions(self.read)   # the command adapter's callgrind mode
+
+    def read(self, paths: list[Path]) -> None:
+        import time
+
+        from perflab.drive.pathlength.functions import PartFunctions, read_parts
+
+        if not self.counting or self.error is not None:
+            return
+        started = time.monotonic()
+        whole = PartFunctions("command")
+        try:
+            parts = [part for path in paths for part in read_parts(path)]
+        except (OSError, ValueError) as exc:   # the tables are an addition: the command's count stands
+            self.error = f"{type(exc).__name__}: {exc}"[:300]
+            return
+        for part in parts:
+            for key, value in part.own.items():
+                whole.own[key] += value
+            for edge, (count, cost) in part.calls.items():
+                entry = whole.calls.setdefault(edge, [0, 0])
+                entry[0] += count
+                entry[1] += cost
+            for key, file in part.files.items():
+                whole.files.setdefault(key, file)
+            whole.total += part.total
+        self.pending = whole
+        self.seconds += time.monotonic() - started
+
+    def take(self, tx_index: int, used: bool) -> None:
+        if self.pending is not None and used:
+            self.profile.add(self.names[tx_index], self.pending, None)
+        self.pending = None
+
+    def write(self, run_dir: Path, out: str) -> None:
+        import time
+
+        from perflab.drive.pathlength.functions import write_profile
+
+        started = time.monotonic()
+        functions = None if self.error is not None else write_profile(self.profile, run_dir)
+        Path(out).write_text(json.dumps({"functions": functions, "reason": self.error,
+                                         "seconds": self.seconds + time.monotonic() - started}))
+
+
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     if spec.get("cpus"):
@@ -112,12 +171,24 @@ def main(spec_path: str) -> int:
             error = marker.count(f"tx-{n}", adapter.execute, tx_index, params)
             results.append([error is None, error, None])
     else:
+        functions = _CommandFunctions(adapter, workload) if spec.get("functions") else None
         for tx_index, params in drawn[warmup:]:
+            if functions is not None:
+                functions.counting = True
             error = _error_of(adapter.execute, tx_index, params)
             count = take()
             results.append([error is None, error, None if math.isnan(count) else count])
+            if functions is not None:
+                functions.take(tx_index, error is None and not math.isnan(count))
+        if functions is not None:
+            functions.write(Path(spec["functions_dir"]), spec["functions_out"])
     adapter.close()
-    Path(spec["out"]).write_text(json.dumps({"warmup_errors": warmup_errors, "results": results}))
+    from perflab.sut.machine_code import code_map
+
+    # the machine code this process made (the known loop, the client requests): the names of
+    # callgrind's symbol-less functions in the per-function tables (drive/pathlength/functions.py)
+    Path(spec["out"]).write_text(json.dumps({"warmup_errors": warmup_errors, "results": results,
+                                             "code": code_map()}))
     return 0
 
 
