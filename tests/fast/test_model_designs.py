@@ -125,3 +125,34 @@ metrics: [itr_s, pbt_cmd_s, util_proc_s]
         assert {r.config.users for r in records} == {4}   # the workload's load (a calibrated one is halved)
     assert metric(doc, "pbt_cmd_s")["verdict"] == "WORSE"
     assert metric(doc, "pbt_cmd_s")["ratio"] == pytest.approx(2.0, rel=0.02)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_a_split_duet_swaps_sides_per_configuration_whatever_the_start_order(tmp_path, seed):
+    # The sides the runner assigns (each run's SUT CPUs, as stored): each configuration takes each
+    # half of the machine in 3 of 6 blocks, the two configurations never on one side together, and
+    # the side follows the design's record -- not the run's place in its block (the start order
+    # alternates, and a side that followed it never swapped: a quarter of 6-block studies; seed 4's
+    # start order is such a schedule).
+    doc, _ = _study(tmp_path, f"""
+configurations:
+  - name: base
+  - name: dearer
+    set: {{transactions.work.kwargs.cpu_ms: 4.0}}
+blocks: 6
+seed: {seed}
+metrics: [itr_s, pbt_cmd_s]
+""", KNOWN_COST_USERS, "--arrangement", "split-duet")
+    sides = doc["design"]["sides"]
+    assert sorted(sides) == [0, 0, 0, 1, 1, 1]
+    by_block = {}
+    for run in doc["runs"]:
+        by_block.setdefault(run["block"], {})[run["config"]] = tuple(run["sut_cpus"])
+    halves = {cpus for pair in by_block.values() for cpus in pair.values()}
+    assert len(halves) == 2
+    first = min(halves)
+    for block, pair in by_block.items():
+        assert pair["base"] != pair["dearer"]
+        assert (pair["base"] != first) == bool(sides[block])
+    entry = metric(doc, "pbt_cmd_s")
+    assert entry["method"] == "crossover" and entry["ratio"] == pytest.approx(2.0, rel=0.03)

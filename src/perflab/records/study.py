@@ -161,6 +161,9 @@ class Design(Record):
                                                                 "widened the verdict intervals")
     loads: dict[str, LoadRecord] = Field(default_factory=dict, description="each configuration's own calibrated "
                                          "load (equal utilization)")
+    sides: list[int] = Field(default_factory=list, description="a split duet: the side of the machine (0: the first "
+                             "half of the CPUs, 1: the second) the base's SUT took in each block; the other "
+                             "configuration took the other")
 
 
 class ConfigurationRecord(Record):

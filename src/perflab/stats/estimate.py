@@ -235,8 +235,9 @@ def compare(
     look then uses a Bonferroni-widened interval, e.g. 95 % instead of 90 % for two looks.
 
     *side* maps block -> +1/-1, the side of the machine the new configuration ran on (a split
-    duet): with both sides among at least 4 complete blocks the paired analysis takes the side
-    effect out (`crossover_log_interval`, method "crossover").
+    duet): with both sides among at least `MIN_BLOCKS` complete blocks the paired analysis takes
+    the side effect out (`crossover_log_interval`, method "crossover"); with one side only there
+    is no interval (the side's speed and the change cannot be told apart), and the reason says so.
     """
     if looks < 1:
         raise ValueError("looks must be >= 1")
@@ -279,13 +280,23 @@ def compare(
 
     secondary = None
     sides = np.array([side.get(j, 0) for j in complete], dtype=float) if (side and method == "paired") else None
-    if sides is not None and len(complete) >= 4 and set(sides.tolist()) == {-1.0, 1.0}:
+    one_sided: str | None = None
+    if sides is not None and set(sides.tolist()) == {-1.0, 1.0} and len(complete) >= MIN_BLOCKS:
         method = "crossover"
         warnings.append(cav.remark(Code.INTERVAL_METHOD, "the configurations swapped sides of the machine from block "
                                    "to block: the side's own speed is taken out of the paired analysis (a crossover's "
                                    "period effect)", method="crossover"))
+    elif sides is not None and len(complete) >= MIN_BLOCKS:
+        # Every complete block on one side: the side's own speed and the change are one number,
+        # and a paired interval would print it as the change.
+        one_sided = (f"the new configuration ran on one side of the machine in all {len(complete)} complete blocks: "
+                     f"its side's own speed cannot be told from the change, so there is no interval (more blocks, "
+                     f"which swap sides)")
     iv: LogInterval | None
-    if method == "crossover":
+    if one_sided is not None:
+        n_units = len(complete)
+        iv, cv, center = None, math.nan, float(d.mean())
+    elif method == "crossover":
         assert sides is not None  # a crossover is found from the sides (above)
         n_units = len(complete)
         iv = crossover_log_interval(d, sides, level)
@@ -310,6 +321,9 @@ def compare(
     if iv is not None and n_units >= MIN_BLOCKS:
         lo, hi = math.exp(float(iv.low)), math.exp(float(iv.high))
         p = float(iv.p_value())
+    elif one_sided is not None:
+        warnings.append(cav.remark(Code.NO_INTERVAL, one_sided, n=n_units))
+        lo = hi = p = math.nan
     else:
         what = "blocks" if method == "paired" else "runs per configuration"
         warnings.append(cav.remark(Code.NO_INTERVAL, f"n={n_units} {what}: need ≥ {MIN_BLOCKS} for an interval",

@@ -68,6 +68,33 @@ def block_seed(seed: int, block: int) -> int:
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(block)]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
+def balanced_sides(blocks: int, seed: int) -> list[int]:
+    """The side of the machine (0 or 1) the base configuration's SUT takes in each block of a split
+    duet; the other configuration takes the other side. Balanced (each side floor or ceil of half
+    the blocks) and drawn from a stream of its own, independent of the start order: when the side
+    followed the run's place in the block and the start order alternated, the two cancelled and a
+    configuration kept one side in every block (a quarter of 6-block studies), which leaves the
+    side's own speed inseparable from the change."""
+    import numpy as np
+
+    if blocks < 1:
+        raise ValueError(f"blocks must be >= 1, got {blocks}")
+    state = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 0x51DE5]).generate_state(1)[0]
+    rng = random.Random(int(state))
+    sides = [block % 2 for block in range(blocks)]
+    if blocks % 2 and rng.random() < 0.5:
+        sides[-1] = 1  # an odd count: which side gets the extra block is drawn too
+    return _shuffled_ints(sides, rng)
+
+
+def _shuffled_ints(items: list[int], rng: random.Random) -> list[int]:
+    order = list(items)
+    for i in range(len(order) - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
 def sequential_schedule(configs: Sequence[str], blocks: int) -> Schedule:
     """All runs of the first configuration, then all of the next: AAAA…BBBB….
 

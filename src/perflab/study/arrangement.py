@@ -90,11 +90,10 @@ class Sides:
         half = len(cpus) // 2
         return cls(cpus[:half], cpus[half:half * 2])
 
-    def placement(self, slot: int, block: int) -> tuple[list[int], list[int]]:
-        """(driver CPUs, SUT CPUs) of the run in `slot` (0 or 1) of `block`: the SUT on one half
-        and its driver on the other, the halves swapped every block."""
-        sut_first = (slot + block) % 2 == 0
-        sut, other = (self.first, self.second) if sut_first else (self.second, self.first)
+    def placement(self, side: int) -> tuple[list[int], list[int]]:
+        """(driver CPUs, SUT CPUs) of a run whose SUT takes `side` (0: the first half, 1: the
+        second): its driver on the other half (stats.schedule.balanced_sides chooses the sides)."""
+        sut, other = (self.first, self.second) if side == 0 else (self.second, self.first)
         return list(other), list(sut)
 
 

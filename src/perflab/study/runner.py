@@ -36,7 +36,7 @@ from perflab.records.study import (
 from perflab.reduce.reduce import reduce_run
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.noise import power
-from perflab.stats.schedule import block_seed, interleaved_schedule
+from perflab.stats.schedule import balanced_sides, block_seed, interleaved_schedule
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
@@ -370,6 +370,12 @@ class StudyRunner:
             centre = (band[0] + band[1]) / 2.0 * share
             band = (max(0.0, centre - cav.UTIL_BAND_HALF_WIDTH), min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH))
         sides = Sides.of(available_cpus()) if split else None
+        # The base's side per block, balanced and independent of the start order (the other
+        # configuration takes the other side): recorded in the design, and on each run (sut_cpus).
+        base_side = balanced_sides(max(b for b, _ in schedule) + 1, self.study.seed) if split else []
+        if split:
+            self.doc.design.sides = base_side
+        base_name = next(iter(by_name))  # configurations in the study's order: the base first
         placement = None
         private = fixed_port_duet([configured_workload(self.workload, c) for c in by_name.values()],
                                   self.workload_path.parent)
@@ -385,8 +391,9 @@ class StudyRunner:
                 break
             self.on_event(Progress(2 * done, len(schedule), time.monotonic() - started))
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure",
-                                      cpus=sides.placement(slot, block) if sides is not None else None)
-                        for slot, (order, name) in enumerate(entries)]
+                                      cpus=sides.placement(base_side[block] ^ (name != base_name))
+                                      if sides is not None else None)
+                        for order, name in entries]
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
                                              private_network=private, executor=self.options.executor)
             if interrupted:
