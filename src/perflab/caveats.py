@@ -94,6 +94,7 @@ class Code(StrEnum):
     NO_CURVE = "no_curve"                    # a capacity model the data cannot support: not built
     OTHER_WORK = "other_work"                # other processes used CPU beside the SUT during a level's window
     STEPS_UNCHAINED = "steps_unchained"      # a composition's steps do not chain by name
+    BIAS_UNMEASURED = "bias_unmeasured"      # a concurrent arrangement on a host with no bias bound of its own
 
 
 class Caveat(BaseModel):
@@ -142,6 +143,19 @@ def remark(code: Code, text: str, **values: Any) -> Caveat:
 def run_not_complete(status: str, reason: str | None) -> Caveat:
     return Caveat(code=Code.RUN_NOT_COMPLETE, text=f"run {status}" + (f": {reason}" if reason else ""),
                   values={"status": status, "reason": reason})
+
+
+def bias_unmeasured(arrangement: str, target_kind: str, host: str) -> Caveat:
+    """A concurrent arrangement on a host with no bias bound of its own for this kind of target:
+    the rule is the arrangement's own interval, unwidened, and this sentence, never another
+    machine's bound (study/arrangement.py)."""
+    return Caveat(code=Code.BIAS_UNMEASURED,
+                  text=f"the {arrangement}'s bias has not been measured on this host ({host}) for {target_kind} "
+                       f"targets: its intervals are the {arrangement}'s own, not widened for a bias, and a duet's "
+                       f"ratio can sit beside the one-at-a-time ratio by more than its interval (docs/accuracy.md). "
+                       f"`perflab accuracy --studies --quick` measures this host's bound (about 20 minutes); "
+                       f"`--arrangement one-at-a-time` or `interleaved` need none",
+                  values={"arrangement": arrangement, "target": target_kind, "host": host})
 
 
 def duet_design(placement: str | None, arrangement: str = "duet") -> Caveat:

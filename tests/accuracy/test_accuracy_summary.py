@@ -10,9 +10,14 @@ import math
 import pytest
 
 from perflab.accuracy.experiment import KnobCalibration, Plan, StudyResult
-from perflab.accuracy.render import bias_file, render, with_section
-from perflab.accuracy.summary import bounds, cells, truth
+from perflab.accuracy.render import render, with_section
+from perflab.accuracy.summary import cells, check_rows, fit_bounds, truth
+from perflab.accuracy.truth import TruthMeasurement
+from perflab.records.bias import HostIdentity
 from perflab.stats.bias import BiasBound
+
+HOST = HostIdentity(cpu_model="Test CPU", cores=2, kernel="6.0-test", arch="x86_64", virtualized=True)
+OTHER = HOST.model_copy(update={"kernel": "6.0-other"})
 
 
 def _result(arrangement, effect, ratio, low, high, blocks=(), verdict=None, study="s", exit_code=0, knob_value=100,
@@ -33,9 +38,9 @@ def test_the_truth_pools_one_at_a_time_blocks_and_leaves_a_study_out():
     assert truth(solo, "synthetic", 0.0).ratio == 1.0
 
 
-def test_bias_coverage_claims_and_the_bound_of_a_magnifying_arrangement():
+def test_bias_coverage_and_claims_of_a_magnifying_arrangement():
     # One at a time measures exp(-0.10); the duet magnifies by 20% (exp(-0.12)) with narrow
-    # intervals that miss the truth: it misses the targets and its bound must widen it.
+    # intervals that miss the truth.
     results = [_result("one-at-a-time", 0.1, math.exp(-0.10), 0.88, 0.93, blocks=[-0.10, -0.10, -0.10], study=f"o{i}",
                        verdict="WORSE") for i in range(3)]
     results += [_result("duet", 0.1, math.exp(-0.12 + d), math.exp(-0.125 + d), math.exp(-0.115 + d),
@@ -50,14 +55,69 @@ def test_bias_coverage_claims_and_the_bound_of_a_magnifying_arrangement():
     assert k == pytest.approx(0.2, abs=0.01)
     aa = next(c for c in table if c.arrangement == "duet" and c.effect == 0.0)
     assert aa.coverage == 1.0 and aa.claims == 0
-    bound = bounds(table)["duet"]
-    assert bound.widened and bound.k_low <= 0.0 and bound.k_high >= 0.2
-    # widened by its own bound, the duet's intervals hold the truth
-    b = BiasBound(bound.k_low, bound.k_high, bound.a_max)
-    for r in results:
-        if r.arrangement == "duet" and r.effect == 0.1:
-            low, high = b.widen(math.log(r.ci_low), math.log(r.ci_high))
-            assert low <= -0.10 <= high
+
+
+def _fit_result(study, effect, knob, design_log, design_se, host=HOST, role="fit", session="s1", case="sqlite"):
+    return StudyResult(case=case, arrangement="duet", effect=effect, knob=knob, repeat=0, study_id=study, seconds=60.0,
+                       ratio=math.exp(design_log), design_ratio=math.exp(design_log), design_se=design_se,
+                       host=host.model_dump(mode="json"), session=session, role=role, day="2026-12-06",
+                       base_pbt_ms=0.4)
+
+
+def _truths(per_unit=1e-4, se=1e-6, host=HOST, session="s1", case="sqlite"):
+    from perflab.accuracy.experiment import measure_key
+
+    measurement = TruthMeasurement(case=case, method="mixed", knob=1000, per_unit=per_unit, se=se, values=[0.1],
+                                   host=host.model_dump(mode="json"), session=session)
+    return {measure_key(case, host.model_dump(mode="json"), session): measurement}
+
+
+def test_a_host_s_bound_is_fitted_from_its_own_fit_studies_only():
+    # Knob 1000 adds 10% (truth ln(1/1.1)); this host's duet magnifies it by 20%, its A/As sit at 0.
+    # Another host's studies, and this host's fresh `check` studies, are far off: neither may move
+    # the fit, and a kind with no case of its own gets no bound.
+    truths = {**_truths(), **_truths(host=OTHER)}
+    x = math.log(1 / 1.1)
+    results = [_fit_result(f"e{i}", 0.1, 1000, 1.2 * x + d, 0.002) for i, d in enumerate((-0.001, 0.0, 0.001))]
+    results += [_fit_result(f"a{i}", 0.0, 0, d, 0.002) for i, d in enumerate((0.0005, -0.0005, 0.0))]
+    results += [_fit_result(f"x{i}", 0.1, 1000, 3.0 * x, 0.002, host=OTHER) for i in range(3)]
+    results += [_fit_result(f"y{i}", 0.0, 0, 0.05, 0.002, host=OTHER) for i in range(3)]
+    results += [_fit_result(f"c{i}", 0.1, 1000, 0.5 * x, 0.002, role="check") for i in range(3)]
+    (bound,) = fit_bounds(results, truths, HOST.model_dump(mode="json"))
+    assert (bound.arrangement, bound.target, bound.fit.studies) == ("duet", "sqlite", 6)
+    assert bound.fit.k == pytest.approx(0.2, abs=0.01) and abs(bound.fit.a) < 0.001
+    assert bound.k_low < 0.2 < bound.k_high and bound.a_low < 0 < bound.a_high
+    assert set(bound.study_ids) == {"e0", "e1", "e2", "a0", "a1", "a2"} and bound.days == ["2026-12-06"]
+    other = fit_bounds(results, truths, OTHER.model_dump(mode="json"))
+    assert other[0].fit.k == pytest.approx(2.0 - 0.05 / x, abs=0.01)   # the other host's own, apart
+    # widened by it, a study of this host with the same magnification holds the truth
+    b = BiasBound(bound.k_low, bound.k_high, max(-bound.a_low, bound.a_high), bound.a_low, bound.a_high,
+                  bound.k_mid, bound.a_mid)
+    low, high = b.widen(1.2 * x - 0.004, 1.2 * x + 0.004)
+    assert low <= x <= high and b.truth(1.2 * x) == pytest.approx(x, abs=0.002)
+
+
+def test_fresh_studies_give_coverage_with_its_lower_bound_and_the_gate_s_errors():
+    truths = _truths()
+    x = math.log(1 / 1.1)
+
+    def check(study, effect, knob, low, high, verdict):
+        r = _fit_result(study, effect, knob, (low + high) / 2, 0.002, role="check")
+        return r.model_copy(update={"ci_low": math.exp(low), "ci_high": math.exp(high), "verdict": verdict,
+                                    "route": "host"})
+
+    results = [check(f"a{i}", 0.0, 0, -0.01, 0.01, "EQUIVALENT") for i in range(9)]
+    results += [check("a9", 0.0, 0, 0.001, 0.04, "INCONCLUSIVE")]
+    results += [check(f"s{i}", 0.01, 100, -0.02, 0.0, "EQUIVALENT") for i in range(4)]
+    results += [check("s4", 0.01, 100, -0.05, -0.005, "WORSE")]
+    results += [check(f"l{i}", 0.05, 500, x - 0.01, x + 0.01, "WORSE") for i in range(2)]  # misses the -4.8% truth
+    (row,) = check_rows(results, truths)
+    assert (row.arrangement, row.kind, row.studies, row.routes) == ("duet", "sqlite", 17, {"host"})
+    assert (row.aa, row.aa_equivalent) == (10, 9) and (row.small, row.small_failed) == (5, 1)
+    assert (row.large, row.large_worse) == (2, 2)
+    assert (row.covered, row.judged) == (14, 17)     # the A/A at [0.1%, 4%] and both 5% studies miss
+    # one-sided 95% Clopper-Pearson: P(X >= 14 | n = 17, p) = 0.05 at p = 0.6039 (scipy.stats.beta.ppf(0.05, 14, 4))
+    assert row.coverage_lower == pytest.approx(0.6039, abs=0.0005)
 
 
 def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():
@@ -71,18 +131,18 @@ def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():
         BiasBound(0.3, 0.1, 0.0)
 
 
-def test_the_section_and_the_bias_file_are_written_from_the_table():
+def test_the_section_is_written_from_the_table_the_bounds_and_the_checks():
     results = [_result("one-at-a-time", 0.05, 0.95, 0.93, 0.97, blocks=[-0.05, -0.05], study="o"),
                _result("split-duet", 0.05, 0.951, 0.945, 0.957, verdict="WORSE", study="s")]
     table = cells(results)
-    knobs = {"synthetic": KnobCalibration(case="synthetic", base_ms=1.0, probe=8000, probe_ms=1.4, runs=["r1"])}
-    assert knobs["synthetic"].value_for(0.05) == 1000
-    section = render(table, bounds(table), knobs, "here")
+    knobs = {("synthetic", None, None): KnobCalibration(case="synthetic", base_ms=1.0, probe=8000, probe_ms=1.4,
+                                                       runs=["r1"])}
+    assert knobs[("synthetic", None, None)].value_for(0.05) == 1000
+    section = render(table, knobs, "here")
     assert "| split-duet | +5% | 1 |" in section and "1/1" in section
+    assert "No host has a bound yet." in section and "No fresh studies yet." in section
     page = with_section("# Accuracy\n\ntext\n", section)
     assert page.count("accuracy studies") == 2 and with_section(page, section) == page
-    data = bias_file(bounds(table), "here", "docs/accuracy.md")
-    assert '"split-duet"' in data and '"widened": false' in data
 
 
 def test_the_plan_interleaves_cells_and_is_seeded():

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
+from pathlib import Path
 
+from perflab.records.bias import BiasFitRecord, HostBound, HostIdentity
+from perflab.store.bias import write_bounds
 from perflab.study.arrangement import PREFERENCE, choose, measured_bias, traits
+from perflab.sut.fingerprint import machine_fingerprint
 
 
 def test_auto_prefers_the_duet_when_its_drivers_keep_up():
@@ -27,41 +29,40 @@ def test_auto_falls_back_when_the_drivers_cannot_keep_up():
     assert arrangement == "one-at-a-time" and "cannot run its blocks as pairs" in why
 
 
-def test_the_shipped_bias_file_widens_each_pair_arrangement_by_what_was_measured():
-    shipped = json.loads(resources.files("perflab.study").joinpath("arrangement_bias.json").read_text())
-    for arrangement in ("duet", "split-duet"):
-        entry = shipped["arrangements"][arrangement]
-        bias = measured_bias(arrangement)
-        assert bias is not None and bias.k_low == entry["k_low"] and bias.k_high == entry["k_high"]
-        assert entry["k_low"] <= 0.0 <= entry["k_high"] and entry["a_max"] >= 0.0
-        design = traits(arrangement, bias)
-        assert design.concurrent and (design.bias is not None) == entry["widened"]
-    assert measured_bias("one-at-a-time") is None   # the reference
+def _bound(arrangement: str, target: str, k_low=-0.1, k_high=0.2, a=0.003) -> HostBound:
+    return HostBound(arrangement=arrangement, target=target, k_low=k_low, k_high=k_high, a_low=-a, a_high=a,
+                     k_mid=(k_low + k_high) / 2, a_mid=0.0, level=0.95,
+                     fit=BiasFitRecord(k=0.05, k_se=0.02, tau_k=0.05, a=0.0, a_se=0.001, tau_a=0.001, studies=6),
+                     study_ids=["s1"], days=["2026-12-06", "2026-12-07"], host_states=[0.39, 0.41], cases=[target])
 
 
-def test_a_study_of_a_measured_kind_states_its_own_kind_s_bound_and_others_the_pool():
-    shipped = json.loads(resources.files("perflab.study").joinpath("arrangement_bias.json").read_text())
-    duet = shipped["arrangements"]["duet"]
-    own = duet["by_target"]["sqlite"]
-    sqlite = measured_bias("duet", "sqlite")
-    assert sqlite is not None and sqlite.target == "sqlite"
-    assert (sqlite.k_low, sqlite.k_high, sqlite.a_max) == (own["k_low"], own["k_high"], own["a_max"])
-    # the kind's own bound lies inside the pool (the pool spans every case's)
-    assert duet["k_low"] <= own["k_low"] and own["k_high"] <= duet["k_high"] and own["a_max"] <= duet["a_max"]
-    for kind in ("http", None):   # a kind no case stands for, or none given: the pool
-        pooled = measured_bias("duet", kind)
-        assert pooled is not None and pooled.target is None and pooled.k_low == duet["k_low"]
+def test_a_host_s_bound_is_applied_on_that_host_only_and_for_its_own_kind(tmp_path):
+    here = machine_fingerprint()
+    write_bounds(tmp_path, HostIdentity.of(here), [_bound("duet", "sqlite"), _bound("split-duet", "sqlite", -0.3)])
+    bias = measured_bias("duet", "sqlite", tmp_path, here)
+    assert bias is not None and bias.route == "host" and bias.widened and bias.level == 0.95
+    assert (bias.k_low, bias.k_high, bias.a_low, bias.a_high) == (-0.1, 0.2, -0.003, 0.003)
+    assert "2 day(s)" in bias.measured and bias.days == ["2026-12-06", "2026-12-07"]
+    design = traits("duet", bias)
+    assert design.concurrent and design.bias is not None and design.bias.k_low == -0.1
+    assert measured_bias("split-duet", "sqlite", tmp_path, here).k_low == -0.3
+    assert measured_bias("one-at-a-time", "sqlite", tmp_path, here) is None   # the reference
+    # another kind of target: no bound of its own, so none (never another kind's, never a pool)
+    other_kind = measured_bias("duet", "postgres", tmp_path, here)
+    assert other_kind is not None and other_kind.route == "none" and not other_kind.widened
+    assert traits("duet", other_kind).bias is None
+    # another machine (a kernel build of another VM): the bound is not applied there
+    elsewhere = {**here, "kernel": here.get("kernel", "") + "-other"}
+    moved = measured_bias("duet", "sqlite", tmp_path, elsewhere)
+    assert moved is not None and moved.route == "none" and traits("duet", moved).bias is None
+    # a second write of one arrangement keeps the others
+    write_bounds(tmp_path, HostIdentity.of(here), [_bound("duet", "sqlite", -0.05, 0.1)])
+    assert measured_bias("duet", "sqlite", tmp_path, here).k_low == -0.05
+    assert measured_bias("split-duet", "sqlite", tmp_path, here).k_low == -0.3
 
 
-def test_bounds_per_kind_come_from_that_kind_s_cells_only():
-    from perflab.accuracy.summary import Cell, Truth, bounds, bounds_by_kind
+def test_the_installed_package_holds_no_bias_bound():
+    import perflab
 
-    def cell(case: str, effect: float, mean_log: float) -> Cell:
-        return Cell(case, "duet", effect, studies=1, truth=Truth(-effect, 0.002, 6), mean_log=mean_log, se_log=None)
-
-    table = [cell("sqlite", 0.1, -0.11), cell("sqlite", 0.0, 0.001), cell("postgres", 0.1, -0.05),
-             cell("synthetic", 0.1, -0.1)]
-    pooled, by_kind = bounds(table)["duet"], bounds_by_kind(table)
-    assert set(by_kind) == {"sqlite", "postgres"}   # the synthetic case stands for no kind
-    assert by_kind["sqlite"]["duet"].k_high > 0 > by_kind["postgres"]["duet"].k_low
-    assert by_kind["sqlite"]["duet"].k_low >= 0 >= pooled.k_low   # PostgreSQL's dilution is in the pool only
+    package = Path(perflab.__file__).parent
+    assert not list(package.rglob("*bias*.json"))

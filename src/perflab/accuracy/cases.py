@@ -37,10 +37,9 @@ class Case:
     #: The SUT runs in perflab's workers, which measure each transaction's own CPU: its truth is
     #: measured in mixed runs (perflab.accuracy.truth); else in alternating runs.
     per_transaction_cpu: bool = True
-    #: The target kind whose studies may use this case's own bias bound (perflab.study.arrangement):
-    #: the case is that kind's real server under a workload of its kind. None: the case stands for
-    #: no kind (the synthetic SUT is a python target, but python targets run anything), so studies
-    #: of other kinds take the bound pooled over every case.
+    #: The target kind whose studies use this case's bound on a host (perflab.store.bias): the case
+    #: is that kind's SUT under a workload of its kind (the synthetic SUT is a python target: the
+    #: kind's own workers running Python code of known work). None: the case bounds no kind.
     target_kind: str | None = None
 
     def path(self, examples: Path) -> Path:
@@ -62,7 +61,7 @@ CASES: dict[str, Case] = {
     "synthetic": Case("synthetic", "accuracy/synthetic-knob.yaml", "transactions.work.kwargs.knob", 8000,
                       start_users=20, max_users=2000,
                       timing={"stagger": "0s", "stabilization": "2s", "measurement": "10s"},
-                      description="python SUT of known work (loop turns), 20 ms thinks"),
+                      description="python SUT of known work (loop turns), 20 ms thinks", target_kind="python"),
     "sqlite": Case("sqlite", "accuracy/sqlite-knob.yaml", "transactions.debit_credit.params.knob.value", 2000,
                    start_users=20000, max_users=100000,
                    timing={"stagger": "0s", "stabilization": "3s", "measurement": "12s"},

@@ -11,6 +11,7 @@ shuffled (seeded) so that a slow hour of the host does not fall on one arrangeme
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import random
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -40,6 +42,8 @@ class KnobCalibration(BaseModel):
     probe: int
     probe_ms: float
     runs: list[str] = Field(default_factory=list)
+    host: dict[str, Any] | None = None      # records.bias.HostIdentity of the machine it was measured on
+    session: str | None = None              # the session it belongs to (Plan.session)
 
     @property
     def per_unit_ms(self) -> float:
@@ -77,6 +81,17 @@ class StudyResult(BaseModel):
     users: int | None = None
     base_pbt_ms: float | None = None
     pbt_ratio: float | None = None
+    # Where and how (perflab 0.3): the host its runs ran on (records.bias.HostIdentity, from the
+    # runs' own fingerprints), the day, the arrangement's own estimate and its standard error
+    # (what a bias fit reads), whether the study was run to fit a bound or to check one on
+    # studies the fit never saw, and how its intervals were bounded.
+    host: dict[str, Any] | None = None
+    day: str | None = None
+    design_ratio: float | None = None
+    design_se: float | None = None
+    role: Literal["fit", "check"] = "fit"
+    route: str | None = None
+    session: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,18 @@ class Plan:
     #: The added costs the one-at-a-time arrangement (the truth) is run at: the A/A and the
     #: largest; the others' truth follows from the knob's linearity (perflab.accuracy.summary).
     truth_effects: tuple[float, ...] = (0.0, 0.10)
+    #: fit: studies a host's bound is fitted from; check: fresh studies, run with the host's
+    #: bound on, that the fit never sees (their coverage is the bound's test).
+    role: Literal["fit", "check"] = "fit"
+    #: Run every study at the users the case's truth runs were calibrated to (one calibration
+    #: per case and session) instead of calibrating each study: `--quick`'s saving.
+    fixed_load: bool = False
+    #: The studies' timing, when not each case's own.
+    timing: dict[str, str] | None = None
+    #: A session's name (default: the day): its knob, truth and studies go together, and a
+    #: session stopped half-way goes on where it stopped when called again with the same name.
+    #: A second session on another day measures the host in another state.
+    session: str = ""
 
     def order(self) -> list[tuple[int, str, float, str]]:
         """Every (repeat, case, effect, arrangement), repetition by repetition, shuffled within."""
@@ -103,16 +130,33 @@ class Plan:
         return out
 
 
-def read_results(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult]]:
+#: What a knob calibration and a truth belong to: (case, host key, session) -- (case, None, None)
+#: for the records of perflab 0.2, which kept one per case.
+MeasureKey = tuple[str, str | None, str | None]
+
+
+def measure_key(case: str, host: dict[str, Any] | None, session: str | None) -> MeasureKey:
+    from perflab.records.bias import HostIdentity
+
+    return case, (HostIdentity.model_validate(host).key if host else None), session
+
+
+def key_of(record: KnobCalibration | TruthMeasurement | StudyResult) -> MeasureKey:
+    return measure_key(record.case, record.host, record.session)
+
+
+def read_results(path: Path) -> tuple[dict[MeasureKey, KnobCalibration], list[StudyResult]]:
     knobs, studies, _ = read_all(path)
     return knobs, studies
 
 
-def read_all(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult], dict[str, TruthMeasurement]]:
-    """Everything an accuracy results file holds: knob calibrations, study results, truths."""
-    knobs: dict[str, KnobCalibration] = {}
+def read_all(path: Path) -> tuple[dict[MeasureKey, KnobCalibration], list[StudyResult],
+                                  dict[MeasureKey, TruthMeasurement]]:
+    """Everything an accuracy results file holds: knob calibrations, study results, truths (the
+    first two keyed by case, host and session)."""
+    knobs: dict[MeasureKey, KnobCalibration] = {}
     studies: list[StudyResult] = []
-    truths: dict[str, TruthMeasurement] = {}
+    truths: dict[MeasureKey, TruthMeasurement] = {}
     if not path.is_file():
         return knobs, studies, truths
     for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -122,10 +166,10 @@ def read_all(path: Path) -> tuple[dict[str, KnobCalibration], list[StudyResult],
             data = json.loads(line)
             if data.get("kind") == "knob":
                 knob = KnobCalibration.model_validate(data)
-                knobs[knob.case] = knob
+                knobs[key_of(knob)] = knob
             elif data.get("kind") == "truth":
                 truth = TruthMeasurement.model_validate(data)
-                truths[truth.case] = truth
+                truths[key_of(truth)] = truth
             else:
                 studies.append(StudyResult.model_validate(data))
         except (ValueError, TypeError) as exc:
@@ -207,15 +251,29 @@ def measure_truth(case: Case, examples: Path, store: Store, knob: KnobCalibratio
     return measure_alternating(case, examples, store, value, users)
 
 
+#: `perflab accuracy --studies --quick`: one host's duet bound for one kind in about 15 minutes on
+#: the development VM (2 CPUs): the A/A and +10%, three studies each, at the load the truth runs
+#: were calibrated to, 4 blocks of 8 s windows.
+QUICK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.10), repeats=3, blocks=4, fixed_load=True,
+             timing={"stagger": "0s", "stabilization": "2s", "measurement": "8s"})
+
+
+#: `perflab accuracy --studies --check`: fresh studies of the host's bound, with it on -- the A/A,
+#: a change inside the ±3% margin and a 5% loss, in the duet, at each case's calibrated load.
+CHECK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.01, 0.05), repeats=20, blocks=6,
+             fixed_load=True, role="check")
+
+
 def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int,
-               plan: Plan, directory: Path) -> tuple[Path, bool]:
+               plan: Plan, directory: Path, users: int | None = None) -> tuple[Path, bool]:
     """The study a user would write for this cell (written as JSON, which is YAML); (path, whether
     it runs as an A/A)."""
     aa = effect == 0.0
     configurations = [{"name": "knob 0", "set": knob_changes(case, 0)}]
     if not aa:
         configurations.append({"name": f"knob +{100 * effect:g}%", "set": knob_changes(case, knob)})
-    load = ({"users": case.fixed_users} if case.fixed_users is not None else
+    fixed = case.fixed_users if case.fixed_users is not None else users
+    load = ({"users": fixed} if fixed is not None else
             {"calibrate": {"target_util": 90, "tolerance": 5, "start_users": case.start_users, "measurement": "6s",
                            "max_users": case.max_users}})
     study = {
@@ -226,8 +284,8 @@ def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob
         "load": load,
         "arrangement": arrangement,
         "blocks": plan.blocks,
-        "seed": plan.seed + 1000 * repeat + round(1000 * effect),
-        "timing": case.timing,
+        "seed": plan.seed + 1000 * repeat + round(1000 * effect) + (500_000 if plan.role == "check" else 0),
+        "timing": plan.timing or case.timing,
     }
     path = directory / f"{study['name']}.yaml"
     path.write_text(json.dumps(study, indent=1))
@@ -235,11 +293,11 @@ def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob
 
 
 def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int, plan: Plan,
-              store: Store) -> StudyResult:
+              store: Store, users: int | None = None) -> StudyResult:
     from perflab.study.runner import StudyOptions, StudyRunner
 
     with tempfile.TemporaryDirectory(prefix="perflab-accuracy-") as tmp:
-        path, aa = study_file(case, examples, arrangement, effect, knob, repeat, plan, Path(tmp))
+        path, aa = study_file(case, examples, arrangement, effect, knob, repeat, plan, Path(tmp), users)
         started = time.monotonic()
         runner = StudyRunner(path, store, StudyOptions(aa=aa))
         doc = runner.run()
@@ -254,6 +312,7 @@ def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob:
         if not run.excluded and isinstance(value, (int, float)) and value > 0:
             by_block.setdefault(run.block, {})[run.config] = float(value)
     logs = [math.log(b[new]) - math.log(b[base]) for b in by_block.values() if base in b and new in b]
+    design_ratio, design_se = design_estimate(entry)
     return StudyResult(
         case=case.name, arrangement=arrangement, effect=effect, knob=knob, repeat=repeat, study_id=doc.study_id or "",
         seconds=seconds, exit_code=doc.verdict.exit_code if doc.verdict is not None else None,
@@ -263,7 +322,39 @@ def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob:
         level=entry.level if entry else None, n_blocks=entry.n_blocks if entry else 0,
         excluded=sum(r.excluded for r in doc.runs), runs=len(doc.runs), block_logs=logs,
         users=doc.design.load.users, base_pbt_ms=pbt.base_value if pbt is not None else None,
-        pbt_ratio=pbt.ratio if pbt is not None else None)
+        pbt_ratio=pbt.ratio if pbt is not None else None, host=host_of(doc, store), day=(doc.created or "")[:10] or None,
+        design_ratio=design_ratio, design_se=design_se, role=plan.role,
+        route=doc.design.bias.route if doc.design.bias is not None else None)
+
+
+def design_estimate(entry) -> tuple[float | None, float | None]:
+    """The arrangement's own estimate of ITR (S)'s ratio and the standard error of its log: the
+    interval before any widening, read back to the t-interval it is (paired: n - 1 degrees of
+    freedom; a crossover n - 2; Welch's as paired, close enough for a weight)."""
+    if entry is None or entry.ratio is None:
+        return None, None
+    from perflab.stats.estimate import t_quantile
+
+    ratio = entry.design_ratio if entry.design_ratio is not None else entry.ratio
+    low = entry.design_ci_low if entry.design_ci_low is not None else entry.ci_low
+    high = entry.design_ci_high if entry.design_ci_high is not None else entry.ci_high
+    df = entry.n_blocks - (2 if entry.method == "crossover" else 1)
+    if low is None or high is None or entry.level is None or df < 1 or low <= 0:
+        return ratio, None
+    return ratio, (math.log(high) - math.log(low)) / (2.0 * t_quantile(0.5 + entry.level / 2.0, df))
+
+
+def host_of(doc, store: Store) -> dict[str, Any] | None:
+    """The host a study's runs ran on, from the first run's own fingerprint (never from the
+    machine that happens to summarize the results)."""
+    from perflab.records.bias import HostIdentity
+    from perflab.records.run import read_run_record
+
+    for run in doc.runs:
+        path = store.home / "runs" / run.run_id / "run.json"
+        if path.is_file():
+            return HostIdentity.of(read_run_record(path).fingerprint).model_dump(mode="json")
+    return None
 
 
 def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
@@ -278,29 +369,42 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
             on_progress(f"skipped {name}: {why}")
             continue
         cases[name] = CASES[name]
+    from perflab.records.bias import HostIdentity
+    from perflab.sut.fingerprint import machine_fingerprint
+
+    host = HostIdentity.of(machine_fingerprint()).model_dump(mode="json")
+    session = plan.session or dt.date.today().isoformat()
     knobs, done, truths = read_all(results)
+    users: dict[str, int] = {}
     for name, case in cases.items():
-        if name not in knobs:
+        key = measure_key(name, host, session)
+        if key not in knobs:
             on_progress(f"{name}: measuring the knob's cost (4 short runs)")
-            knobs[name] = calibrate_knob(case, examples, store)
-            _append(results, knobs[name])
-        knob = knobs[name]
+            knobs[key] = calibrate_knob(case, examples, store).model_copy(update={"host": host, "session": session})
+            _append(results, knobs[key])
+        knob = knobs[key]
         on_progress(f"{name}: {knob.base_ms:.4f} ms per transaction at knob 0, {1e6 * knob.per_unit_ms:.2f} ns per "
                     f"knob unit: +3% = {knob.value_for(0.03)}, +5% = {knob.value_for(0.05)}, "
                     f"+10% = {knob.value_for(0.10)}")
-        if name not in truths:
-            truths[name] = measure_truth(case, examples, store, knob, on_progress)
-            _append(results, truths[name])
-        truth = truths[name]
+        if key not in truths:
+            measured = measure_truth(case, examples, store, knob, on_progress)
+            truths[key] = measured.model_copy(update={"host": host, "session": session})
+            _append(results, truths[key])
+        truth = truths[key]
+        if truth.users is not None:
+            users[name] = truth.users
         on_progress(f"{name}: the truth ({truth.method} runs): +{100 * truth.per_unit * knob.value_for(0.10):.2f}% "
                     f"of CPU per transaction at knob {knob.value_for(0.10)} (± {100 * truth.se * knob.value_for(0.10):.2f})")
-    have = {(r.repeat, r.case, r.effect, r.arrangement) for r in done}
+    have = {(r.repeat, r.case, r.effect, r.arrangement) for r in done
+            if r.session == session and r.role == plan.role and key_of(r) == measure_key(r.case, host, session)}
     todo = [cell for cell in plan.order() if cell[1] in cases and cell not in have]
     for index, (repeat, name, effect, arrangement) in enumerate(todo, start=1):
-        knob_value = knobs[name].value_for(effect) if effect else 0
+        knob_value = knobs[measure_key(name, host, session)].value_for(effect) if effect else 0
         on_progress(f"[{index}/{len(todo)}] {name}, {arrangement}, +{100 * effect:g}% (knob {knob_value}), "
                     f"repetition {repeat}")
-        result = run_study(cases[name], examples, arrangement, effect, knob_value, repeat, plan, store)
+        result = run_study(cases[name], examples, arrangement, effect, knob_value, repeat, plan, store,
+                           users.get(name) if plan.fixed_load else None)
+        result = result.model_copy(update={"session": session})
         _append(results, result)
         done.append(result)
         shown = "na" if result.ratio is None else f"{result.ratio:.4f} [{result.ci_low or math.nan:.4f}, " \

@@ -1,15 +1,14 @@
-"""The accuracy studies as a section of docs/accuracy.md, and the bias bounds as the data file
-perflab.study.arrangement reads (study/arrangement_bias.json)."""
+"""The accuracy studies as a section of docs/accuracy.md: the cells, each host's fitted bounds and
+their test on fresh studies. The bounds themselves live in each host's run store (store/bias.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from perflab.accuracy.cases import CASES
-from perflab.accuracy.experiment import KnobCalibration
-from perflab.accuracy.summary import BIAS_TARGET_POINTS, COVERAGE_TARGET, Bound, Cell
+from perflab.accuracy.summary import Cell, CheckRow
+from perflab.records.bias import HostBound
 
 BEGIN = "<!-- accuracy studies: `perflab accuracy --studies` rewrites from here -->"
 END = "<!-- accuracy studies: end -->"
@@ -23,38 +22,44 @@ def _share(count: int, total: int) -> str:
     return "na" if not total else f"{count}/{total}"
 
 
-def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCalibration], where: str,
-           truths: dict | None = None, by_kind: dict[str, dict[str, Bound]] | None = None) -> str:
+def _level(value: float) -> str:
+    from perflab.report.numbers import percent_level
+
+    return percent_level(value)
+
+
+def render(table: list[Cell], knobs: dict, where: str, truths: dict | None = None,
+           bounds: dict[str, list[HostBound]] | None = None, checks: list[CheckRow] | None = None) -> str:
+    """The page's section: per case the cells, then each host's fitted bounds, then the bounds'
+    test on fresh studies. `knobs`, `truths`: keyed by (case, host key, session);
+    `bounds`: per host description, its bounds."""
     truths = truths or {}
     lines = [BEGIN, "", "## Study arrangements against known truths", "",
-             f"Regenerate with `perflab accuracy --studies` (hours; resumable). Measured {where}.", "",
+             f"Regenerate with `perflab accuracy --studies` (resumable; `--quick` measures one host's duet bound "
+             f"for SQLite in about 15 minutes, `--check` runs fresh studies with the bound on). {where}", "",
              "Each row is a set of real studies of a system whose added cost is known -- the base configuration "
              "against the same one with a knob raised to add 3%, 5% or 10% of CPU per transaction, or against "
              "itself (0%: an A/A) -- run as a user runs them (calibrated to 90% of the SUT's processor where the "
              "case has think times, randomized blocks, the default gates and criteria) in each arrangement. "
              "**truth**: the knob's cost measured alone at the study's load in runs the host's wander cannot "
              "blur (perflab.accuracy.truth: mixed runs, each transaction beside its knob twin, or alternating "
-             "pairs), as the ratio of ITR (S) it makes (1 exactly at 0%); without one, the pooled "
-             "one-at-a-time ratio over every block of that cell's one-at-a-time studies; **bias**: the "
-             "arrangement's mean ratio less the "
-             "truth, in points; **covered**: printed intervals holding the truth (the ones that decided; in "
-             "brackets the arrangement's own before any widening); **claims**: WORSE or BETTER called -- false "
-             "at 0%, the power to call the loss WORSE otherwise; **answered**: studies with a verdict (not exit "
-             "4); **±**: the mean half-width of the printed interval, in points; **min**: machine minutes a "
-             "study, calibration included.", ""]
+             "pairs), as the ratio of ITR (S) it makes (1 exactly at 0%), measured once per case, host and "
+             "session; **bias**: the arrangement's mean ratio less the truth, in points; **covered**: printed "
+             "intervals holding the truth (the ones that decided; in brackets the arrangement's own before any "
+             "widening); **claims**: WORSE or BETTER called -- false at 0%, the power to call the loss WORSE "
+             "otherwise; **answered**: studies with a verdict (not exit 4); **±**: the mean half-width of the "
+             "printed interval, in points; **min**: machine minutes a study, calibration included.", ""]
     for case in sorted({c.case for c in table}):
         spec = CASES.get(case)
-        knob = knobs.get(case)
         lines.append(f"### {case}: {spec.description if spec else ''}")
         lines.append("")
-        if knob is not None:
-            lines.append(f"Knob measured alone ({', '.join(knob.runs)}): {knob.base_ms:.4f} ms per transaction at 0, "
-                         f"{1e6 * knob.per_unit_ms:.2f} ns per unit.")
+        for key, knob in sorted(((k, v) for k, v in knobs.items() if k[0] == case), key=lambda kv: str(kv[0])):
+            lines.append(f"Knob measured alone{_session(key)} ({', '.join(knob.runs)}): {knob.base_ms:.4f} ms per "
+                         f"transaction at 0, {1e6 * knob.per_unit_ms:.2f} ns per unit.")
             lines.append("")
-        measured = truths.get(case)
-        if measured is not None:
-            lines.append(f"Truth: {measured.method} runs at {measured.users} users, knob {measured.knob}: "
-                         f"+{100 * measured.per_unit * measured.knob:.2f}% CPU per transaction "
+        for key, measured in sorted(((k, v) for k, v in truths.items() if k[0] == case), key=lambda kv: str(kv[0])):
+            lines.append(f"Truth{_session(key)}: {measured.method} runs at {measured.users} users, knob "
+                         f"{measured.knob}: +{100 * measured.per_unit * measured.knob:.2f}% CPU per transaction "
                          f"(± {100 * measured.se * measured.knob:.2f}, 1 se; each: "
                          f"{', '.join(f'{100 * v:+.2f}%' for v in measured.values)}; runs {', '.join(measured.runs)}).")
             lines.append("")
@@ -72,25 +77,49 @@ def render(table: list[Cell], bound: dict[str, Bound], knobs: dict[str, KnobCali
                          f"{covered} | {_share(c.claims, c.studies)} | {_share(c.answered, c.studies)} | {width} | "
                          f"{c.excluded}/{c.runs} | {c.seconds / max(c.studies, 1) / 60:.1f} |")
         lines.append("")
-    lines += ["### The bound each arrangement states", "",
-              f"ln r_design = (1 + k) ln r_true + a (perflab.stats.bias). An arrangement that misses the target on "
-              f"any cell (coverage below {100 * COVERAGE_TARGET:.0f}%, or a bias beyond {BIAS_TARGET_POINTS} points) "
-              f"has its verdict intervals widened by its bound, and its reports say so.", "",
-              "| arrangement | cells | k (magnification) | largest offset a | widened |", "|---|---:|---|---:|---|"]
-    for b in bound.values():
-        lines.append(f"| {b.arrangement} | {b.cells} | {b.k_low:+.3f} to {b.k_high:+.3f} | "
-                     f"{100 * math.expm1(b.a_max):.2f}% | {'yes' if b.widened else 'no'} |")
-    if by_kind:
-        lines += ["", "A study of a target kind one case stands for states that case's own bound (below); a study "
-                  "of any other kind states the pooled one above.", "",
-                  "| target kind | arrangement | cells | k (magnification) | largest offset a | widened |",
-                  "|---|---|---:|---|---:|---|"]
-        for kind, kind_bounds in by_kind.items():
-            for b in kind_bounds.values():
-                lines.append(f"| {kind} | {b.arrangement} | {b.cells} | {b.k_low:+.3f} to {b.k_high:+.3f} | "
-                             f"{100 * math.expm1(b.a_max):.2f}% | {'yes' if b.widened else 'no'} |")
-    lines += ["", END]
+    lines += ["### Each host's bound", "",
+              "ln r_design = (1 + k) ln r_true + a (perflab.stats.bias), fitted per host, arrangement and target kind "
+              "from that host's `fit` studies with a between-study spread of k and of a (restricted maximum "
+              "likelihood), as a prediction box for the next study on that host at the level shown. A study in that "
+              "arrangement on that host widens its verdict intervals by it (\"bias-bounded\"); on any other host it "
+              "is not applied, and the study says its bias is not measured there.", ""]
+    if not bounds:
+        lines += ["No host has a bound yet.", ""]
+    for host, host_bounds in (bounds or {}).items():
+        lines += [f"**{host}**", "",
+                  "| arrangement | kind | studies | days | k (fit ± se, spread) | k, next study | a, next study (pts) "
+                  "| level |", "|---|---|---:|---|---|---|---|---:|"]
+        for b in host_bounds:
+            lines.append(f"| {b.arrangement} | {b.target} | {b.fit.studies} | {', '.join(b.days) or 'na'} | "
+                         f"{b.fit.k:+.3f} ± {b.fit.k_se:.3f}, τ {b.fit.tau_k:.3f} | {b.k_low:+.3f} to {b.k_high:+.3f} | "
+                         f"{100 * b.a_low:+.2f} to {100 * b.a_high:+.2f} | {_level(b.level)} |")
+        lines.append("")
+    lines += ["### The bounds' test: fresh studies", "",
+              "Studies run after the bound was fitted, with it on, none of them used to fit it (`--check`). "
+              "**covered**: printed intervals holding the truth, and the 95% Clopper-Pearson lower bound of the "
+              "coverage; **A/A EQUIVALENT**: the same configuration twice called EQUIVALENT; **gate fails at -1%**: a "
+              "true change inside the ±3% margin that `--gate` would fail (WORSE or INCONCLUSIVE); **WORSE at -5%**: "
+              "the power to call a 5% loss; **±**: mean half-width of the printed interval in points; **min**: "
+              "machine minutes a study.", ""]
+    if not checks:
+        lines += ["No fresh studies yet.", ""]
+    else:
+        lines += ["| arrangement | kind | route | studies | covered | lower bound | A/A EQUIVALENT | gate fails at -1% "
+                  "| WORSE at -5% | ± (pts) | min |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in checks:
+            width = "na" if not row.widths else f"{sum(row.widths) / len(row.widths):.2f}"
+            lines.append(f"| {row.arrangement} | {row.kind} | {', '.join(sorted(row.routes)) or 'na'} | {row.studies} | "
+                         f"{_share(row.covered, row.judged)} | {_pct(row.coverage_lower, 1) if row.judged else 'na'} | "
+                         f"{_share(row.aa_equivalent, row.aa)} | {_share(row.small_failed, row.small)} | "
+                         f"{_share(row.large_worse, row.large)} | {width} | {row.seconds / max(row.studies, 1) / 60:.1f} |")
+        lines.append("")
+    lines += [END]
     return "\n".join(lines) + "\n"
+
+
+def _session(key: tuple) -> str:
+    """" (session 2026-12-07)" for a keyed record; nothing for perflab 0.2's one per case."""
+    return f" (session {key[2]})" if len(key) > 2 and key[2] else ""
 
 
 def with_section(document: str, section: str) -> str:
@@ -100,26 +129,6 @@ def with_section(document: str, section: str) -> str:
         end = document.index(END) + len(END)
         return document[:start] + section.rstrip("\n") + document[end:]
     return document.rstrip("\n") + "\n\n" + section
-
-
-def _entry(b: Bound, where: str, source: str) -> dict:
-    return {"k_low": round(b.k_low, 4), "k_high": round(b.k_high, 4), "a_max": round(b.a_max, 5),
-            "widened": b.widened, "measured": where, "source": source}
-
-
-def bias_file(bound: dict[str, Bound], where: str, source: str,
-              by_kind: dict[str, dict[str, Bound]] | None = None) -> str:
-    """arrangement_bias.json: what perflab.study.arrangement.measured_bias reads -- per arrangement
-    the pooled bound and, under `by_target`, each target kind's own."""
-    arrangements = {}
-    for b in bound.values():
-        entry = _entry(b, where, source)
-        kinds = {kind: _entry(kb[b.arrangement], f"{where}, {kind} only", source)
-                 for kind, kb in (by_kind or {}).items() if b.arrangement in kb}
-        if kinds:
-            entry["by_target"] = kinds
-        arrangements[b.arrangement] = entry
-    return json.dumps({"format": 1, "arrangements": arrangements}, indent=1) + "\n"
 
 
 def write(path: Path, text: str) -> None:

@@ -15,14 +15,17 @@ share of the arrangement's own intervals before any widening; **claims** the sha
 that called ITR (S) WORSE or BETTER -- false claims with no added cost, the power to call the
 loss WORSE with one; **answered** the share with a verdict (not exit 4).
 
-**The bound**: ln r_design = (1 + k) ln r_true + a. Each cell with an added cost gives a k (its
-mean log-ratio over the truth, less 1) with a standard error from both; the A/A cells an offset
-a. The bound spans every k within two standard errors and every |a| likewise; it is applied
-(the arrangement's intervals widened by it) when the arrangement misses the target on any cell
--- coverage below 85%, or a bias beyond 0.3 points. The bound is given pooled over every case
-(what a study of a kind no case measured states) and per case that stands for a target kind
-(`Case.target_kind`): a SQLite study states SQLite's bound, not one set by PostgreSQL's
-dilution.
+**The bound** (`fit_bounds`): ln r_design = (1 + k) ln r_true + a, fitted per host, arrangement
+and target kind from that host's `fit` studies, each with its own standard error and its
+truth's, with a between-study spread of k and of a (perflab.stats.bias.fit_bias): a prediction
+box for the next study on that host, at a stated level, kept in the host's run store
+(store/bias.py). Studies of other hosts, the fresh `check` studies that test the bound, and
+cases of other kinds never enter it: a SQLite study states SQLite's bound, and a kind no case
+stands for has none.
+
+**Coverage on fresh studies** (`check_rows`): the `check` studies ran with the host's bound on;
+the share of their printed intervals holding their truth is the bound's test, shown with its
+Clopper-Pearson lower bound.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from perflab.accuracy.experiment import StudyResult
+from perflab.records.bias import HostBound
+from perflab.stats.bias import DEFAULT_BOUND_LEVEL, BiasObservation, fit_bias
 
 COVERAGE_TARGET = 0.85
 BIAS_TARGET_POINTS = 0.3
@@ -81,6 +86,17 @@ def truth(results: Iterable[StudyResult], case: str, effect: float, leave_out: s
     # delta method: d(log_ratio)/d(reference) = scale e^-t / (1 + scale (e^-t - 1))
     slope = scale * math.exp(-reference.log_ratio) / (1.0 + scale * added)
     return Truth(log_ratio, abs(slope) * reference.se, reference.blocks)
+
+
+def study_truth(result: StudyResult, truths: dict) -> Truth | None:
+    """A study's truth from the truth measurement of its own case, host and session (or its case's
+    only one, in the files of perflab 0.2); None when there is none to read."""
+    from perflab.accuracy.experiment import key_of
+
+    if result.effect == 0.0:
+        return Truth(0.0, 0.0, 0)
+    measurement = truths.get(key_of(result)) or truths.get((result.case, None, None))
+    return None if measurement is None else truth_of(measurement, result.knob)
 
 
 @dataclass
@@ -141,11 +157,7 @@ def cells(results: list[StudyResult], truths: dict | None = None) -> list[Cell]:
     truths = truths or {}
 
     def truth_for(r: StudyResult, leave_out: str | None) -> Truth | None:
-        if r.effect == 0.0:
-            return Truth(0.0, 0.0, 0)
-        if r.case in truths:
-            return truth_of(truths[r.case], r.knob)
-        return truth(results, r.case, r.effect, leave_out)
+        return study_truth(r, truths) or truth(results, r.case, r.effect, leave_out)
 
     out: dict[tuple[str, str, float], Cell] = {}
     for r in results:
@@ -173,44 +185,120 @@ def cells(results: list[StudyResult], truths: dict | None = None) -> list[Cell]:
         cell.truth = truth_for(sample, None)
         if logs:
             cell.mean_log = statistics.fmean(logs)
-            cell.se_log = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else None
+            # One study: its own standard error (dropping it made a one-study cell's k look exact).
+            cell.se_log = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else sample.design_se
     order = {"one-at-a-time": 0, "duet": 1, "split-duet": 2}
     return sorted(out.values(), key=lambda c: (c.case, order.get(c.arrangement, 9), c.effect))
 
 
-@dataclass(frozen=True)
-class Bound:
+def observations(results: list[StudyResult], truths: dict) -> list[tuple[StudyResult, BiasObservation]]:
+    """Each study that can inform a bias fit, with its observation (perflab.stats.bias): a
+    design estimate with its own standard error, and its truth with the truth's."""
+    out = []
+    for r in results:
+        t = study_truth(r, truths)
+        ratio = r.design_ratio if r.design_ratio is not None else r.ratio
+        se = r.design_se if r.design_se is not None else _se_from_blocks(r.block_logs)
+        if t is None or ratio is None or ratio <= 0 or se is None or not math.isfinite(se):
+            continue
+        out.append((r, BiasObservation(t.log_ratio, t.se, math.log(ratio), se)))
+    return out
+
+
+def _se_from_blocks(logs: list[float]) -> float | None:
+    return statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) >= 2 else None
+
+
+def fit_bounds(results: list[StudyResult], truths: dict, host: dict, level: float = DEFAULT_BOUND_LEVEL,
+               measured: str = "") -> list[HostBound]:
+    """The bounds of one host: per concurrent arrangement and per target kind a case stands for,
+    fitted (perflab.stats.bias.fit_bias) from that host's `fit` studies only -- never from the
+    fresh `check` studies that test it, never from another host's, never pooled across kinds."""
+    from perflab.accuracy.cases import CASES
+    from perflab.records.bias import BiasFitRecord, HostBound, HostIdentity
+
+    key = HostIdentity.model_validate(host).key
+    mine = [r for r in results if r.role == "fit" and r.host and HostIdentity.model_validate(r.host).key == key
+            and r.arrangement != "one-at-a-time"]
+    out = []
+    groups: dict[tuple[str, str], list[StudyResult]] = {}
+    for r in mine:
+        kind = CASES[r.case].target_kind if r.case in CASES else None
+        if kind is not None:
+            groups.setdefault((r.arrangement, kind), []).append(r)
+    for (arrangement, kind), studies in sorted(groups.items()):
+        pairs = observations(studies, truths)
+        fit = fit_bias([o for _, o in pairs], level)
+        if fit is None:
+            continue
+        bound = fit.bound()
+        used = [r for r, _ in pairs]
+        out.append(HostBound(
+            arrangement=arrangement, target=kind, k_low=bound.k_low, k_high=bound.k_high, a_low=bound.offsets[0],
+            a_high=bound.offsets[1], k_mid=fit.k, a_mid=fit.a, level=level,
+            fit=BiasFitRecord(k=fit.k, k_se=fit.k_se, tau_k=fit.tau_k, a=fit.a, a_se=fit.a_se, tau_a=fit.tau_a,
+                              studies=fit.studies),
+            study_ids=[r.study_id for r in used], days=sorted({r.day for r in used if r.day}),
+            host_states=[round(r.base_pbt_ms, 4) for r in used if r.base_pbt_ms is not None],
+            cases=sorted({r.case for r in used}), measured=measured))
+    return out
+
+
+@dataclass
+class CheckRow:
+    """Fresh studies of one arrangement and kind on one host, run with the host's bound on: the
+    bound's test (`check` studies; the fit never saw them)."""
+
     arrangement: str
-    k_low: float
-    k_high: float
-    a_max: float
-    widened: bool
-    cells: int
+    kind: str
+    studies: int = 0
+    judged: int = 0
+    covered: int = 0
+    aa: int = 0
+    aa_equivalent: int = 0
+    small: int = 0                  # a true change inside the margin (the -1% cells)
+    small_failed: int = 0           # ... that `--gate` would fail (WORSE or INCONCLUSIVE)
+    large: int = 0                  # a true loss of 5% or more
+    large_worse: int = 0
+    widths: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    routes: set[str] = field(default_factory=set)
+
+    @property
+    def coverage_lower(self) -> float:
+        from perflab.stats.distributions import clopper_pearson_lower
+
+        return clopper_pearson_lower(self.covered, self.judged)
 
 
-def bounds_by_kind(table: list[Cell]) -> dict[str, dict[str, Bound]]:
-    """Per target kind a case stands for (accuracy.cases.Case.target_kind): its own cells' bounds."""
+def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -> list[CheckRow]:
+    """Per (host's) arrangement and kind: coverage of the printed intervals, the A/A EQUIVALENT
+    rate, the gate's false failures on a true change inside the margin, the power to call a 5%
+    loss WORSE, the width and the machine minutes -- over the `check` studies."""
     from perflab.accuracy.cases import CASES
 
-    out = {}
-    for case in sorted({c.case for c in table}):
-        kind = CASES[case].target_kind if case in CASES else None
-        if kind is not None:
-            out[kind] = bounds([c for c in table if c.case == case])
-    return out
-
-
-def bounds(table: list[Cell]) -> dict[str, Bound]:
-    """Per arrangement (one-at-a-time is the reference and gets none): the bias bound of the
-    module doc, and whether it must widen the arrangement's intervals."""
-    out = {}
-    for arrangement in sorted({c.arrangement for c in table} - {"one-at-a-time"}):
-        mine = [c for c in table if c.arrangement == arrangement]
-        ks = [m for m in (c.magnification for c in mine) if m is not None]
-        offsets = [(c.mean_log, c.se_log or 0.0) for c in mine if c.effect == 0.0 and c.mean_log is not None]
-        k_low = min([k - 2 * se for k, se in ks] + [0.0]) if ks else 0.0
-        k_high = max([k + 2 * se for k, se in ks] + [0.0]) if ks else 0.0
-        a_max = max([abs(a) + 2 * se for a, se in offsets] + [0.0])
-        widened = not all(c.meets_target for c in mine)
-        out[arrangement] = Bound(arrangement, max(k_low, -0.9), k_high, a_max, widened, len(mine))
-    return out
+    rows: dict[tuple[str, str], CheckRow] = {}
+    for r in results:
+        if r.role != "check":
+            continue
+        kind = CASES[r.case].target_kind if r.case in CASES else r.case
+        row = rows.setdefault((r.arrangement, kind or r.case), CheckRow(r.arrangement, kind or r.case))
+        row.studies += 1
+        row.seconds += r.seconds
+        if r.route:
+            row.routes.add(r.route)
+        t = study_truth(r, truths)
+        if t is not None and r.ci_low is not None and r.ci_high is not None:
+            row.judged += 1
+            row.covered += r.ci_low <= t.ratio <= r.ci_high
+            row.widths.append(100.0 * (r.ci_high - r.ci_low) / 2.0)
+        if r.effect == 0.0:
+            row.aa += 1
+            row.aa_equivalent += r.verdict == "EQUIVALENT"
+        elif t is not None and 1.0 - t.ratio < margin:
+            row.small += 1
+            row.small_failed += r.verdict not in ("EQUIVALENT", "BETTER")
+        elif t is not None and 1.0 - t.ratio >= 0.045:
+            row.large += 1
+            row.large_worse += r.verdict == "WORSE"
+    return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement))

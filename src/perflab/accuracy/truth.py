@@ -29,6 +29,7 @@ import copy
 import math
 import statistics
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +52,8 @@ class TruthMeasurement(BaseModel):
     se: float                       # its standard error, from the runs
     runs: list[str] = Field(default_factory=list)
     values: list[float] = Field(default_factory=list)   # each run's (or pair's) relative cost at K
+    host: dict[str, Any] | None = None      # records.bias.HostIdentity of the machine it was measured on
+    session: str | None = None              # the accuracy session it belongs to
 
     def log_ratio(self, knob: int) -> float:
         """ln(ITR (S) at `knob` / at 0): the truth of that added cost."""

@@ -9,9 +9,12 @@ INCONCLUSIVE (compare, study --gate); 4 a primary metric has no valid comparison
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -471,33 +474,44 @@ def compare(
 
 @app.command()
 def accuracy(
-    quick: bool = typer.Option(False, "--quick", help="short windows: a smoke check, not the published table"),
+    quick: bool = typer.Option(False, "--quick", help="short windows: a smoke check, not the published table; with "
+                               "--studies: this host's duet bound for SQLite in about 15 minutes"),
     output: Path = typer.Option(Path("docs/accuracy.md"), "--out", metavar="FILE", help="where to write the table"),
     studies: bool = typer.Option(False, "--studies", help="run the study arrangements against known truths instead "
-                                 "(hours, resumable) and write their section of the page and the bias file"),
-    cases: str = typer.Option("synthetic,sqlite,postgres", "--cases", help="with --studies: the known-cost systems"),
-    arrangements: str = typer.Option("one-at-a-time,duet,split-duet", "--arrangements",
-                                     help="with --studies: the arrangements to measure"),
-    effects: str = typer.Option("0,3,5,10", "--effects", help="with --studies: added CPU per transaction, percent"),
-    repeats: int = typer.Option(2, "--repeats", help="with --studies: studies per cell"),
-    blocks: int = typer.Option(6, "--blocks", help="with --studies: blocks per study"),
+                                 "(hours, resumable), fit this host's bias bounds into the run store and write "
+                                 "their section of the page"),
+    check: bool = typer.Option(False, "--check", help="with --studies: fresh studies with this host's bound on, "
+                               "never used to fit it: the bound's test (coverage, A/A, power)"),
+    cases: str | None = typer.Option(None, "--cases", help="with --studies: the known-cost systems "
+                                     "(default synthetic,sqlite,postgres; --quick: sqlite)"),
+    arrangements: str | None = typer.Option(None, "--arrangements",
+                                            help="with --studies: the arrangements to measure (default "
+                                                 "one-at-a-time,duet,split-duet; --quick: duet)"),
+    effects: str | None = typer.Option(None, "--effects", help="with --studies: added CPU per transaction, percent "
+                                       "(default 0,3,5,10; --quick: 0,10; --check: 0,1,5)"),
+    repeats: int | None = typer.Option(None, "--repeats", help="with --studies: studies per cell (default 2; --quick "
+                                       "3)"),
+    blocks: int | None = typer.Option(None, "--blocks", help="with --studies: blocks per study (default 6; --quick 4)"),
+    session: str | None = typer.Option(None, "--session", help="with --studies: the session's name (default: today); "
+                                       "a session goes on where it stopped"),
     results: Path = typer.Option(Path("docs/accuracy-studies.jsonl"), "--results", metavar="FILE",
                                  help="with --studies: where each study's result is appended (and read back)"),
     examples: Path = typer.Option(Path("examples"), "--examples", metavar="DIR",
                                   help="with --studies: the checkout's examples directory"),
-    summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; rewrite the "
-                                      "section and the bias file from the results file"),
+    summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; fit the bounds and "
+                                      "rewrite the section from the results file"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Measure perflab against systems of known cost; write docs/accuracy.md.
 
     Without --studies: the known-cost synthetic SUT at 20-90% utilization (the metrics). With
     --studies: repeated studies of known added costs in every arrangement (the designs: their
-    bias, coverage, false claims and power), and study/arrangement_bias.json, the bound each
-    arrangement's reports state.
+    bias, coverage, false claims and power); this host's bias bound per arrangement and target
+    kind is fitted from them and kept in the run store (--store), where the studies of this
+    host read it.
 
     Example: `perflab accuracy --quick --out /tmp/accuracy.md`;
-    `perflab accuracy --studies --cases synthetic --repeats 1`
+    `perflab accuracy --studies --quick`; `perflab accuracy --studies --check --repeats 20`
     """
     from perflab.store.atomic import write_atomic
     from perflab.store.catalog import Store
@@ -505,8 +519,8 @@ def accuracy(
     from perflab.sut.placement import resolve_placement
 
     if studies:
-        _accuracy_studies(Store(store), output, cases, arrangements, effects, repeats, blocks, results, examples,
-                          summary_only)
+        _accuracy_studies(Store(store), output, StudyPlanOptions(quick, check, cases, arrangements, effects, repeats,
+                                                                  blocks, session), results, examples, summary_only)
         return
     from perflab.accuracy.metrics import run_accuracy
     from perflab.accuracy.metrics_doc import render_accuracy, with_kept_sections
@@ -521,45 +535,80 @@ def accuracy(
     err.print(f"written: {escape(output)}")
 
 
-def _accuracy_studies(store, output: Path, cases: str, arrangements: str, effects: str, repeats: int, blocks: int,
-                      results: Path, examples: Path, summary_only: bool) -> None:
-    import datetime as dt
-    import importlib.resources
+@dataclass(frozen=True)
+class StudyPlanOptions:
+    """`perflab accuracy --studies`'s plan as the command line gives it (None: the mode's default)."""
 
+    quick: bool
+    check: bool
+    cases: str | None
+    arrangements: str | None
+    effects: str | None
+    repeats: int | None
+    blocks: int | None
+    session: str | None
+
+    def plan(self) -> Any:
+        from perflab.accuracy.experiment import CHECK, QUICK, Plan
+
+        base = QUICK if self.quick else (CHECK if self.check else Plan())
+        try:
+            effect_values = (tuple(float(e) / 100.0 for e in self.effects.split(",") if e.strip())
+                             if self.effects is not None else base.effects)
+        except ValueError:
+            raise InputError(f"expected percentages such as 0,3,5,10, got {self.effects!r}", field="--effects") from None
+        known = ("one-at-a-time", "duet", "split-duet", "interleaved")
+        chosen = (tuple(a.strip() for a in self.arrangements.split(",") if a.strip())
+                  if self.arrangements is not None else base.arrangements)
+        if not chosen or any(a not in known for a in chosen):
+            raise InputError(f"expected some of {', '.join(known)}, got {self.arrangements!r}", field="--arrangements")
+        repeats = base.repeats if self.repeats is None else self.repeats
+        blocks = base.blocks if self.blocks is None else self.blocks
+        if repeats < 1 or blocks < 3:
+            raise InputError("expected --repeats of 1 or more and --blocks of 3 or more", field="--repeats/--blocks")
+        cases = (tuple(c.strip() for c in self.cases.split(",") if c.strip()) if self.cases is not None
+                 else base.cases)
+        return dataclasses.replace(base, cases=cases, arrangements=chosen, effects=effect_values, repeats=repeats,
+                                   blocks=blocks, role="check" if self.check else "fit", session=self.session or "")
+
+
+def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, results: Path, examples: Path,
+                      summary_only: bool) -> None:
     from perflab.accuracy import render, summary
-    from perflab.accuracy.experiment import Plan, read_all, run_experiment
+    from perflab.accuracy.experiment import read_all, run_experiment
+    from perflab.records.bias import HostIdentity
+    from perflab.store.bias import write_bounds
+    from perflab.study.document import now_iso
     from perflab.sut.fingerprint import machine_fingerprint
 
-    try:
-        effect_values = tuple(float(e) / 100.0 for e in effects.split(",") if e.strip())
-    except ValueError:
-        raise InputError(f"expected percentages such as 0,3,5,10, got {effects!r}", field="--effects") from None
-    known = ("one-at-a-time", "duet", "split-duet")
-    chosen = tuple(a.strip() for a in arrangements.split(",") if a.strip())
-    if not chosen or any(a not in known for a in chosen):
-        raise InputError(f"expected some of {', '.join(known)}, got {arrangements!r}", field="--arrangements")
-    if repeats < 1 or blocks < 3:
-        raise InputError("expected --repeats of 1 or more and --blocks of 3 or more", field="--repeats/--blocks")
-    plan = Plan(cases=tuple(c.strip() for c in cases.split(",") if c.strip()), arrangements=chosen,
-                effects=effect_values, repeats=repeats, blocks=blocks)
+    plan = options.plan()
     results.parent.mkdir(parents=True, exist_ok=True)
     if not summary_only:
         run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
     knobs, done, truths = read_all(results)
     if not done:
         raise InputError("no accuracy study results yet", file=results)
-    machine = machine_fingerprint()
-    where = (f"on {machine.get('cpu_model') or 'this machine'}, {machine.get('cores') or '?'} CPUs, kernel "
-             f"{machine.get('kernel') or '?'}, {dt.date.today().isoformat()}")
-    table = summary.cells(done, truths)
-    bound = summary.bounds(table)
-    by_kind = summary.bounds_by_kind(table)
-    section = render.render(table, bound, knobs, where, truths, by_kind)
+    here = HostIdentity.of(machine_fingerprint())
+    hosts = {HostIdentity.model_validate(r.host).key: HostIdentity.model_validate(r.host) for r in done if r.host}
+    bounds = {}
+    for host in hosts.values():
+        fitted = summary.fit_bounds(done, truths, host.model_dump(mode="json"), measured=now_iso())
+        if fitted:
+            bounds[host.describe()] = fitted
+        if host == here and fitted:
+            path = write_bounds(store.home, here, fitted)
+            err.print(f"this host's bounds ({len(fitted)}): {escape(path)}")
+    if here.describe() not in bounds:
+        err.print("no bound for this host from these results: a bound needs 4 or more studies of an arrangement and "
+                  "kind on this host, A/A studies and studies of a change among them")
+    table = summary.cells([r for r in done if r.role == "fit"], truths)
+    checks = summary.check_rows(done, truths)
+    where = (f"Hosts: {'; '.join(h.describe() for h in hosts.values())}." if hosts else
+             "Measured before perflab kept each host's bound (perflab 0.2).")
+    section = render.render(table, knobs, where, truths, bounds, checks)
     render.write(output, render.with_section(output.read_text() if output.is_file() else "", section))
-    bias_path = Path(str(importlib.resources.files("perflab.study").joinpath("arrangement_bias.json")))
-    render.write(bias_path, render.bias_file(bound, where, f"{output} ({results})", by_kind))
     out.print(section, markup=False)
-    err.print(f"written: {escape(output)}, {escape(bias_path)}")
+    err.print(f"written: {escape(output)}")
 
 
 @app.command()

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from perflab.caveats import Caveat, as_caveat
+from perflab.records.bias import BiasRoute
 from perflab.records.documents import read_json, validate
 from perflab.records.run import Record
 
@@ -123,18 +124,34 @@ class GatesRecord(Record):
 
 
 class DesignBias(Record):
-    """What an arrangement's ratio may sit from the truth, as measured by `perflab accuracy
-    --studies` (perflab.stats.bias): ln r_design = (1 + k) ln r_true + a."""
+    """What an arrangement's ratio may sit from the truth (perflab.stats.bias): ln r_design =
+    (1 + k) ln r_true + a, k and a within the bound -- and how the study came by that bound
+    (`route`: this host's stored bound, the study's own knob blocks, or none on this host)."""
 
     arrangement: str = Field(description="the arrangement measured")
-    k_low: float = Field(default=0.0, description="least magnification measured")
-    k_high: float = Field(default=0.0, description="largest magnification measured")
+    route: BiasRoute = Field(default="host", description="host: this host's stored bound (perflab accuracy --studies); "
+                             "in-study: the study's own knob blocks; none: no bound measured on this host (the "
+                             "arrangement's own interval, said so)")
+    k_low: float = Field(default=0.0, description="least magnification")
+    k_high: float = Field(default=0.0, description="largest magnification")
     a_max: float = Field(default=0.0, description="largest offset of its A/A log-ratio")
+    a_low: float | None = Field(default=None, description="least offset (None: -a_max)")
+    a_high: float | None = Field(default=None, description="largest offset (None: a_max)")
+    k_mid: float | None = Field(default=None, description="the fitted magnification the point estimate is "
+                                                          "de-biased by (None: the range's middle)")
+    a_mid: float | None = Field(default=None, description="the fitted offset")
+    level: float | None = Field(default=None, description="the probability the bound claims for one study's "
+                                                          "(k, a): a prediction for the next study on this host")
     widened: bool = Field(default=False, description="the verdict intervals were widened by it")
     measured: str = Field(default="", description="where and when it was measured (host, date, SUTs)")
-    source: str = Field(default="", description="the accuracy table it comes from")
+    source: str = Field(default="", description="where the bound is kept")
     target: str | None = Field(default=None, description="the target kind it was measured on (the study's own); "
-                                                         "None: pooled over every kind measured")
+                                                         "None: pooled over every kind measured (before perflab 0.3)")
+    host: str | None = Field(default=None, description="the host the bound belongs to (its identity)")
+    studies: int | None = Field(default=None, description="the accuracy studies (or knob blocks) it was fitted from")
+    days: list[str] = Field(default_factory=list, description="the dates those studies ran")
+    host_states: list[float] = Field(default_factory=list, description="the base's CPU per transaction (ms) when "
+                                     "they ran")
 
 
 class Design(Record):
@@ -275,6 +292,11 @@ class MetricComparison(Record):
     design_ci_low: float | None = Field(default=None, description="the arrangement's own interval, before the "
                                                                   "widening for its measured bias")
     design_ci_high: float | None = None
+    design_ratio: float | None = Field(default=None, description="the arrangement's own paired estimate, when `ratio` "
+                                                                 "is de-biased by its bound's fitted k and a")
+    unsized: bool = Field(default=False, description="the bias-bounded interval spans so many points that the "
+                                                     "arrangement cannot size this change (shown as such, not as a "
+                                                     "span)")
     method: str | None = Field(default=None, description="paired (by block) or welch (unpaired runs)")
     pair_value: float | None = Field(default=None, description="a machine-wide row of a concurrent design: the "
                                                                "pair's value (no ratio)")

@@ -102,8 +102,11 @@ def _interval(entry: MetricComparison, terms: _Terms, blocks: bool = False) -> s
     if fmt.number(entry.ci_low) is None or fmt.number(entry.ci_high) is None:
         return "[no interval]"
     extra = f", {entry.n_blocks} blocks" if blocks and entry.n_blocks else ""
+    if entry.unsized:
+        return f"[bias-bounded: the arrangement cannot size this change{extra}]"
     if entry.design_ci_low is not None:
-        extra += ", widened for the arrangement's measured bias"
+        # No probability level: the design's interval at its level, widened by the bias bound.
+        return f"[bias-bounded {fmt.ci_pct(entry.ci_low, entry.ci_high)}{extra}]"
     level = terms.level_text() if entry.level is None else f"{fmt.percent_level(entry.level)} CI"
     return f"[{level} {fmt.ci_pct(entry.ci_low, entry.ci_high)}{extra}]"
 

@@ -220,9 +220,16 @@ def ci_pct(low: Any, high: Any) -> str:
 
 
 def percent_level(fraction: Any) -> str:
-    """A confidence level or margin given as a fraction: 0.9 -> "90%", 0.03 -> "3%"."""
+    """A confidence level or margin given as a fraction, as a reader reads it: 0.9 -> "90%",
+    0.03 -> "3%", a Bonferroni level 1 - 0.05/11 -> "99.5%" (one decimal; two where the level
+    is above 99.9%, so that it never reads "100%")."""
     x = number(fraction)
-    return NA if x is None else f"{100.0 * x:g}%"
+    if x is None:
+        return NA
+    percent = 100.0 * x
+    decimals = 2 if 99.9 < percent < 100.0 else 1
+    text = f"{percent:.{decimals}f}".rstrip("0").rstrip(".")
+    return f"{text}%"
 
 
 def margin(fraction: Any) -> str:

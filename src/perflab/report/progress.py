@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from perflab.catalog.registry import REGISTRY
 from perflab.safe_text import terminal as escape
 from perflab.safe_text import visible
-from perflab.study.events import CalibrationStepDone, RunEnded, RunStarted, StudyEvent
+from perflab.study.events import CalibrationStepDone, Notice, RunEnded, RunStarted, StudyEvent
 from perflab.study.events import Progress as ScheduleProgress
 
 #: A study's runs say the memory their users need from this many users on (its small runs, one
@@ -126,6 +126,8 @@ class StudyProgress:
     def event(self, event: StudyEvent) -> None:
         if isinstance(event, ScheduleProgress):
             self.total, self.index, self.elapsed = event.total, event.index, event.elapsed
+        elif isinstance(event, Notice):
+            self.console.print(f"[yellow]{escape(event.text)}[/yellow]")
         elif isinstance(event, RunStarted):
             if event.purpose == "calibrate":
                 load = f"{event.users:,} users" if event.users is not None else f"{event.rate or 0:,.1f}/s"

@@ -26,14 +26,15 @@ class SuiteTable:
 def _interval(low: float | None, high: float | None, level: float | None) -> str:
     if low is None or high is None:
         return fmt.NA
-    return f"{fmt.ci_pct(low, high)} ({fmt.percent_level(round(level, 4)) if level is not None else 'level na'})"
+    return f"{fmt.ci_pct(low, high)} ({fmt.percent_level(level) if level is not None else 'bias-bounded'})"
 
 
 def _member_cells(entry: MetricComparison | None) -> list[str]:
     if entry is None:
         return [fmt.NA, fmt.NA, "not compared"]
     change = fmt.pct(entry.ratio - 1.0, entry=entry) if entry.ratio is not None else fmt.NA
-    return [change, _interval(entry.ci_low, entry.ci_high, entry.level), verdict_cell(entry)]
+    return [change, _interval(entry.ci_low, entry.ci_high, None if entry.design_ci_low is not None else entry.level),
+            verdict_cell(entry)]
 
 
 def _average_cells(row: AverageRow) -> list[str]:
@@ -62,7 +63,7 @@ def member_tables(doc: SuiteDocument) -> list[SuiteTable]:
     tables = []
     for member in doc.members:
         rows = [[r.label, fmt.unit_of(r.key, r), fmt.value(r.base_value, r.key, r), fmt.value(r.new_value, r.key, r),
-                 fmt.ratio(r.ratio, r) if r.ratio is not None else fmt.NA, _interval(r.ci_low, r.ci_high, r.level),
+                 fmt.ratio(r.ratio, r) if r.ratio is not None else fmt.NA, _interval(r.ci_low, r.ci_high, None if r.design_ci_low is not None else r.level),
                  verdict_cell(r)] for r in member.rows]
         where = f"study {member.study_id}" if member.study_id else "not run"
         tables.append(SuiteTable(f"{member.name}: {member.workload}, {member.load} ({member.arrangement}; {where})",
@@ -79,10 +80,11 @@ def observations(doc: SuiteDocument) -> list[str]:
         if row.ratio is None or row.ci_low is None:
             lines.append(f"{row.label} has no average over the {len(doc.members)} workloads: {row.reason}.")
             continue
+        interval = (f"{fmt.ci_pct(row.ci_low, row.ci_high)}, bias-bounded: no probability level" if row.level is None
+                    else f"{fmt.ci_pct(row.ci_low, row.ci_high)} at a level of at least "
+                         f"{fmt.percent_level(row.level)} by the union bound")
         lines.append(f"{row.label} averaged over {len(doc.members)} workloads changed by {fmt.pct(row.ratio - 1.0)} "
-                     f"({fmt.ci_pct(row.ci_low, row.ci_high)} at a level of at least "
-                     f"{fmt.percent_level(round(row.level or 0, 4))}): {row.verdict or 'no verdict'} against "
-                     f"{fmt.margin(doc.margin)}.")
+                     f"({interval}): {row.verdict or 'no verdict'} against {fmt.margin(doc.margin)}.")
     primary = doc.average[0].key if doc.average else None
     for member in doc.members:
         entry = next((r for r in member.rows if r.key == primary), None)
@@ -99,7 +101,9 @@ HOW_AVERAGED = (
     "intervals' bounds -- the very intervals that decided each workload's verdict -- which holds the true "
     "average whenever every workload's interval holds its truth: by the union bound at least 1 minus the sum "
     "of their error rates, whatever the dependence between the studies (the level printed). That is "
-    "conservative: it does not shrink with more workloads as an average of independent errors would."
+    "conservative: it does not shrink with more workloads as an average of independent errors would. When a "
+    "workload's interval is bias-bounded (a duet's, widened by its arrangement's bias bound), it has no "
+    "probability of its own, and the average states no level."
 )
 
 

@@ -172,17 +172,21 @@ def verdict_cell(entry: MetricComparison) -> str:
 
 def interval_cell(study: StudyDocument, entry: MetricComparison) -> str:
     """The interval that decided the row's verdict, with its level when it is not the report's
-    (a family of k rows tested together: 1 - alpha/k), and "widened" when the arrangement's
-    measured bias widened it."""
+    (a family of k rows tested together: 1 - alpha/k) -- or "bias-bounded" when the
+    arrangement's bias bound widened it (a bias-bounded interval has no probability level of its
+    own: the design's interval at its level, widened by a bound at another) and "cannot size"
+    when that left it too wide to size the change."""
     if entry.adjustment == "pair":
         return "-"
+    if entry.unsized:
+        return "cannot size (bias-bounded)"
     shown = fmt.ci_ratio(entry.ci_low, entry.ci_high)
     notes = []
     level = entry.level if entry.level is not None else study.design.confidence
-    if level is not None and study.design.confidence is not None and abs(level - study.design.confidence) > 1e-9:
-        notes.append(fmt.percent_level(level))
     if entry.design_ci_low is not None:
-        notes.append("widened")
+        notes.append("bias-bounded")
+    elif level is not None and study.design.confidence is not None and abs(level - study.design.confidence) > 1e-9:
+        notes.append(fmt.percent_level(level))
     return f"{shown} ({', '.join(notes)})" if notes and shown != fmt.NA else shown
 
 
@@ -195,14 +199,25 @@ def arrangement_text(study: StudyDocument) -> str:
     if name == "one-at-a-time":
         return "one-at-a-time (each run alone: the reference the other arrangements are measured against)"
     bias = design.bias
-    if bias is None:
-        return f"{name}: its bias against one-at-a-time ratios has not been measured on this host (docs/accuracy.md)"
+    if bias is None or bias.route == "none":
+        host = f" ({bias.host})" if bias is not None and bias.host else ""
+        return (f"{name}: its bias against one-at-a-time ratios has not been measured on this host{host} for this kind "
+                f"of target: the intervals are the {name}'s own, not widened (`perflab accuracy --studies --quick` "
+                f"measures a bound; docs/accuracy.md)")
     magnification = (f"changes magnified by {100 * bias.k_low:+.0f}% to {100 * bias.k_high:+.0f}%"
                      if bias.k_low or bias.k_high else "no magnification measured")
-    offset = f", an offset of up to {100 * math.expm1(bias.a_max):.2f}% at no change" if bias.a_max else ""
-    widened = "; every verdict interval widened by it" if bias.widened else ""
-    kind = (f"measured on {bias.target} targets" if bias.target else "pooled over every kind of SUT measured")
-    return (f"{name}: measured bias against one-at-a-time ratios: {magnification}{offset} ({kind}; "
+    a_low = -bias.a_max if bias.a_low is None else bias.a_low
+    a_high = bias.a_max if bias.a_high is None else bias.a_high
+    offset = (f", an offset of {100 * math.expm1(a_low):+.2f}% to {100 * math.expm1(a_high):+.2f}% at no change"
+              if a_low or a_high else "")
+    level = f", a {fmt.percent_level(bias.level)} prediction for the next study" if bias.level is not None else ""
+    widened = ("; every verdict interval widened by it (bias-bounded) and each estimate de-biased by its fitted k and a"
+               if bias.widened else "")
+    if bias.route == "in-study":
+        kind = "measured in this study's own knob blocks"
+    else:
+        kind = f"measured on {bias.target} targets" if bias.target else "pooled over every kind of SUT measured"
+    return (f"{name}: bias against one-at-a-time ratios: {magnification}{offset} ({kind}{level}; "
             f"{bias.measured}){widened}")
 
 

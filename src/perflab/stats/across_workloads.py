@@ -35,6 +35,8 @@ class MemberRatio:
     low: float | None
     high: float | None
     level: float | None
+    #: The interval was widened by a bias bound: it has no probability level of its own.
+    bias_bounded: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,24 @@ def average_ratio(members: Sequence[MemberRatio], *, margin: float, higher_is_be
     if missing:
         return AverageRatio(None, None, None, None, None, False, "",
                             f"no interval for {', '.join(missing)}: the average needs every workload's")
+    n = len(members)
+    logs = [(math.log(m.ratio), math.log(m.low), math.log(m.high))    # all checked above
+            for m in members if m.ratio is not None and m.low is not None and m.high is not None]
+    if any(m.bias_bounded for m in members):
+        # A bias-bounded interval is a design interval widened by a bound, with no probability
+        # of its own: the union bound has nothing to add up, so the average states no level.
+        ratio, low, high = (math.exp(sum(column) / n) for column in zip(*logs))
+        bounded = ", ".join(m.name for m in members if m.bias_bounded)
+        note = f"bias-bounded ({bounded}): no probability level"
+        if higher_is_better is None:
+            return AverageRatio(ratio, low, high, None, None, False, note, None)
+        judgement = judge(ratio, low, high, margin=margin, higher_is_better=higher_is_better)
+        return AverageRatio(ratio, low, high, None, judgement.verdict.value, judgement.material,
+                            "; ".join(p for p in (judgement.note, note) if p), None)
     unlevelled = [m.name for m in members if m.level is None or not 0 < m.level < 1]
     if unlevelled:
         return AverageRatio(None, None, None, None, None, False, "",
                             f"no stated level for {', '.join(unlevelled)}'s interval")
-    n = len(members)
-    logs = [(math.log(m.ratio), math.log(m.low), math.log(m.high))    # all checked above
-            for m in members if m.ratio is not None and m.low is not None and m.high is not None]
     ratio, low, high = (math.exp(sum(column) / n) for column in zip(*logs))
     level = 1.0 - sum(1.0 - (m.level or 0.0) for m in members)
     if level <= 0:

@@ -46,6 +46,14 @@ def chi2_ppf(p: Any, df: Any) -> Any:
     return _special().chdtri(df, np.subtract(1.0, p))
 
 
+def clopper_pearson_lower(successes: int, trials: int, level: float = 0.95) -> float:
+    """The one-sided Clopper-Pearson lower bound of a binomial proportion at `level`: the least p
+    under which `successes` or more of `trials` have probability 1 - level (0 with none)."""
+    if trials <= 0 or successes <= 0:
+        return 0.0
+    return float(_special().betaincinv(successes, trials - successes + 1, 1.0 - level))
+
+
 def linear_trend(y: np.ndarray) -> tuple[float, float]:
     """The least-squares slope of y against 0, 1, ..., n-1 and its two-sided p-value (H0: no
     trend): scipy.stats.linregress(range(n), y)'s slope and pvalue."""

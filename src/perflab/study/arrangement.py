@@ -16,20 +16,23 @@ accuracy.
   at the calibrated load when its CPU has room for it beside the other's driver, else at the
   share that leaves 10% of the CPU free (the report says which).
 
-Every arrangement but one-at-a-time has a measured bias (perflab.stats.bias), kept in
-`arrangement_bias.json` beside this module and written by `perflab accuracy --studies`; a study
-in that arrangement widens its verdict intervals by it and says so.
+Every arrangement but one-at-a-time has a bias (perflab.stats.bias), measured on each host by
+`perflab accuracy --studies` and kept in that host's run store (store/bias.py); a study in that
+arrangement on that host widens its verdict intervals by it and says so. On a host with no
+bound of its own the study says that instead, and its intervals are the arrangement's own.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
+from typing import Any
 
+from perflab.records.bias import HostIdentity
 from perflab.records.study import Arrangement, CalibrationStep, DesignBias, LoadRecord
 from perflab.stats.bias import BiasBound
+from perflab.store.bias import bounds_path, host_bound
 from perflab.study.compare import DesignTraits
 
 ARRANGEMENTS = ("one-at-a-time", "duet", "split-duet")
@@ -45,34 +48,36 @@ DRIVER_HEADROOM = 0.85
 #: The busy share a split duet leaves each CPU below: its SUT at the calibrated load plus the
 #: other configuration's driver must fit under it, else both run at the share that does.
 SPLIT_CPU_CEILING_PCT = 90.0
-BIAS_FILE = "arrangement_bias.json"
 
 
-def measured_bias(arrangement: str, target_kind: str | None = None) -> DesignBias | None:
-    """The arrangement's bias as `perflab accuracy --studies` measured it (None: not measured, or
-    one-at-a-time, which is the reference): the bound measured on the study's own kind of target
-    where an accuracy case stands for it (a SQLite study is not widened by PostgreSQL's dilution),
-    else the bound pooled over every case."""
+def measured_bias(arrangement: str, target_kind: str, home: Path, fingerprint: dict[str, Any]) -> DesignBias | None:
+    """The bias bound a study in `arrangement` states on this machine (None: one-at-a-time, the
+    reference, has none): this host's own bound for the study's kind of target, measured by
+    `perflab accuracy --studies` into the run store -- or, when the host has none, a record that
+    says so (route `none`: the arrangement's own interval, unwidened, and the report says that its
+    bias on this host is not measured). A bound of another machine is never applied."""
     if arrangement == "one-at-a-time":
         return None
-    try:
-        text = resources.files("perflab.study").joinpath(BIAS_FILE).read_text()
-    except (FileNotFoundError, OSError):
-        return None
-    entry = (json.loads(text).get("arrangements") or {}).get(arrangement)
-    if not entry:
-        return None
-    own = (entry.get("by_target") or {}).get(target_kind) if target_kind is not None else None
-    chosen = {k: v for k, v in (own or entry).items() if k != "by_target"}
-    return DesignBias.model_validate({"arrangement": arrangement, **chosen,
-                                      "target": target_kind if own else None})
+    host = HostIdentity.of(fingerprint)
+    found = host_bound(home, fingerprint, arrangement, target_kind)
+    if found is None:
+        return DesignBias(arrangement=arrangement, route="none", target=target_kind, host=host.describe(),
+                          source=f"none in {bounds_path(home, host)}")
+    days = sorted(set(found.days))
+    return DesignBias(arrangement=arrangement, route="host", k_low=found.k_low, k_high=found.k_high,
+                      a_max=max(abs(found.a_low), abs(found.a_high)), a_low=found.a_low, a_high=found.a_high,
+                      k_mid=found.k_mid, a_mid=found.a_mid, level=found.level, widened=True,
+                      measured=f"on {host.describe()}, {found.fit.studies} studies of {', '.join(found.cases)} "
+                               f"over {len(days)} day(s) ({', '.join(days)})",
+                      source=str(bounds_path(home, host)), target=target_kind, host=host.describe(),
+                      studies=found.fit.studies, days=days, host_states=found.host_states)
 
 
 def traits(arrangement: str, bias: DesignBias | None) -> DesignTraits:
     """What the comparisons of a study in this arrangement may say (perflab.study.compare)."""
     bound = None
     if bias is not None and bias.widened:
-        bound = BiasBound(bias.k_low, bias.k_high, bias.a_max)
+        bound = BiasBound(bias.k_low, bias.k_high, bias.a_max, bias.a_low, bias.a_high, bias.k_mid, bias.a_mid)
     return DesignTraits(concurrent=arrangement != "one-at-a-time", bias=bound, swapped=arrangement == "split-duet")
 
 

@@ -40,10 +40,10 @@ from perflab.caveats import Code
 from perflab.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_NO_COMPARISON, EXIT_OK
 from perflab.records.study import ComparisonRecord, MetricComparison, PrimaryVerdict, Role, StudyRun, StudyVerdict
 from perflab.stats import compare as stats_compare
-from perflab.stats.bias import BiasBound
+from perflab.stats.bias import UNSIZED_LOG_WIDTH, BiasBound
 from perflab.stats.criteria import Criteria
 from perflab.stats.multiplicity import CLAIMS, gate_opens
-from perflab.stats.verdict import Verdict, judge
+from perflab.stats.verdict import Verdict, blocks_needed, judge
 from perflab.values import finite
 
 
@@ -215,11 +215,7 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
     entry.legacy, entry.warnings = result.legacy, list(result.warnings)
     verdict, entry.material, entry.note = result.verdict.value, result.material, result.note
     if bias is not None and not bias.none and entry.ci_low is not None and entry.ci_high is not None:
-        entry.design_ci_low, entry.design_ci_high = entry.ci_low, entry.ci_high
-        low, high = bias.widen(math.log(entry.ci_low), math.log(entry.ci_high))
-        entry.ci_low, entry.ci_high = math.exp(low), math.exp(high)
-        j = judge(entry.ratio, entry.ci_low, entry.ci_high, margin=criteria.margin, higher_is_better=higher)
-        verdict, entry.material, entry.note = j.verdict.value, j.material, j.note
+        verdict = _bias_bounded(entry, bias, criteria, higher, level)
     entry.verdict_unadjusted = verdict
     if entry.ci_low is None:
         # Pairs, but too few for an interval: INCONCLUSIVE (more blocks), with the runs' story.
@@ -234,6 +230,32 @@ def compare_metric(runs: Sequence[StudyRun], base: str, new: str, key: str, crit
 
 
 _finite = finite
+
+
+def _bias_bounded(entry: MetricComparison, bias: BiasBound, criteria: Criteria, higher: bool, level: float) -> str:
+    """Widen a row's interval by the design's bias bound (the widened one decides), de-bias its
+    point estimate by the bound's fitted k and a, and say when the widened interval is too wide
+    to size the change; the blocks the margin needs are those of the widened rule. -> the verdict."""
+    assert entry.ci_low is not None and entry.ci_high is not None and entry.ratio is not None
+    entry.design_ci_low, entry.design_ci_high, entry.design_ratio = entry.ci_low, entry.ci_high, entry.ratio
+    low, high = bias.widen(math.log(entry.ci_low), math.log(entry.ci_high))
+    entry.ci_low, entry.ci_high = math.exp(low), math.exp(high)
+    entry.ratio = math.exp(bias.truth(math.log(entry.design_ratio)))
+    j = judge(entry.ratio, entry.ci_low, entry.ci_high, margin=criteria.margin, higher_is_better=higher)
+    entry.material, entry.note = j.material, j.note
+    if high - low > UNSIZED_LOG_WIDTH:
+        entry.unsized = True
+        entry.note = (f"the arrangement cannot size this change: its bias-bounded interval spans "
+                      f"{100 * (entry.ci_high - entry.ci_low):.0f} points")
+    entry.blocks_needed = None
+    if entry.cv is not None and j.verdict is Verdict.INCONCLUSIVE:
+        room = bias.effective_margin(math.log(1.0 / (1.0 - criteria.margin)))
+        if room > 0:
+            entry.blocks_needed = blocks_needed(entry.cv, -math.expm1(-room), confidence=level)
+        else:
+            entry.note = (entry.note + "; " if entry.note else "") + \
+                "no number of blocks shows EQUIVALENT under this bias bound"
+    return j.verdict.value
 
 
 def counted(key: str) -> bool:

@@ -53,7 +53,15 @@ class RunEnded:
     primary: float | None = None
 
 
-StudyEvent = Progress | RunStarted | CalibrationStepDone | RunEnded
+@dataclass(frozen=True)
+class Notice:
+    """One line the user should see before the runs: what the study will do that they may not
+    expect (its arrangement's bias is not measured on this host, it calibrates itself...)."""
+
+    text: str
+
+
+StudyEvent = Progress | RunStarted | CalibrationStepDone | RunEnded | Notice
 Listener = Callable[[StudyEvent], None]
 
 

@@ -8,6 +8,7 @@ keeps what it measured and reports on it, marked interrupted.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,10 +47,11 @@ from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.duet import run_pair
-from perflab.study.events import CalibrationStepDone, Listener, Progress, RunEnded, RunStarted, ignore
+from perflab.study.events import CalibrationStepDone, Listener, Notice, Progress, RunEnded, RunStarted, ignore
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
+from perflab.sut.fingerprint import machine_fingerprint
 from perflab.sut.placement import available_cpus, resolve_placement
 from perflab.workload.checks import LocatedError
 from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
@@ -196,6 +198,9 @@ class StudyRunner:
         self.on_event: Listener = on_event or ignore
         self.observer = observer
         self.study_id = new_run_id(self.study.name + ("-aa" if self.options.aa else ""))
+        # The machine the study runs on: its identity picks the bias bound a pair's intervals
+        # are widened by (study/arrangement.py), and only this host's own.
+        self.machine = machine_fingerprint()
         self.dir = store.home / "studies" / self.study_id
         self.interrupted: str | None = None
         self._sweep_values: dict[str, Any] = {}
@@ -502,10 +507,14 @@ class StudyRunner:
         self.arrangement = arrangement
         design = self.doc.design
         design.arrangement, design.duet = arrangement, arrangement != "one-at-a-time"
-        design.bias = measured_bias(arrangement, self.workload.target.kind)
+        design.bias = measured_bias(arrangement, self.workload.target.kind, self.store.home, self.machine)
         self.builder.design = traits(arrangement, design.bias)
         if why is not None:
             self.builder.warn(cav.note(why))
+        if design.bias is not None and design.bias.route == "none":
+            caveat = cav.bias_unmeasured(arrangement, self.workload.target.kind, design.bias.host or "this host")
+            self.builder.warn(caveat)
+            self.on_event(Notice(caveat.text))
 
     def _calibrate(self, config: Configuration, equal: bool) -> LoadRecord:
         cal = self.study.load.calibrate
@@ -589,13 +598,28 @@ def aa_result(doc: StudyDocument) -> AAResult | None:
     if entry is None or entry.cv is None:
         return result
     result.cv, result.n_blocks = entry.cv, entry.n_blocks
-    margin = doc.design.margin or DEFAULT_MARGIN
+    margin = effective_margin(doc.design, doc.design.margin or DEFAULT_MARGIN)
+    if margin <= 0:
+        # Under this bias bound no design interval about no change widens to one inside the margin.
+        result.blocks_needed, result.power = None, 0.0
+        return result
     result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
                                          power=AA_POWER)
     if entry.cv > 0 and entry.n_blocks >= MIN_BLOCKS:
         result.power = power(entry.cv, entry.n_blocks, 1.0, margin=margin,
                              confidence=doc.design.confidence or DEFAULT_CONFIDENCE).equivalent
     return result
+
+
+def effective_margin(design: Design, margin: float) -> float:
+    """The margin an A/A's own interval must fall within for its verdict interval to: the study's
+    margin, or -- when a bias bound widens the intervals -- the smaller one the widening leaves
+    (stats.bias.BiasBound.effective_margin), as a fraction. 0: none."""
+    bound = traits(design.arrangement or "one-at-a-time", design.bias).bias
+    if bound is None or bound.none:
+        return margin
+    room = bound.effective_margin(math.log(1.0 / (1.0 - margin)))
+    return -math.expm1(-room)
 
 
 def _shortfall(runs) -> str:

@@ -139,7 +139,7 @@ def average_rows(doc: SuiteDocument) -> list[AverageRow]:
         metric = REGISTRY.get(key)
         direction = first.direction if first is not None else (metric.direction.value if metric else "none")
         higher = {"higher": True, "lower": False}.get(direction)
-        ratios = [MemberRatio(name, e.ratio, e.ci_low, e.ci_high, e.level) if e is not None
+        ratios = [MemberRatio(name, e.ratio, e.ci_low, e.ci_high, e.level, e.design_ci_low is not None) if e is not None
                   else MemberRatio(name, None, None, None, None) for name, e in entries]
         avg = average_ratio(ratios, margin=doc.margin, higher_is_better=higher)
         rows.append(AverageRow(key=key, label=first.label if first is not None else REGISTRY.label_of(key),
