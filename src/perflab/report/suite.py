@@ -63,7 +63,8 @@ def member_tables(doc: SuiteDocument) -> list[SuiteTable]:
     tables = []
     for member in doc.members:
         rows = [[r.label, fmt.unit_of(r.key, r), fmt.value(r.base_value, r.key, r), fmt.value(r.new_value, r.key, r),
-                 fmt.ratio(r.ratio, r) if r.ratio is not None else fmt.NA, _interval(r.ci_low, r.ci_high, None if r.design_ci_low is not None else r.level),
+                 fmt.ratio(r.ratio, r) if r.ratio is not None else fmt.NA,
+                 _interval(r.ci_low, r.ci_high, None if r.design_ci_low is not None else r.level),
                  verdict_cell(r)] for r in member.rows]
         where = f"study {member.study_id}" if member.study_id else "not run"
         tables.append(SuiteTable(f"{member.name}: {member.workload}, {member.load} ({member.arrangement}; {where})",
