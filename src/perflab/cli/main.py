@@ -641,6 +641,37 @@ def derive(
     raise typer.Exit(run_derive(table, check, out))
 
 
+@app.command()
+def page(
+    page_file: Path = typer.Argument(..., metavar="PAGE", help="a page of the docs (Markdown)"),
+    write: bool = typer.Option(False, "--write", help="rewrite the page's tables from its stored reports"),
+    run: bool = typer.Option(False, "--run", help="run the page's studies and suites, show each table beside "
+                             "the page's"),
+    sources: list[Path] = typer.Option([], "--from", metavar="DIR", help="a study or suite directory already run "
+                                       "(repeatable): show its tables beside the page's"),
+    keep: bool = typer.Option(False, "--keep", help="with --run or --from: store the reports beside the page "
+                              "and make the page's tables from them"),
+    measurement: str | None = MeasurementOpt,
+    stabilization: str | None = StabilizationOpt,
+    blocks: int | None = typer.Option(None, "--blocks", help="with --run: override the number of blocks"),
+    store: Path | None = StoreOpt,
+) -> None:
+    """A page's measured tables: made again from its stored reports, or beside a rerun of it.
+
+    Exit codes: 0 the page agrees with its stored reports (or was rewritten, or a rerun was
+    shown), 1 its tables differ (--write rewrites them), 2 bad input.
+
+    Example: `perflab page docs/case-studies/durable-writes.md --run`
+    """
+    from perflab.report.book.page_command import run_page
+
+    options = [flag for name, value in (("--measurement", measurement), ("--stabilization", stabilization),
+                                        ("--blocks", str(blocks) if blocks is not None else None))
+               if value is not None for flag in (name, value)]
+    raise typer.Exit(run_page(page_file, write=write, run=run, sources=sources, keep=keep, store=store,
+                              options=options, out=out, err=err))
+
+
 app.command("serve")(serve_command)
 app.command("agent")(agent_command)
 
