@@ -39,3 +39,12 @@ def find_go_tool(name: str) -> str | None:
 def find_tool(name: str) -> str | None:
     """A program by name: k6 also where `go install` puts it, the others on PATH."""
     return find_go_tool(name) if name in ("k6", "runsc") else shutil.which(name)
+
+
+def find_browser() -> str | None:
+    """A Chromium that can run headless (to print a report book to PDF), on PATH."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None

@@ -672,6 +672,39 @@ def page(
                               options=options, out=out, err=err))
 
 
+@app.command()
+def book(
+    sources: list[str] = typer.Argument(..., metavar="SOURCE...", help="study or suite directories, stored ids, "
+                                        "or a directory holding reports/ (docs/case-studies: every stored report)"),
+    output: Path = typer.Option(Path("book"), "--out", metavar="DIR", help="where book.md, book.html and book.pdf "
+                                "go"),
+    title: str | None = typer.Option(None, "--title", help="the book's title (default: from its studies)"),
+    pdf: bool = typer.Option(True, "--pdf/--no-pdf", help="also print book.pdf where a browser (chromium) is "
+                             "installed"),
+    store: Path | None = StoreOpt,
+) -> None:
+    """Bind several studies, or a suite, into one report in the seeds' form: a title page, the
+    key findings (one line per comparison: the change, the verdict, the interval), a chapter per
+    study (workload, configuration, hardware and software, discussion, tables, charts), a glossary.
+
+    Example: `perflab book docs/case-studies --out book/` (the case studies from their stored reports)
+    """
+    from perflab.report.book.book import Sources, assemble
+    from perflab.report.book.page_command import library_for
+    from perflab.report.book.render import write_book
+    from perflab.store.catalog import store_home
+
+    docs = Path.cwd() / "docs"
+    library = library_for(docs / "README.md") if docs.is_dir() else None
+    made = assemble(sources, Sources(store_home(store), library), title)
+    paths, missing = write_book(made, output, pdf=pdf)
+    for note in made.notes + missing:
+        err.print(f"note: {escape(note)}", highlight=False)
+    for kind, path in paths.items():
+        err.print(f"{kind}: {escape(path)}", highlight=False)
+    out.print(str(output), soft_wrap=True, highlight=False, markup=False)
+
+
 app.command("serve")(serve_command)
 app.command("agent")(agent_command)
 
