@@ -194,8 +194,9 @@ def test_mva_predicts_held_out_levels_of_a_real_sweep(tmp_path):
     if all(other[m] <= DISTURBED_CPU for m in fit + held_out):
         assert miss > tol, (miss, tol)
     elif miss <= tol:
-        warnings.warn(f"other work {other} widened the tolerance at {n} users to {100 * tol:.0f}%, past what a "
-                      f"model without queueing misses by ({100 * miss:.0f}%): this run could not tell them apart")
+        # every check above held; only the check of the check's own power could not be made
+        pytest.xfail(f"other work {other} widened the tolerance at {n} users to {100 * tol:.0f}%, past what a "
+                     f"model without queueing misses by ({100 * miss:.0f}%): this run could not tell them apart")
 
 
 def _shadow(level: dict, delay: float, other: float, what: str) -> float:

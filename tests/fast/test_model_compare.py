@@ -125,3 +125,33 @@ def test_runs_that_cannot_be_paired_are_compared_unpaired_and_say_so(stores):
     entry = metric(compared, "itr_s")
     assert entry["method"] == "welch" and entry["n_base"] == 3 and entry["n_new"] == 3, entry
     assert any("unpaired" in w["text"] for w in compared["warnings"])
+
+
+def test_compare_on_a_subset_of_one_study_s_runs_uses_the_runs_named(stores):
+    # Four of the six blocks named: the comparison is of those four pairs, not of the study's six.
+    store, doc = stores["worse"]
+    blocks = {0, 1, 2, 3}
+    base = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "base" and r["block"] in blocks)
+    new = ",".join(r["run_id"] for r in doc["runs"] if r["config"] == "candidate" and r["block"] in blocks)
+    code, compared, err = _compare(store, base, new)
+    itr, whole = metric(compared, "itr_s"), metric(doc, "itr_s")
+    assert itr["n_blocks"] == 4 and whole["n_blocks"] == 6, err
+    assert itr["ratio"] != whole["ratio"] and itr["ratio"] == pytest.approx(1 / 1.1, rel=0.01)
+
+
+def test_duet_runs_of_two_studies_keep_the_duet_s_rules(tmp_path):
+    # Two duet studies; the base's runs of one against the candidate's of the other: the
+    # machine-wide rows are the pair's (no verdict), response rows descriptive, and the design
+    # says duet -- from the runs' own records, not a solo study's rules.
+    store = tmp_path / "store"
+    one = _study(tmp_path, store, "one", 2.0, "arrangement: duet")
+    two = _study(tmp_path, store, "two", 2.2, "arrangement: duet")
+    a = ",".join(r["run_id"] for r in one["runs"] if r["config"] == "base")
+    b = ",".join(r["run_id"] for r in two["runs"] if r["config"] == "candidate")
+    code, compared, err = _compare(store, a, b)
+    assert compared is not None, err
+    assert compared["design"]["arrangement"] == "duet" and compared["design"]["duet"] is True
+    assert compared["design"]["bias"]["route"] == "none"     # no bound measured on this test's store
+    roles = {m["key"]: m["role"] for m in compared["comparisons"][0]["metrics"]}
+    assert roles["util_proc_h"] == "pair" and roles["avg_last_t"] == "descriptive" and roles["itr_s"] == "primary"
+    assert any("ran as pairs (duet)" in w["text"] for w in compared["warnings"])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -125,9 +124,11 @@ def _decided(doc: dict, key: str, margin: float = 0.03) -> str | None:
 
 
 def _undecided(doc: dict, key: str) -> None:
+    """The verdict could not be checked: the test is marked expected-to-fail with the reason (it
+    shows in the summary as xfailed), never passed quietly. Called after the truth was checked."""
     low, high = _wide(doc, key)
-    warnings.warn(f"{doc['name']}: the measured noise leaves the verdict open at {FALSE_FAILURE:g} "
-                  f"({key} in [{low:.4f}, {high:.4f}]): the truth was checked, the verdict was not")
+    pytest.xfail(f"{doc['name']}: the measured noise leaves the verdict open at {FALSE_FAILURE:g} "
+                 f"({key} in [{low:.4f}, {high:.4f}]): the truth was checked, the verdict was not")
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,6 @@ def test_identical_configurations_are_equivalent(studies):
     assert low <= 1.0 <= high, (low, high)
     if _decided(doc, "itr_s") is None:
         _undecided(doc, "itr_s")
-        return
     # a host quiet enough to decide: at 60% utilization, open loop with seeded Poisson arrivals
     # (the same wobble in every run), no run is read as unsteady -- the open-loop gate judges the
     # SUT, not the arrival count -- and the verdict is EQUIVALENT
@@ -166,22 +166,6 @@ def test_identical_configurations_are_equivalent(studies):
 def test_a_known_added_cost_is_worse_and_the_interval_holds_the_truth(studies):
     doc = studies["worse"]
     itr, pbt = _metric(doc, "itr_s"), _metric(doc, "pbt_cmd_s")
-    # The verdicts, where the measured noise decides them (a 9% change whose 1 - 1e-4 interval over
-    # 6 blocks is +-4.8% at most at this host's noise: _decided); the truth below, whatever the noise.
-    if _decided(doc, "itr_s") == "WORSE":
-        assert itr["verdict"] == "WORSE", itr
-        assert doc["verdict"]["exit_code"] == 1
-    else:
-        _undecided(doc, "itr_s")
-    if _decided(doc, "itr_s") == "WORSE" and _decided(doc, "pbt_cmd_s") == "WORSE":
-        assert pbt["verdict"] == "WORSE", pbt   # lower is better: more CPU per command is worse
-        # the primary claim stood, so the secondary family was tested, each row at 1 - 0.05/k: k
-        # the directional secondary rows -- PBT/CMD (S), ETR (T), AVG LAST (T) and any per-component
-        # row a run measured (counted from the study's rows, as the study counted them)
-        k = sum(m["role"] == "secondary" and metric_info(m["key"])["direction"] in ("higher", "lower")
-                for m in doc["comparisons"][0]["metrics"])
-        assert k >= 3
-        assert pbt["adjustment"] == "bonferroni" and pbt["level"] == pytest.approx(1 - 0.05 / k)
     # The truth, from the base's measured cost c (ms per transaction, perflab's own share
     # included): PBT/CMD goes from c to c + ADDED_MS, ITR by the inverse.
     base, new = _per_block(doc, "pbt_cmd_s")
@@ -198,3 +182,19 @@ def test_a_known_added_cost_is_worse_and_the_interval_holds_the_truth(studies):
                                                                                                  truth_high)
     # and the study's own estimate is the paired ratio of those runs
     assert pbt["ratio"] == pytest.approx(math.exp(float(np.mean(np.log(new) - np.log(base)))), rel=1e-9)
+    # The verdicts, where the measured noise decides them (a 9% change whose 1 - 1e-4 interval over
+    # 6 blocks is +-4.8% at most at this host's noise: _decided); the truth above, whatever the noise.
+    if _decided(doc, "itr_s") != "WORSE":
+        _undecided(doc, "itr_s")
+    assert itr["verdict"] == "WORSE", itr
+    assert doc["verdict"]["exit_code"] == 1
+    if _decided(doc, "pbt_cmd_s") == "WORSE":
+        assert pbt["verdict"] == "WORSE", pbt   # lower is better: more CPU per command is worse
+        # the primary claim stood, so the secondary family was tested, each row at 1 - 0.05/k: k
+        # the directional secondary rows -- PBT/CMD (S), ETR (T), AVG LAST (T) and any per-component
+        # row a run measured (counted from the study's rows, as the study counted them)
+        k = sum(m["role"] == "secondary" and metric_info(m["key"])["direction"] in ("higher", "lower")
+                for m in doc["comparisons"][0]["metrics"])
+        assert k >= 3
+        assert pbt["adjustment"] == "bonferroni" and pbt["level"] == pytest.approx(1 - 0.05 / k)
+

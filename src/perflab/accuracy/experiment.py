@@ -301,6 +301,8 @@ def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob:
         started = time.monotonic()
         runner = StudyRunner(path, store, StudyOptions(aa=aa))
         doc = runner.run()
+        if doc.status == "interrupted":
+            raise KeyboardInterrupt  # the experiment stops here; a second call goes on with this study
         seconds = time.monotonic() - started
     comparison = doc.comparisons[0] if doc.comparisons else None
     entry = comparison.entry(KEY) if comparison is not None else None

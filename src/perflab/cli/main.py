@@ -340,14 +340,20 @@ def study(
     err.print(f"study [bold]{escape(runner.study_id)}[/bold] -> {escape(runner.dir)}")
     try:
         doc = runner.run()
+    except KeyboardInterrupt:
+        err.print("interrupted before the study had begun: nothing was measured")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         progress.close()
-    paths = {"study": runner.dir / "study.json", **write_reports(doc, runner.dir)}
-    render_verdicts(doc, err)
-    for kind, path in paths.items():
-        err.print(f"{kind}: {escape(path)}")
-    out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
-    if doc.status == "interrupted":
+    # A Ctrl-C or SIGTERM while the reports are written is remembered, not raised: the reports
+    # of an interrupted study are what the user stopped it to read.
+    with runner.signals.installed(), runner.signals.deferred():
+        paths = {"study": runner.dir / "study.json", **write_reports(doc, runner.dir)}
+        render_verdicts(doc, err)
+        for kind, path in paths.items():
+            err.print(f"{kind}: {escape(path)}")
+        out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
+    if doc.status == "interrupted" or runner.signals.received:
         raise typer.Exit(EXIT_INTERRUPTED)  # a partial verdict is no answer, whatever it says
     code = doc.verdict.exit_code if doc.verdict is not None else EXIT_OK
     if gate or code == EXIT_NO_COMPARISON:
@@ -584,7 +590,11 @@ def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, resul
     plan = options.plan()
     results.parent.mkdir(parents=True, exist_ok=True)
     if not summary_only:
-        run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
+        try:
+            run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
+        except KeyboardInterrupt:
+            err.print(f"stopped: what was measured is in {escape(results)}; the same command goes on where it stopped")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
     knobs, done, truths = read_all(results)
     if not done:
         raise InputError("no accuracy study results yet", file=results)

@@ -261,7 +261,8 @@ class RunLifecycle:
                 stagger_s=plan.phases.stagger,
                 stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
                 block=position.block, order=position.order, purpose=position.purpose,
-                configuration=position.configuration, duet=self._duet_key),
+                configuration=position.configuration, duet=self._duet_key,
+                arrangement=plan.duet.arrangement if plan.duet is not None else None),
             fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
         self.save()
         self.store.index(record)

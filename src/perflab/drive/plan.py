@@ -46,6 +46,8 @@ class DuetSlot:
 
     key: str
     barrier: Any
+    arrangement: str = "duet"   # duet or split-duet: recorded with the run, so a comparison of pair runs
+                                # across studies keeps the pair's rules (study/groups.py)
 
 
 @dataclass

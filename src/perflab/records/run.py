@@ -72,6 +72,8 @@ class RunConfig(Record):
     configuration: str | None = Field(default=None, description='the study configuration it ran')
     duet: str | None = Field(default=None, description="a duet's key (study/block): the run ran at the same time "
                                                         "as its partner, on the same CPUs, by design")
+    arrangement: str | None = Field(default=None, description="a pair's arrangement (duet or split-duet); None: the "
+                                                              "run ran alone (or before perflab 0.3 recorded it)")
 
 
 class Clock(Record):

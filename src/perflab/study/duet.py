@@ -64,8 +64,8 @@ def _child(index: int, request: RunRequest, home: str, results, private_network:
 
 
 def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
-             private_network: bool = False, executor: Callable[..., Any] | None = None) -> \
-        tuple[list[DuetOutcome], bool]:
+             private_network: bool = False, executor: Callable[..., Any] | None = None,
+             arrangement: str = "duet") -> tuple[list[DuetOutcome], bool]:
     """Run `requests` at the same time (each told its duet key and the shared barrier); -> each
     run's outcome, in order, and whether the study was interrupted (Ctrl-C reaches the runs too:
     each is stored interrupted, and this waits for them). `private_network`: each run in a network
@@ -75,7 +75,7 @@ def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
     results = context.Queue()
     processes = []
     for index, request in enumerate(requests):
-        paired = dataclasses.replace(request, duet=DuetSlot(key, barrier))
+        paired = dataclasses.replace(request, duet=DuetSlot(key, barrier, arrangement))
         process = context.Process(target=_child, args=(index, paired, str(home), results, private_network, executor),
                                   name=f"perflab-duet-{index}")
         process.start()
@@ -91,7 +91,13 @@ def run_pair(requests: list[RunRequest], key: str, home: Path, planned_s: float,
         except queue_module.Empty:
             waited += step
         except KeyboardInterrupt:
-            interrupted = True  # the runs were interrupted too: wait for them to be stored
+            # Ctrl-C at a terminal reaches the runs too; a SIGTERM sent to the study alone does
+            # not: pass it on, so each run is stored interrupted, and wait for them.
+            if not interrupted:
+                for index, process in enumerate(processes):
+                    if index not in outcomes and process.is_alive():
+                        process.terminate()
+            interrupted = True
             continue
         # A process that ended has put its outcome before it exited (the queue is flushed at
         # exit): one that ended without one died (SIGKILL, the OOM killer).

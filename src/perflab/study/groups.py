@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from perflab import caveats as cav
 from perflab.errors import InputError
 from perflab.records.run import read_run_record
-from perflab.records.study import Design, LoadRecord, StudyDocument, StudyRun, read_study_document
+from perflab.records.study import Arrangement, Design, LoadRecord, StudyDocument, StudyRun, read_study_document
 from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.window import Window
 from perflab.stats.criteria import Criteria
@@ -143,6 +144,40 @@ def _stored_study(store: Store, study_id: str | None, cache: dict[str, StudyDocu
     return cache[study_id]
 
 
+def _pair_arrangement(records: list) -> str | None:
+    """The one arrangement every pair run of these records ran in (None: none, or several)."""
+    kinds = {r.config.arrangement or "duet" for r in records if r.config.duet is not None}
+    return next(iter(kinds)) if len(kinds) == 1 else None
+
+
+def _bias_of(store: Store, arrangement: str, record):
+    from perflab.study.arrangement import measured_bias
+
+    kind = (record.workload.get("target") or {}).get("kind") or "unknown"
+    return measured_bias(arrangement, str(kind), store.home, record.fingerprint)
+
+
+def pair_design(store: Store, records: list):
+    """What a comparison of runs from several studies may say when some ran as pairs (a duet's,
+    by each run's own `duet` record): the pair's rules -- machine-wide rows belong to the pair,
+    response rows are descriptive, the intervals bounded by the runs' host's bias bound for the
+    arrangement -- instead of a solo study's. -> (design traits, a note), (None, None) for solo
+    runs."""
+    from perflab.study.arrangement import traits
+
+    paired = [r for r in records if r.config.duet is not None]
+    if not paired:
+        return None, None
+    arrangement = _pair_arrangement(records)
+    if arrangement is None:
+        return traits("duet", None), ("the runs ran as pairs of different arrangements (duet and split duet): their "
+                                      "machine-wide rows have no verdict, and no bias bound applies")
+    note = (f"the runs ran as pairs ({arrangement}) in their studies: the pair's rules apply -- machine-wide rows are "
+            f"the pair's, response times descriptive" + ("" if len(paired) == len(records) else
+                                                           "; some runs ran alone, so the groups mix arrangements"))
+    return traits(arrangement, _bias_of(store, arrangement, paired[0])), note
+
+
 def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None = None,
                         metrics: list[str] | None = None, primary: list[str] | None = None) -> StudyDocument:
     """The study document of a comparison of stored runs. `criteria`, `metrics`, `primary`: None
@@ -170,7 +205,8 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
         arrangement = source.design.arrangement or ("duet" if source.design.duet else "one-at-a-time")
         design = traits(arrangement, source.design.bias)
     else:
-        criteria, primary, gates, design = criteria or Criteria(), primary or default_primary(), GateSettings(), None
+        criteria, primary, gates = criteria or Criteria(), primary or default_primary(), GateSettings()
+        design, pair_note = pair_design(store, list(records.values()))
     keys = metrics or ((source.study or {}).get("metrics") if source is not None else None) or list(
         REGISTRY.role("compared"))
     doc = StudyDocument(kind="compare", name=f"compare {name_a} vs {name_b}", title=f"{name_a} -> {name_b}",
@@ -181,6 +217,13 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     if source is not None:
         doc.design.arrangement, doc.design.duet, doc.design.bias = (source.design.arrangement, source.design.duet,
                                                                     source.design.bias)
+    elif design is not None:
+        first_record = next(iter(records.values()))
+        pair_arrangement = _pair_arrangement(list(records.values())) or "duet"
+        doc.design.arrangement, doc.design.duet = cast(Arrangement, pair_arrangement), True
+        doc.design.bias = _bias_of(store, pair_arrangement, first_record)
+        if pair_note:
+            builder.warn(cav.note(pair_note))
     study_of: dict[str, str | None] = {}
     for group, name in ((group_a, name_a), (group_b, name_b)):
         for index, run_dir in enumerate(group.dirs):
@@ -218,9 +261,12 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     configs_b = {run.config for d in group_b.dirs if (run := stored_runs[d]) is not None}
     if source is not None and len(configs_a) == 1 and len(configs_b) == 1 and source.configurations \
             and source.configurations[0].name in configs_a and configs_b <= {c.name for c in source.configurations[1:]}:
-        # The study's family of comparisons, so the error control sees what the study saw.
-        config_b = next(iter(configs_b))
-        renamed = [_stored(r, r.config) for r in source.runs]
+        # The study's family of comparisons, so the error control sees what the study saw -- with
+        # the two named groups' runs only: a subset of a configuration's runs is that subset.
+        config_a, config_b = next(iter(configs_a)), next(iter(configs_b))
+        named = {r.run_id for r in doc.runs}
+        renamed = [_stored(r, r.config) for r in source.runs
+                   if r.config not in (config_a, config_b) or r.run_id in named]
         pairs = [(source.configurations[0].name, c.name) for c in source.configurations[1:]]
         comparisons, _ = judge_all(renamed, pairs, keys, primary, criteria, builder.design)
         chosen = next(c for c in comparisons if c.new == config_b)

@@ -48,6 +48,7 @@ from perflab.study.configure import ChangeError, configured_workload, one_variab
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.duet import run_pair
 from perflab.study.events import CalibrationStepDone, Listener, Notice, Progress, RunEnded, RunStarted, ignore
+from perflab.study.interrupt import StudySignals
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
@@ -203,6 +204,8 @@ class StudyRunner:
         self.machine = machine_fingerprint()
         self.dir = store.home / "studies" / self.study_id
         self.interrupted: str | None = None
+        self.signals = StudySignals()
+        self.points: list[Point] = []
         self._sweep_values: dict[str, Any] = {}
 
     # --- configurations --------------------------------------------------------------------
@@ -289,9 +292,23 @@ class StudyRunner:
     # --- the study ----------------------------------------------------------------------------
 
     def run(self) -> StudyDocument:
+        """The whole study, and study.json. Ctrl-C or SIGTERM anywhere ends it as interrupted
+        with what it measured judged and saved (study/interrupt.py); the caller writes the
+        reports inside `self.signals.deferred()` (or after) and exits 130."""
+        with self.signals.installed():
+            try:
+                self._measure()
+            except KeyboardInterrupt:
+                self.interrupted = self.interrupted or self.signals.received or "interrupted by SIGINT (Ctrl-C)"
+            with self.signals.deferred():
+                return self._finish()
+
+    def _measure(self) -> None:
+        """Calibrate, then every block of the schedule (as pairs, or one run at a time)."""
         study = self.study
         self.dir.mkdir(parents=True, exist_ok=False)
         points = self._points()
+        self.points = points
         configs = [p.config for p in points]
         base = configs[0]
         blocks = self.options.blocks or study.blocks
@@ -345,10 +362,17 @@ class StudyRunner:
             run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=banded)
             self._run_ended(run, result.status)
             self._save()
-        if study.sweep is not None:
-            doc.sweep = self._sweep_summary(doc, points)
+
+    def _finish(self) -> StudyDocument:
+        """Judge what was measured and save study.json: complete, or interrupted with the reason
+        (a study stopped before its document existed has nothing to judge and is saved as such)."""
+        if not hasattr(self, "doc"):
+            raise KeyboardInterrupt  # stopped before anything was set up: nothing to keep
+        doc = self.doc
+        if self.study.sweep is not None:
+            doc.sweep = self._sweep_summary(doc, self.points)
         self.builder.rejudge_steadiness()
-        self.builder.judge(self._pairs(points))
+        self.builder.judge(self._pairs(self.points))
         doc.noise = noise_rows(doc)
         for caveat in scatter_flags(doc):
             self.builder.warn(caveat)
@@ -400,7 +424,8 @@ class StudyRunner:
                                       if sides is not None else None)
                         for order, name in entries]
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
-                                             private_network=private, executor=self.options.executor)
+                                             private_network=private, executor=self.options.executor,
+                                             arrangement=self.arrangement)
             if interrupted:
                 self.interrupted = "interrupted by SIGINT (Ctrl-C)"
             stored = []
