@@ -63,6 +63,7 @@ LAB_SIMULATIONS = (
     "tests/stats/test_stats_error_control.py::",
     "tests/study/test_validity.py::test_stationary_open_loop_runs_are_almost_never_excluded_and_a_growing_queue_is",
     "tests/stats/test_stats_multiplicity.py::test_holm_known_values_and_statsmodels_oracle",
+    "tests/history/test_history_truths.py::",     # the change-point detector's power and false rate
 )
 #: Lab tests that may run beside another lab test (the `shared` phase; the docstring says which
 #: qualify). Node ids or their prefixes; loadfile keeps a file's tests, and its module fixtures,
@@ -93,6 +94,7 @@ LAB_SHARED = (
     "tests/serve/test_dashboard_browser.py::",
     "tests/serve/test_live_writer.py::test_a_plain_perflab_run_writes_live_json",
     "tests/report/test_report_chromium.py::",
+    "tests/history/test_history_browser.py::",    # the history page of a store of model runs (its own server, port 0)
     # real systems checked for exit codes, reasons, system-call counts, which kernel or release
     # ran, ordering, and bounds an order of magnitude from the measured value (each on a free port
     # or a socket of its own; no fixed port or namespace)

@@ -17,6 +17,7 @@ EXIT_USAGE = 2            # bad input: one line naming the file, line and field
 EXIT_INCONCLUSIVE = 3     # compare/study --gate: no primary verdict WORSE, but one INCONCLUSIVE (more blocks needed)
 EXIT_NO_COMPARISON = 4    # study/compare: a primary metric has no valid pair of runs (every pair excluded)
 EXIT_INVALID = 5          # run: complete, but excluded by the validity rule (hung, driver saturated, errors...)
+EXIT_CHANGE_POINT = 6     # history --gate: a change point of the software among a series' last --recent runs
 EXIT_INTERRUPTED = 130    # run: interrupted (Ctrl-C or SIGTERM); the run is stored, marked interrupted
 
 

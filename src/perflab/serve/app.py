@@ -43,6 +43,7 @@ from perflab.report.run.export import RENDERERS
 from perflab.report.run.model import TRANSACTIONS_TITLE, RunReport, ThresholdRow, build_report, heading, read_record
 from perflab.serve import compare as cmp
 from perflab.serve.data import ID, RUN_FILES, Cache, FileKey, NotFound, RunFilter, StoreView, file_key, study_summary
+from perflab.serve.history import history_page
 from perflab.serve.security import DOWNLOAD_CSP, REPORT_CSP, guard, headers
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ def create_app(home: Path, token: str | None = None, check_host: bool = True) ->
     r.add_get("/compare", compare_page)
     r.add_get("/compare/report.{kind:html|md|json}", compare_report_file)
     r.add_get("/compare/series.json", compare_series)
+    r.add_get("/history", history_page)
     r.add_get("/api/runs", api_runs)
     r.add_get("/api/compare", api_compare)
     r.add_get("/events/runs", events_runs)
