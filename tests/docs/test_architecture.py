@@ -21,7 +21,7 @@ RANKS = {
     "reduce": 5, "derive": 6,
     "study": 7, "capacity": 7, "outcome": 7,
     "report": 8, "accuracy": 8,   # accuracy: repeated real studies of known added costs
-    "history": 8,                 # results over time: it reads the store and prints as report/ does
+    "history": 8, "bisect": 8,    # results over time: they read the store, run studies, print as report/ does
     "serve": 9,
     "cli": 10, "__init__": 10,
 }

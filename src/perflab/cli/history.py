@@ -1,5 +1,5 @@
-"""`perflab history`: results over time (docs/history.md). Parsing and dispatch only; the work
-is in perflab.history."""
+"""`perflab history` and `perflab bisect`: results over time (docs/history.md). Parsing and
+dispatch only; the work is in perflab.history and perflab.bisect."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from pathlib import Path
 
 import typer
 
-from perflab.cli.options import StoreOpt
+from perflab.cli.options import MeasurementOpt, NoMonitorOpt, StabilizationOpt, StoreOpt
 from perflab.errors import InputError
 from perflab.history.edivisive import PERMUTATIONS, SIGNIFICANCE
 from perflab.safe_text import console
+from perflab.safe_text import terminal as escape
 
 out = console()
+err = console(stderr=True)
 
 
 def history_command(
@@ -38,6 +40,13 @@ def history_command(
     fail_on: str = typer.Option("any", "--fail-on", help="with --gate: any new change point, or only worse ones"),
     significance: float = typer.Option(SIGNIFICANCE, "--significance", help="the permutation test's level"),
     permutations: int = typer.Option(PERMUTATIONS, "--permutations", help="permutations per test"),
+    confirm: bool = typer.Option(False, "--confirm", help="run the study that decides each change point between two "
+                                 "versions, and attach its verdict"),
+    versions_file: Path | None = typer.Option(None, "--versions", metavar="FILE", help="with --confirm: how a version "
+                                              "is set up (a bisect versions file); default: releases by target.release"),
+    blocks: int | None = typer.Option(None, "--blocks", help="with --confirm: blocks of each study"),
+    measurement: str | None = MeasurementOpt,
+    stabilization: str | None = StabilizationOpt,
     as_json: bool = typer.Option(False, "--json", help="the history as JSON"),
     store: Path | None = StoreOpt,
 ) -> None:
@@ -64,6 +73,12 @@ def history_command(
                              fail_on=fail_on, significance=significance, permutations=permutations)
     home = Store(store).home
     doc = build_history(home, options)
+    if confirm:
+        from perflab.history.confirm import ConfirmOptions, confirm_history
+
+        confirm_history(doc, Store(store), ConfirmOptions(
+            versions_file=versions_file, blocks=blocks, measurement=_seconds(measurement, "--measurement"),
+            stabilization=_seconds(stabilization, "--stabilization")), on_progress=lambda text: err.print(escape(text)))
     if as_json:
         sys.stdout.write(json.dumps(doc.dump(), indent=2, ensure_ascii=False) + "\n")
     else:
@@ -71,3 +86,65 @@ def history_command(
     if gate and doc.exit_code:
         raise typer.Exit(doc.exit_code)
 
+
+def _seconds(text: str | None, option: str) -> float | None:
+    from perflab.workload.model import parse_duration
+
+    try:
+        return None if text is None else parse_duration(text)
+    except ValueError as exc:
+        raise InputError(str(exc), field=option) from None
+
+
+def bisect_command(
+    versions: Path = typer.Argument(..., metavar="VERSIONS", help="versions file: a study, the versions (oldest "
+                                    "first) and what each sets (docs/history.md)"),
+    blocks: int | None = typer.Option(None, "--blocks", help="blocks of each step's study (default: the file's, else "
+                                      "the study's)"),
+    max_blocks: int | None = typer.Option(None, "--max-blocks", help="an INCONCLUSIVE step runs again with more "
+                                          "blocks, up to this many (default 24)"),
+    measurement: str | None = MeasurementOpt,
+    stabilization: str | None = StabilizationOpt,
+    no_monitor: bool = NoMonitorOpt,
+    as_json: bool = typer.Option(False, "--json", help="print bisect.json instead of the table"),
+    store: Path | None = StoreOpt,
+) -> None:
+    """Find where the study's primary metric changed in an ordered list of versions: about
+    log2(n) studies of two versions each, more blocks for an INCONCLUSIVE one; every step is
+    reported with its verdict and interval, and the finding names the version, or the range, or
+    says that the change is gradual.
+
+    Prints the bisect's directory (bisect.json, report.md, each step's study file). Exit codes: 0
+    a finding (a version, a gradual change, no change); 2 bad input; 3 a step stayed INCONCLUSIVE
+    at --max-blocks; 4 a study had no comparison; 130 interrupted (the steps so far are kept).
+
+    Example: `perflab bisect examples/bisect/sqlite-releases.yaml`
+    """
+    from perflab.bisect.report import render_markdown, render_terminal
+    from perflab.bisect.runner import BisectRunner, StepOptions
+    from perflab.errors import EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK
+    from perflab.store.atomic import write_atomic
+    from perflab.store.catalog import Store
+
+    if blocks is not None and blocks < 3:
+        raise InputError("expected 3 or more blocks", field="--blocks")
+    runner = BisectRunner(versions, Store(store), StepOptions(measurement=_seconds(measurement, "--measurement"),
+                                                              stabilization=_seconds(stabilization, "--stabilization"),
+                                                              monitor=not no_monitor),
+                          blocks=blocks, max_blocks=max_blocks, progress=lambda text: err.print(escape(text)))
+    err.print(f"bisect [bold]{escape(runner.bisect_id)}[/bold] -> {escape(runner.dir)}")
+    try:
+        doc = runner.run()
+    finally:
+        if runner.dir.exists():
+            write_atomic(runner.dir / "report.md", lambda tmp: tmp.write_text(render_markdown(runner.doc)))
+    if as_json:
+        sys.stdout.write(json.dumps(doc.dump(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        render_terminal(doc, err)
+        out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
+    kind = doc.finding.kind if doc.finding is not None else "interrupted"
+    code = {"undecided": EXIT_INCONCLUSIVE, "no-comparison": EXIT_NO_COMPARISON,
+            "interrupted": EXIT_INTERRUPTED}.get(kind, EXIT_OK)
+    if code:
+        raise typer.Exit(code)

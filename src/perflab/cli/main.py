@@ -20,7 +20,7 @@ import typer
 
 from perflab.cli.agent import agent_command
 from perflab.cli.capacity import capacity_app
-from perflab.cli.history import history_command
+from perflab.cli.history import bisect_command, history_command
 from perflab.cli.options import (
     MARKUP_MODE,
     MeasurementOpt,
@@ -718,6 +718,7 @@ def book(
 
 app.command("serve")(serve_command)
 app.command("history")(history_command)
+app.command("bisect")(bisect_command)
 app.command("agent")(agent_command)
 
 
