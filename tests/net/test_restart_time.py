@@ -50,6 +50,10 @@ def _check_restart(run: dict, metrics) -> dict:
     v = metrics.values
     assert v["restart_t"] + 2 * PG_LOG_RESOLUTION_S >= v["redo_s"] + (v["recovery_ckpt_s"] or 0.0), v
     assert v["redo_cpu_s"] <= v["redo_s"] + 2 * PG_LOG_RESOLUTION_S  # one process: no more CPU than time
+    # the whole restart in parts that sum to it: the log's stamped steps and perflab's clock beyond them
+    parts = [v[k] for k in ("restart_launch_t", "restart_init_s", "restart_redo_s", "restart_ckpt_s", "restart_ready_s")]
+    assert None not in parts and min(parts) >= 0 and sum(parts) == pytest.approx(v["restart_t"]), v
+    assert abs(v["restart_redo_s"] - v["redo_s"]) <= 2 * PG_LOG_RESOLUTION_S   # stamps (ms) beside the log's elapsed
     assert v["startup_t"] > 0 and v["wal_ckpt_mb"] == pytest.approx(restart["wal_since_checkpoint"] / 1e6)
     if restart["redo_s"] > 0:
         assert v["redo_mb_sec"] == pytest.approx(restart["redo_bytes"] / restart["redo_s"] / 1e6)

@@ -626,6 +626,27 @@ _METRICS: list[Metric] = [
              "Emergency restart: from starting the crashed server to its first answered query -- start-up, redo "
              "and the end-of-recovery checkpoint it waits for.", decimals=3, direction=LOWER,
              measurement="run.json sut.restart.restart_s (perflab's clock; the server polled every 5 ms)", span=AFTER),
+    # RESTART TIME (T) in parts that sum to it: the log's stamps of each step, and perflab's clock
+    # beyond the log's span (sut/pg_restart.py restart_parts).
+    _perflab("restart_launch_t", "RESTART LAUNCH (T)", "s", "T", "Restart",
+             "The part of RESTART TIME (T) outside the server's log: starting the process until its first log line, "
+             "and from 'ready to accept connections' to the first answered query.", decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.restart_launch_s (restart_s less the log's span, first line to ready)",
+             span=AFTER),
+    _perflab("restart_init_s", "RESTART INIT", "s", "", "Restart",
+             "The part of RESTART TIME (T) before redo: the log's first line to 'redo starts' (the control file, the "
+             "checkpoint record, the WAL opened).", decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.restart_init_s (the log's %m stamps)", span=AFTER),
+    _perflab("restart_redo_s", "RESTART REDO", "s", "", "Restart",
+             "The part of RESTART TIME (T) in redo: 'redo starts' to 'redo done' by the log's stamps (REDO TIME is the "
+             "log's own elapsed, to the hundredth).", decimals=3, direction=LOWER,
+             measurement="run.json sut.restart.restart_redo_s (the log's %m stamps)", span=AFTER),
+    _perflab("restart_ckpt_s", "RESTART CKPT", "s", "", "Restart",
+             "The part of RESTART TIME (T) from 'redo done' to the end-of-recovery checkpoint complete.", decimals=3,
+             direction=LOWER, measurement="run.json sut.restart.restart_checkpoint_s (the log's %m stamps)", span=AFTER),
+    _perflab("restart_ready_s", "RESTART READY", "s", "", "Restart",
+             "The part of RESTART TIME (T) from the checkpoint complete to 'ready to accept connections'.", decimals=3,
+             direction=LOWER, measurement="run.json sut.restart.restart_ready_s (the log's %m stamps)", span=AFTER),
     _perflab("redo_s", "REDO TIME", "s", "", "Restart",
              "The recovery's redo, as the server's log times it.", decimals=3, direction=LOWER,
              measurement="run.json sut.restart.redo_s (the log's 'redo done at ... elapsed: N s'; 0 when 'redo is "

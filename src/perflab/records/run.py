@@ -166,6 +166,16 @@ class RestartRecord(Record):
                                                 "time, as its log says (na when log_checkpoints is off)")
     startup_s: float | None = Field(default=None, description="(T) after a clean shutdown, from starting the server "
                                     "to its first answered query: start-up without recovery")
+    # restart_s in parts that sum to it (sut/pg_restart.py restart_parts): the log's stamps, and
+    # perflab's clock beyond the log's span
+    restart_launch_s: float | None = Field(default=None, description="restart_s less the log's span: the process "
+                                           "before its first log line, and the first query after it was ready")
+    restart_init_s: float | None = Field(default=None, description="the log's first line to 'redo starts'")
+    restart_redo_s: float | None = Field(default=None, description="'redo starts' to 'redo done', by the log's stamps")
+    restart_checkpoint_s: float | None = Field(default=None, description="'redo done' to the end-of-recovery "
+                                               "checkpoint's 'checkpoint complete'")
+    restart_ready_s: float | None = Field(default=None, description="'checkpoint complete' to 'ready to accept "
+                                          "connections'")
     error: str | None = Field(default=None, description="why it could not be measured")
 
 

@@ -432,7 +432,9 @@ def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> N
 # A server's restart after the load (run.json sut.restart): registry key -> its field.
 _RESTART_FIELDS = {"wal_ckpt_bytes": "wal_since_checkpoint", "redo_bytes": "redo_bytes", "restart_t": "restart_s",
                    "redo_s": "redo_s", "redo_cpu_s": "redo_cpu_s", "recovery_ckpt_s": "recovery_checkpoint_s",
-                   "startup_t": "startup_s"}
+                   "startup_t": "startup_s", "restart_launch_t": "restart_launch_s",
+                   "restart_init_s": "restart_init_s", "restart_redo_s": "restart_redo_s",
+                   "restart_ckpt_s": "restart_checkpoint_s", "restart_ready_s": "restart_ready_s"}
 
 
 def _restart_values(run: RunRecord, measured: dict[str, float | None]) -> None:

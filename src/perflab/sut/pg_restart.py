@@ -24,11 +24,19 @@ beyond what the load writes). The steps:
 The redo range in the log is checked against the positions read before the crash
 (tests/net/test_restart_time.py): redo starts at the checkpoint's redo point exactly, and ends at
 the start of the last record at or before the crash position.
+
+The whole restart is accounted for, so that its parts sum to RESTART TIME (T) (`restart_parts`):
+the server's log stamps each step (its first line, redo starts, redo done, the end-of-recovery
+checkpoint complete, ready to accept connections) to the millisecond, and what perflab's clock
+saw beyond the log's span -- starting the process before its first line, and the first answered
+query after it is ready -- is the launch part. The log's times are differences of its own stamps,
+so no clock is compared with another.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 import time
 from dataclasses import dataclass
@@ -46,6 +54,9 @@ REDO_DONE = re.compile(rf"redo done at {_LSN} system usage: CPU: user: ([\d.]+) 
 REDO_NOT_REQUIRED = re.compile(r"redo is not required")
 RECOVERY_CHECKPOINT = re.compile(r"checkpoint starting: end-of-recovery")
 CHECKPOINT_COMPLETE = re.compile(r"checkpoint complete: .*total=([\d.]+) s")
+READY = re.compile(r"database system is ready to accept connections")
+#: the stamp log_line_prefix's %m puts first on every line (PostgreSQL's default prefix, '%m [%p] ')
+STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)", re.M)
 
 
 def lsn_bytes(lsn: str) -> int:
@@ -64,6 +75,11 @@ class RecoveryLog:
     redo_cpu_s: float | None = None
     checkpoint_s: float | None = None
     not_required: bool = False
+    #: seconds from the start's first log line to each step, by the log's own stamps (None: no line)
+    at_redo_start: float | None = None
+    at_redo_done: float | None = None
+    at_checkpoint_done: float | None = None
+    at_ready: float | None = None
 
     @property
     def redo_bytes(self) -> int | None:
@@ -74,22 +90,67 @@ class RecoveryLog:
         return lsn_bytes(self.redo_end) - lsn_bytes(self.redo_start)
 
 
+def _stamp(text: str, at: int) -> dt.datetime | None:
+    """The stamp of the line holding offset *at*."""
+    line_start = text.rfind("\n", 0, at) + 1
+    match = STAMP.match(text, line_start)
+    return dt.datetime.fromisoformat(match.group(1)) if match else None
+
+
 def parse_recovery_log(text: str) -> RecoveryLog:
     """The redo and end-of-recovery checkpoint lines of a log written by one start of the server."""
     start = REDO_STARTS.search(text)
     done = REDO_DONE.search(text)
     checkpoint_s = None
     begun = RECOVERY_CHECKPOINT.search(text)
-    if begun is not None:
-        complete = CHECKPOINT_COMPLETE.search(text, begun.end())
-        checkpoint_s = float(complete.group(1)) if complete else None
+    complete = CHECKPOINT_COMPLETE.search(text, begun.end()) if begun is not None else None
+    if complete is not None:
+        checkpoint_s = float(complete.group(1))
+    last = complete or begun or done or start       # the ready line follows the recovery's lines
+    ready = READY.search(text, last.end() if last is not None else 0)
+    first = STAMP.search(text)
+    origin = dt.datetime.fromisoformat(first.group(1)) if first else None
+
+    def since(match: re.Match[str] | None) -> float | None:
+        stamp = _stamp(text, match.start()) if match is not None else None
+        return (stamp - origin).total_seconds() if stamp is not None and origin is not None else None
+
     return RecoveryLog(
+        at_redo_start=since(start), at_redo_done=since(done), at_checkpoint_done=since(complete),
+        at_ready=since(ready),
         redo_start=start.group(1) if start else None,
         redo_end=done.group(1) if done else None,
         redo_s=float(done.group(4)) if done else (0.0 if REDO_NOT_REQUIRED.search(text) else None),
         redo_cpu_s=float(done.group(2)) + float(done.group(3)) if done else None,
         checkpoint_s=checkpoint_s,
         not_required=done is None and REDO_NOT_REQUIRED.search(text) is not None)
+
+
+@dataclass(frozen=True)
+class RestartParts:
+    """RESTART TIME (T) in parts that sum to it (seconds)."""
+
+    launch: float      # perflab's clock beyond the log's span: the process before its first line, the first query after ready
+    init: float        # first line to redo starts: the control file, the checkpoint record, the WAL opened
+    redo: float        # redo starts to redo done
+    checkpoint: float  # redo done to the end-of-recovery checkpoint complete
+    ready: float       # checkpoint complete to ready to accept connections
+
+
+def restart_parts(log: RecoveryLog, restart_s: float | None) -> RestartParts | None:
+    """The restart's parts, or None when the log does not say when the server became ready. A step
+    the log does not print (no redo needed, no checkpoint line) is a part of 0 s: the parts still
+    sum to the whole."""
+    if restart_s is None or log.at_ready is None:
+        return None
+    redo_start = log.at_redo_start if log.at_redo_start is not None else log.at_ready
+    redo_done = log.at_redo_done if log.at_redo_done is not None else redo_start
+    checkpoint_done = log.at_checkpoint_done if log.at_checkpoint_done is not None else redo_done
+    marks = [0.0, redo_start, redo_done, checkpoint_done, log.at_ready]
+    if any(b < a for a, b in zip(marks, marks[1:])):
+        return None      # lines out of order: not a log of one start
+    return RestartParts(launch=restart_s - log.at_ready, init=redo_start, redo=redo_done - redo_start,
+                        checkpoint=checkpoint_done - redo_done, ready=log.at_ready - checkpoint_done)
 
 
 FLUSH_TRIES = 5  # a busy background process can outrun one commit, seldom five in a row
@@ -150,7 +211,11 @@ def measure_restart(server: Any) -> RestartRecord:
     recovery = parse_recovery_log(log.read_bytes()[offset:].decode(errors="replace"))
     server.shut_down()
     startup_s = server.start_again()
+    parts = restart_parts(recovery, restart_s)
     return RestartRecord(
+        restart_launch_s=parts.launch if parts else None, restart_init_s=parts.init if parts else None,
+        restart_redo_s=parts.redo if parts else None, restart_checkpoint_s=parts.checkpoint if parts else None,
+        restart_ready_s=parts.ready if parts else None,
         wal_since_checkpoint=lsn_bytes(crash_lsn) - lsn_bytes(redo_lsn), checkpoint_redo_lsn=redo_lsn,
         crash_lsn=crash_lsn, restart_s=restart_s, redo_start_lsn=recovery.redo_start,
         redo_end_lsn=recovery.redo_end, redo_bytes=recovery.redo_bytes, redo_s=recovery.redo_s,
