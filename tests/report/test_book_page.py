@@ -193,3 +193,13 @@ def test_a_malformed_page_marker_is_one_line_of_bad_input(tmp_path):
     done = perflab("page", path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{path}:3: perflab page: expected `study FILE` or `suite FILE`" in done.stderr
+
+
+def test_a_rerun_no_table_names_is_shown_with_its_own_answer(page, tmp_path):
+    other = make_study()
+    other["study_id"] = "20261201-111111-other-ef01"
+    other["study_path"] = "/elsewhere/examples/other-study.yaml"
+    done = perflab("page", page, "--from", store_study(tmp_path / "store3", other))
+    assert done.returncode == 0, done.stderr
+    assert "yours: 20261201-111111-other-ef01" in done.stdout and "no table of the page names it" in done.stdout
+    assert "ITR (S)" in done.stdout and "BETTER" in done.stdout

@@ -338,6 +338,11 @@ _METRICS: list[Metric] = [
              "Seconds the server spent waiting for those syncs.", decimals=3,
              measurement="difference of samples sut.wal_sync_time / 1000 (pg_stat_wal, ms; counted only with "
                          "track_wal_io_timing on, else na)"),
+    _perflab("wal_write_sec", "WAL WRITE SEC", "s", "", "Measurement",
+             "Seconds the server spent writing WAL buffers out to the kernel; with an open_* wal_sync_method each "
+             "write waits until durable, so the syncs' wait is here.", decimals=3,
+             measurement="difference of samples sut.wal_write_time / 1000 (pg_stat_wal, ms; counted only with "
+                         "track_wal_io_timing on, else na)"),
     _perflab("commits_t", "COMMITS (T)", "commits", "T", "Measurement",
              "COMMITs the driver sent and saw answered in the window (transactions of several statements).",
              decimals=0, measurement="driver.commits, read by the driver at the window's edges (run.json "
@@ -733,6 +738,10 @@ _METRICS: list[Metric] = [
     _perflab("wal_sync_ms", "WAL SYNC TIME", "ms", "", "I/O",
              "Mean time one WAL sync took: the log device's write response (IMS's WADS I/O response time).",
              F("1000 * wal_sync_sec / wal_syncs"), decimals=3, direction=LOWER),
+    _perflab("wal_write_ms", "WAL WRITE TIME", "ms", "", "I/O",
+             "Mean time one WAL write took; with wal_sync_method open_datasync or open_sync it includes the wait "
+             "for the device (WAL SYNC TIME is then 0 syncs).", F("1000 * wal_write_sec / wal_writes"), decimals=3,
+             direction=LOWER),
     _perflab("flush_cmd_s", "FLUSH/CMD (S)", "flushes", "S", "I/O",
              "Cache flushes of the SUT's own device per command, as the kernel counted them.",
              F("dev_flushes / tx_ok"), decimals=3, direction=LOWER),

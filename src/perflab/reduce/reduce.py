@@ -379,6 +379,7 @@ _REPLICATION_GAUGES = {"write_lag_ms": ("sut.write_lag_s", 1000.0), "flush_lag_m
 # Counts kept in another unit: (columns, factor to the registry's unit). Every column must be there.
 _SCALED_COUNTS = {
     "wal_sync_sec": (("sut.wal_sync_time",), 1e-3),
+    "wal_write_sec": (("sut.wal_write_time",), 1e-3),
     "commit_sec_t": (("driver.commit_us",), 1e-6),
     "dev_busy_sec": (("dev.busy_ms",), 1e-3),
     "dev_io_sec": (("dev.read_ms", "dev.write_ms", "dev.flush_ms"), 1e-3),

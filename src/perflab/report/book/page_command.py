@@ -22,9 +22,10 @@ from rich.table import Table
 
 from perflab.errors import InputError
 from perflab.records.study import read_study_document
-from perflab.records.suite import read_suite_document
+from perflab.records.suite import SuiteDocument, read_suite_document
 from perflab.report.book.layout import SUITE_JSON, Library, keep_report
-from perflab.report.book.page import Page, Record, point_at, read_page, regenerate, side_by_side
+from perflab.report.book.page import Page, Record, point_at, read_page, regenerate, same_file, side_by_side
+from perflab.report.book.tables import make_table
 from perflab.safe_text import terminal
 from perflab.store.atomic import write_atomic
 
@@ -101,6 +102,14 @@ def run_page(path: Path, *, write: bool, run: bool, sources: list[Path], keep: b
             id_, file, record = load_record(directory)
             yours[file or id_] = (id_, record)
         show(side_by_side(page, library, yours), out)
+        # A rerun no table of the page names (a page whose tables are still typed): its own
+        # comparison of the primary metrics, so the reader has the rerun's answer to set beside
+        # the page's prose.
+        tabled = [b.file for b in page.blocks]
+        for file, (id_, record) in yours.items():
+            if not any(same_file(t, file) for t in tabled):
+                kind = "suite" if isinstance(record, SuiteDocument) else "comparison"
+                show([(f"yours: {id_} ({file}; no table of the page names it)", make_table(kind, record, []))], out)
         if not keep:
             return 0
         kept = {}
