@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from perflab.cli.agent import agent_command
+from perflab.cli.archive import archive_app
 from perflab.cli.capacity import capacity_app
 from perflab.cli.history import bisect_command, history_command
 from perflab.cli.options import (
@@ -52,6 +53,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(capacity_app, name="capacity")
+app.add_typer(archive_app, name="archive")
 # No emoji codes, 200 columns when piped (perflab.safe_text.console).
 out = console()
 err = console(stderr=True)
