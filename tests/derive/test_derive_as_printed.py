@@ -198,3 +198,11 @@ def test_a_table_of_no_shape_is_refused_naming_what_it_saw(tmp_path):
             "constrained`) and 2 rows (`10 GB`, `20 GB`), read as printed and transposed") in message
     assert "no change column" in message and "no row or column labelled `Average`" in message
     assert "expected the seed-table format" in message and "or one of these transposed" in message
+
+
+def test_a_sentence_copied_above_a_tab_separated_table_is_left_out(tmp_path):
+    path = tmp_path / "lspr.txt"
+    path.write_text("z/OS V1.12 performance Results - LSPR Workloads\n\n"
+                    + (DATA / "001-lspr-zos-v112-as-printed.tsv").read_text())
+    assert_lspr_read(path)
+    assert "text above the table left out (line 1)" in derive_table(path).notes

@@ -48,6 +48,7 @@ class PrintedRow:
 class Printed:
     rows: list[PrintedRow]          # every non-blank row, the heading first
     separator: str                  # "comma", "tab" or "markdown": said when a refusal explains the shape
+    prose: tuple[int, ...] = ()     # lines of text above a tab-separated table, left out
 
 
 def decode(path: Path) -> str:
@@ -64,14 +65,15 @@ def decode(path: Path) -> str:
 
 
 def separator_of(text: str) -> str:
-    lines = text.splitlines()
+    lines = [line for line in text.splitlines() if line.strip()]
     if any(_RULE.match(line.strip()) and line.strip().startswith("|") for line in lines):
         return "markdown"     # a pipe table with prose around it (a page's table copied whole)
-    for line in lines:
-        if line.strip():
-            if line.lstrip().startswith("|"):
-                return "markdown"
-            return "tab" if "\t" in line else "comma"
+    if lines and lines[0].lstrip().startswith("|"):
+        return "markdown"
+    # Tab-separated when most lines hold a tab: a seed's table copied with a sentence above it
+    # (its first line holds no tab) is still the seed's table.
+    if lines and 2 * sum("\t" in line for line in lines) >= len(lines):
+        return "tab"
     return "comma"
 
 
@@ -93,10 +95,14 @@ def read_printed(path: Path) -> Printed:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    prose: list[int] = []
     try:
         for raw in reader:
             if raw and any(c.strip() for c in raw):
+                if separator == "tab" and not rows and len(raw) == 1:
+                    prose.append(reader.line_num)     # a sentence above the table
+                    continue
                 rows.append(PrintedRow(reader.line_num, [unmark(c) for c in raw]))
     except csv.Error as exc:
         raise InputError(f"not valid CSV: {exc}", file=path, line=reader.line_num) from None
-    return Printed(rows, separator)
+    return Printed(rows, separator, tuple(prose))

@@ -65,6 +65,9 @@ def arrange(printed: Printed, path: Path) -> Arranged:
     notes: list[str] = []
     if printed.separator != "comma":
         notes.append(f"read as printed: {'tab-separated' if printed.separator == 'tab' else 'a Markdown table'}")
+    if printed.prose:
+        notes.append(f"text above the table left out (line{'s' if len(printed.prose) > 1 else ''} "
+                     f"{', '.join(map(str, printed.prose))})")
     start = _heading_index(printed.rows)
     if start:
         notes.append(f"caption rows above the heading (line {printed.rows[start].line}) left out: "
