@@ -1,18 +1,42 @@
-"""The one compiled part of perflab: the closed-loop users of the HTTP, TCP and PostgreSQL
-targets (drive/load/http_loop.c, with pg_wire.h).
+"""The one compiled part of perflab: the loop that runs the users of the HTTP, TCP and PostgreSQL
+targets (drive/load/loop/: loop.c the users, connections and time line; proto_http.c and
+proto_pg.c the protocols over http_parse.c and pg_wire.c; tls.c TLS on the machine's OpenSSL;
+binding.c Python's side).
 
 Optional: where it cannot be built (not Linux, no C compiler) the install goes on without it and
-perflab runs those users on its Python path, saying so (drive/load/native_http.py).
+perflab runs those users on its Python path, saying so (drive/load/native_http.py). TLS is
+compiled in where OpenSSL's headers are (Debian: libssl-dev); without them https targets take
+the Python path, saying why. Warnings are errors (-Wall -Wextra -Werror): a warning is a bug not
+yet found.
 """
 
+import os
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 
+LOOP = Path("src/perflab/drive/load/loop")
+SOURCES = ["binding.c", "loop.c", "proto_http.c", "proto_pg.c", "http_parse.c", "pg_wire.c", "params.c", "mem.c",
+           "tls.c"]
+
+
+def openssl_headers() -> bool:
+    """OpenSSL's headers where the compiler looks (PERFLAB_NO_TLS=1 builds without TLS)."""
+    if os.environ.get("PERFLAB_NO_TLS"):
+        return False
+    return any((Path(d) / "openssl" / "ssl.h").is_file() for d in ("/usr/include", "/usr/local/include"))
+
+
 extensions = []
 if sys.platform.startswith("linux"):
-    extensions.append(Extension("perflab.drive.load.http_loop", ["src/perflab/drive/load/http_loop.c"],
-                                depends=["src/perflab/drive/load/pg_wire.h"],
-                                extra_compile_args=["-O2", "-std=gnu11"], optional=True))
+    tls = openssl_headers()
+    extensions.append(Extension(
+        "perflab.drive.load.http_loop", [str(LOOP / name) for name in SOURCES],
+        depends=[str(p) for p in sorted(LOOP.glob("*.h"))],
+        extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror"],
+        define_macros=[("PERFLAB_TLS", "1")] if tls else [],
+        libraries=["ssl", "crypto"] if tls else [],
+        optional=True))
 
 setup(ext_modules=extensions)

@@ -114,22 +114,27 @@ def _workload(tmp_path, **parts):
 
 @pytest.mark.parametrize("parts,reason", [
     ({}, None),
+    # the defaults: httptools where installed, https on the machine's OpenSSL, placeholders filled, open loop
+    ({"target": 'target: {kind: http, base_url: "http://127.0.0.1:9"}'}, None),
+    ({"target": 'target: {kind: http, base_url: "https://127.0.0.1:9", tls: {verify: false}}'}, None),
+    ({"transactions": "transactions: [{name: a, params: {n: {random_int: [1, 9]}}, http: {path: '/a/{n}'}}]"}, None),
+    ({"load": "load: {rate: 10}"}, None),
     ({"driver": "driver: {core: python}"}, "driver.core: python"),
-    ({"target": 'target: {kind: http, base_url: "http://127.0.0.1:9"}'}, "client: aiohttp"),
-    ({"target": 'target: {kind: http, base_url: "https://127.0.0.1:9", client: httptools}'}, "https"),
-    ({"target": 'target: {kind: http, base_url: "http://127.0.0.1:9", client: httptools, connections: pool}'},
-     "connections: not per_user"),
-    ({"transactions": "transactions: [{name: a, params: {n: {value: 1}}, http: {path: '/a/{n}'}}]"},
-     "transaction a is not one fixed request"),
+    ({"target": 'target: {kind: http, base_url: "http://127.0.0.1:9", client: aiohttp}'}, "client: aiohttp"),
+    ({"target": 'target: {kind: http, base_url: "http://127.0.0.1:9", connections: pool}'}, "connections: pool"),
+    ({"transactions": "transactions: [{name: a, http: {path: /a, extract: {t: $.t}}}]"}, "values extracted"),
+    ({"transactions": "transactions: [{name: a, http: [{path: /a}, {path: /b}]}]"}, "transaction a makes several"),
+    ({"transactions": "transactions: [{name: a, params: {n: {choice: ['x#y']}}, http: {path: '/a/{n}'}}]"},
+     "transaction a: parameter n has a value the path cannot carry"),
     ({"think": "think: {dist: bactrian, mean: 1}"}, "think time bactrian"),
-    ({"load": "load: {rate: 10}"}, "not closed-loop users"),
 ])
 def test_the_loop_is_chosen_only_where_it_runs_as_the_python_path(tmp_path, parts, reason):
     from perflab.drive.adapters.http import HttpExecutor
 
     w = _workload(tmp_path, **parts)
     users = w.load.users if hasattr(w.load, "users") else None
-    choice = native_http.choose_core(w, HttpExecutor(w), users)
+    rate = w.load.rate if hasattr(w.load, "rate") else None
+    choice = native_http.choose_core(w, HttpExecutor(w), users, rate)
     if reason is None:
         assert choice.native == (native_http.NOT_BUILT is None)
     else:

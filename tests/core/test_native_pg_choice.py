@@ -84,4 +84,10 @@ def test_a_servers_error_is_worded_as_asyncpg_words_it():
                                         ("héllo", "héllo".encode()), (True, None), (None, None), ("a\0b", None),
                                         ([1], None)])
 def test_a_value_is_sent_as_the_text_python_prints(value, text):
-    assert native_pg._text(value) == text
+    """The text a PostgreSQL parameter travels as is str() in UTF-8 (params.c's ENC_TEXT), and only
+    the values the server can parse by its parameter's type without a guess are sent."""
+    from perflab.drive.load.native_params import ENC_TEXT, texts
+
+    assert native_pg._sendable(value) == (text is not None)
+    if text is not None:
+        assert texts(value)[ENC_TEXT] == text

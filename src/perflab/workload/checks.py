@@ -164,7 +164,7 @@ def _check_tls(workload: Workload, target: HttpTarget) -> None:
         if target.connections == "per_transaction":
             raise LocatedError(("target", "connections"), f"{workload.driver.kind} keeps its connections open: "
                                                           f"per_transaction is perflab's driver's")
-    if tls is not None and tls.session_resumption and target.client != "httptools":
+    if tls is not None and tls.session_resumption and target.chosen_client() != "httptools":
         raise LocatedError(("target", "tls", "session_resumption"),
                            "aiohttp cannot offer a saved TLS session on a new connection (asyncio's TLS takes none): "
                            "use client: httptools, whose TLS layer resumes sessions")

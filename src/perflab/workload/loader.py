@@ -358,7 +358,7 @@ def _check_extras(workload: Workload, data: Any, path: Path) -> None:
         if target.server is not None and target.server.bin == "pgserver":
             needs.append(("pgserver", "net", "PostgreSQL from the pgserver wheel", ("target", "server", "bin")))
     if isinstance(target, HttpTarget) and workload.driver.kind == "native":
-        if target.client == "httptools":
+        if target.chosen_client() == "httptools":
             needs.append(("httptools", "net", "the httptools client", ("target", "client")))
         else:
             needs.append(("aiohttp", "net", "an http target", ("target", "kind")))

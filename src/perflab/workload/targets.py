@@ -234,8 +234,9 @@ class TlsOptions(Strict):
 class HttpTarget(TargetModel):
     kind: Literal["http"]
     base_url: str = Field(description="e.g. http://127.0.0.1:8080 or https://127.0.0.1:8443")
-    client: Literal["aiohttp", "httptools"] = Field(
-        default="aiohttp", description="aiohttp, or a lean HTTP/1.1 client on httptools (less driver CPU per request)")
+    client: Literal["aiohttp", "httptools"] | None = Field(
+        default=None, description="a lean HTTP/1.1 client on httptools (the default where it is installed: the "
+        "'net' extra; the compiled loop runs its users), or aiohttp")
     connections: Literal["per_user", "pool", "per_transaction"] = Field(
         default="per_user", description="a kept-alive connection per user, a shared pool (pool_size), or a new "
                                         "connection for every transaction (to measure connection and TLS handshake "
@@ -254,6 +255,14 @@ class HttpTarget(TargetModel):
     @classmethod
     def where(cls, data: dict[str, Any]) -> str:
         return str(data.get("base_url"))
+
+    def chosen_client(self) -> Literal["aiohttp", "httptools"]:
+        """The client the driver uses: the one given, else httptools where it is installed."""
+        if self.client is not None:
+            return self.client
+        import importlib.util
+
+        return "httptools" if importlib.util.find_spec("httptools") is not None else "aiohttp"
 
     @field_validator("base_url")
     @classmethod

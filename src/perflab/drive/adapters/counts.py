@@ -40,6 +40,11 @@ class ConnectionCounts:
         if resumed:
             self._slot.add("tls_resumed")
 
+    def handshakes(self, n: int, resumed: int) -> None:
+        """`n` TLS handshakes, `resumed` of them resuming a session (the compiled loop's, in blocks)."""
+        self._slot.add("tls_handshakes", n)
+        self._slot.add("tls_resumed", resumed)
+
     def totals(self) -> dict[str, int]:
         return self._shared.totals()
 
@@ -101,6 +106,9 @@ class NoCounts:
         pass
 
     def handshake(self, resumed: bool) -> None:
+        pass
+
+    def handshakes(self, n: int, resumed: int) -> None:
         pass
 
 

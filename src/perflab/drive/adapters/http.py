@@ -34,6 +34,7 @@ from perflab.drive.adapters.http_client import (
     LeanClient,
     LeanConnection,
     TlsSetup,
+    ca_file_of,
     tls_context,
 )
 from perflab.drive.adapters.http_request import CheckFailed, PreparedRequest, encode_request, extract
@@ -66,17 +67,23 @@ class HttpExecutor:
         self.per_user = target.connections == "per_user"
         self.per_transaction = target.connections == "per_transaction"
         self.tls: TlsSetup | None = None
+        #: what the compiled loop needs to speak TLS as this client does (native_http.py)
+        self.tls_options: TlsOptions | None = None
+        self.ca_file: str | None = None
         if self.base.startswith("https://"):
-            options = target.tls or TlsOptions()
+            options = self.tls_options = target.tls or TlsOptions()
             self.tls = TlsSetup(tls_context(options, tokens), LeanClient.address(self.base)[0],
                                 options.session_resumption)
+            self.ca_file = ca_file_of(options, tokens)
         self.closed_loop = True  # sessions are kept per simulated user; open loop: one for all arrivals
         self.pool_size = target.pool_size or pool_size or 8
-        self.lean = target.client == "httptools"
+        self.lean = target.chosen_client() == "httptools"
+        #: the Host header the lean client sends (and the compiled loop)
+        self.host_header = LeanClient.address(self.base)[2]
         self.plans = [[PreparedRequest.of(r, target.headers, self.base) for r in tx.http_body()]
                       for tx in workload.transactions]
         if self.lean:
-            host = LeanClient.address(self.base)[2]
+            host = self.host_header
             for plan in self.plans:
                 for request in plan:
                     if request.fixed is not None:

@@ -52,14 +52,21 @@ class KeepAliveClosed(ConnectionResetError):
     one the client was about to reuse. Idempotent requests are sent again once (as browsers do)."""
 
 
+def ca_file_of(options: TlsOptions, tokens: dict[str, str] | None = None) -> str | None:
+    """The CA file's path, {run_dir} and {workload_dir} replaced (None: the system's CAs)."""
+    ca_file = options.ca_file
+    if ca_file is not None:
+        for key, value in (tokens or {}).items():
+            ca_file = ca_file.replace("{" + key + "}", value)
+    return ca_file
+
+
 def tls_context(options: TlsOptions, tokens: dict[str, str] | None = None) -> ssl.SSLContext:
     """The client's TLS context, made once per run: verification, version, cipher list."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if options.verify:
-        ca_file = options.ca_file
+        ca_file = ca_file_of(options, tokens)
         if ca_file is not None:
-            for key, value in (tokens or {}).items():
-                ca_file = ca_file.replace("{" + key + "}", value)
             if not Path(ca_file).is_file():
                 raise SutFailure(f"target.tls.ca_file {ca_file} does not exist (did the service make it?)")
             try:

@@ -117,13 +117,14 @@ def engine_for(plan: RunPlan, executor, recorder, t0: float) -> Engine:
     if plan.users is not None and isinstance(load, ClosedLoad) and load.batch is not None:  # mixed_work
         return MixedEngine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, seed=plan.seed,
                            batch=load.batch)
-    from perflab.drive.load.native_http import choose_core, say_fallback
+    from perflab.drive.load.native_http import choose_core, say_core
 
-    choice = choose_core(plan.workload, executor, plan.users if plan.rate is None else None)
-    say_fallback(choice)
+    choice = choose_core(plan.workload, executor, plan.users if plan.rate is None else None, plan.rate)
+    say_core(choice)
     engine: Engine
     if choice.native:  # the kind's own engine (its registry line, workload/kinds.py)
-        engine = choice.engine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, seed=plan.seed)
+        engine = choice.engine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
+                               seed=plan.seed)
     else:
         engine = Engine(plan.workload, executor, recorder, plan.phases, t0, users=plan.users, rate=plan.rate,
                         seed=plan.seed)

@@ -1,5 +1,5 @@
-"""PostgreSQL users run by perflab's compiled loop (http_loop.c with pg_wire.h), where the
-workload allows.
+"""PostgreSQL users run by perflab's compiled loop (drive/load/loop/proto_pg.c over pg_wire.c),
+where the workload allows.
 
 Why: on debit-credit the Python path (asyncpg on uvloop) costs about 1.45x pgbench's CPU per
 transaction on the same SQL, at times above the 1.5x goal (issue 28): each of a transaction's
@@ -27,9 +27,7 @@ existing server (`target.dsn`) keeps asyncpg, which speaks its authentication.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
-import socket
 import struct
 import urllib.parse
 from typing import Any
@@ -49,48 +47,24 @@ from perflab.drive.load.native_http import (
     E_SERVER_CLOSED,
     MALFORMED,
     NativeEngine,
+    resolve,
 )
+from perflab.drive.load.native_params import values_of
 from perflab.drive.load.recorder import Recorder
 from perflab.errors import SutFailure
-from perflab.workload.model import Choice, Constant, PostgresTarget, RandomInt, Sequence, Workload
+from perflab.workload.model import PostgresTarget, Workload
 
 #: How long the users may take to log on before the run (asyncpg.connect's default timeout).
 OPEN_TIMEOUT_S = 60.0
-#: http_loop.c's parameter kinds (pgparam_t).
-P_RANDOM_INT, P_CHOICE, P_WEIGHTED, P_SEQUENCE, P_CONSTANT = range(5)
 #: asyncpg's words for a connection lost in the middle of a transaction.
 CLOSED_TEXT = "ConnectionDoesNotExistError: connection was closed in the middle of operation"
 
 
-def _text(value: Any) -> bytes | None:
-    """A parameter value as the text the server parses (None: not one the loop sends)."""
-    if isinstance(value, bool) or value is None:
-        return None  # asyncpg encodes a bool by the parameter's type; the loop sends no guess
-    if isinstance(value, int | float | str):
-        text = str(value).encode()
-        return None if b"\0" in text else text
-    return None
-
-
-def _param_spec(spec: Any) -> tuple | None:
-    """http_loop.c's pgparam_t of a parameter generator, or None if the loop has none of it."""
-    if isinstance(spec, RandomInt):
-        low, high = spec.random_int
-        return (P_RANDOM_INT, low, high, (), ()) if 0 <= high - low < 2 ** 53 else None
-    if isinstance(spec, Sequence):
-        return (P_SEQUENCE, spec.sequence, spec.step, (), ())
-    if isinstance(spec, Constant):
-        text = _text(spec.value)
-        return None if text is None else (P_CONSTANT, 0, 0, (text,), ())
-    if isinstance(spec, Choice):
-        texts = [_text(v) for v in spec.choice]
-        if any(t is None for t in texts):
-            return None
-        if spec.weights is None:
-            return (P_CHOICE, 0, 0, tuple(texts), ())
-        # summed as params.py sums them, so the C pick sees the same cumulative weights
-        return (P_WEIGHTED, 0, 0, tuple(texts), tuple(float(c) for c in itertools.accumulate(spec.weights)))
-    return None
+def _sendable(value: Any) -> bool:
+    """A value the loop sends as the text the server parses: asyncpg encodes a bool or a None by
+    the parameter's type, which the loop does not ask, so it sends no guess."""
+    return not isinstance(value, bool) and value is not None and isinstance(value, int | float | str) and \
+        "\0" not in str(value)
 
 
 def pg_reason(workload: Workload, executor: Any) -> str | None:
@@ -113,9 +87,10 @@ def pg_reason(workload: Workload, executor: Any) -> str | None:
             if missing:
                 return f"transaction {tx.name}: a statement names parameters it does not give ({', '.join(missing)})"
         for name, spec in tx.params.items():
-            if _param_spec(spec) is None:
+            values = values_of(spec)
+            if values is not None and not all(_sendable(v) for v in values):
                 return f"transaction {tx.name}: parameter {name} (the compiled loop sends integers, floats and " \
-                       "strings, random_int ranges below 2^53)"
+                       "strings without NUL)"
     return None
 
 
@@ -151,43 +126,36 @@ class NativePgEngine(NativeEngine):
     """A PostgresExecutor's transactions in the compiled loop (see the module's text)."""
 
     reason = staticmethod(pg_reason)
+    #: the users log on before the run (open()): arrivals would log on inside their timed span
+    open_loop = False
 
     def __init__(self, workload: Workload, executor: Any, recorder: Recorder, phases: Phases, t0: float,
-                 users: int | None = None, seed: int | None = None, share: Share = Share()):
+                 users: int | None = None, rate: float | None = None, seed: int | None = None,
+                 share: Share = Share()):
         from perflab.drive.adapters.postgres import PostgresExecutor
 
         assert isinstance(executor, PostgresExecutor)  # choose_core admits nothing else
         self.pg: PostgresExecutor = executor
         self._dsn = urllib.parse.urlsplit(executor.dsn)
         self._commits = (0, 0)
-        super().__init__(workload, executor, recorder, phases, t0, users=users, seed=seed, share=share)
+        super().__init__(workload, executor, recorder, phases, t0, users=users, rate=rate, seed=seed, share=share)
 
-    def _resolve(self) -> tuple[int, str, int]:
-        host, port = self._dsn.hostname or "localhost", self._dsn.port or 5432
-        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        return int(family), str(sockaddr[0]), port
-
-    def _exchanges(self) -> list[tuple]:
-        return []  # the transactions are the pg spec's (_loop_options)
+    def _resolve(self) -> list[tuple[int, str, int]]:
+        return resolve(self._dsn.hostname or "localhost", self._dsn.port or 5432)
 
     def _timeout(self) -> float:
-        return float(min(self.deadlines))  # how often the loop sweeps for transactions past their deadline
+        return float(min(self.deadlines))  # (a PostgreSQL transaction's deadline is its own: params' deadline)
 
-    def _connected(self, count: int) -> None:
-        pass  # the PostgreSQL target counts commits, not connections
-
-    def _loop_options(self) -> tuple:
+    def _protocol(self) -> tuple[Any, list]:
         statements: dict[str, int] = {}
         txs = []
-        for tx, plan, deadline in zip(self.workload.transactions, self.pg.plans, self.deadlines):
+        for tx, plan in zip(self.workload.transactions, self.pg.plans):
             order = list(tx.params)  # the ParamMaker's drawing order
-            steps = [(statements.setdefault(sql, len(statements)), tuple(order.index(n) for n in names))
-                     for sql, names in plan]
-            params = [_param_spec(spec) for spec in tx.params.values()]
-            txs.append((steps, params, float(deadline)))
+            txs.append([(statements.setdefault(sql, len(statements)), tuple(order.index(n) for n in names))
+                        for sql, names in plan])
         user = urllib.parse.unquote(self._dsn.username or "postgres")
         database = self._dsn.path.lstrip("/") or user
-        return ((startup_message(user, database), [sql.encode() for sql in statements], txs),)
+        return ("pg", startup_message(user, database), [sql.encode() for sql in statements]), txs
 
     def before_run(self, open_executor):
         return self._open  # the users log on in the loop; asyncpg opens nothing
@@ -234,11 +202,13 @@ class NativePgEngine(NativeEngine):
         """A row's error, worded as postgres.py words it."""
         err, detail, tx = int(row["err"]), int(row["detail"]), int(row["tx"])
         if err in (E_SERVER, E_SERVER_CLOSED):
-            (length,) = struct.unpack_from("=I", self._errors, detail)
-            return server_error_text(self._errors[detail + 4:detail + 4 + length], closed=err == E_SERVER_CLOSED)
+            words = self._words(row)
+            if words is None:
+                return "PostgresError: (the server's words were lost: the driver ran out of memory)"
+            return server_error_text(words, closed=err == E_SERVER_CLOSED)
         if err in (E_CONNECT_TIMEOUT, E_RESPONSE_TIMEOUT):
             self._hung(tx)  # as postgres.py's deadline: the connection dropped, the transaction hung
             return deadline_text(self.deadlines[tx])
         if err in (E_CONNECT_OS, E_IO_OS, E_CLOSED, E_KEEPALIVE, E_MALFORMED, E_AUTH):
             return self._open_text(err, detail, b"")[:500]
-        return self._given_up_text(row)
+        return f"error {err}"
