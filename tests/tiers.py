@@ -85,6 +85,11 @@ LAB_SHARED = (
     "tests/core/test_driver.py::test_sigkill_leaves_the_catalog_working",
     # a toy target kind added in three places runs: its exit code and its rows, all ok
     "tests/core/test_toy_target_kind.py::",
+    # the compiled loop against hostile servers of the test's own and its open loop: errors, rows and
+    # counts (a peak of resident memory is the process's own, whatever runs beside it)
+    "tests/net/test_native_hostile.py::",
+    "tests/net/test_native_open_loop.py::",
+    "tests/net/test_native_sanitized.py::",  # the same, on the loop built under ASan and UBSan
     # a seed's determinism: the same script choices and think times, user by user, over a prefix
     # (> 50 per user of ~300 a user completes in the window)
     "tests/core/test_driver.py::test_same_seed_same_sequence",

@@ -122,10 +122,23 @@ def validate(workload: Path = typer.Argument(..., help="workload, study or suite
         out.print(f"[green]ok[/green] {escape(workload)}: study {escape(repr(study.name))}, "
                   f"{len(study.configurations)} configurations, {points} sweep points, {study.blocks} blocks; "
                   f"workload {escape(repr(w.name))}, {w.describe_load()}")
+        _say_core(out, w)
         return
     w = load_workload(workload)
     out.print(f"[green]ok[/green] {escape(workload)}: workload {escape(repr(w.name))}, {len(w.transactions)} "
               f"transactions, {len(w.scripts)} scripts, {w.describe_load()}, target {w.target.kind}")
+    _say_core(out, w)
+
+
+def _say_core(out, w) -> None:
+    """Which loop will run the users (perflab's compiled loop, or the Python path and why)."""
+    from perflab.workload.kinds import KINDS
+
+    if KINDS.of(w.target).native is None or w.driver.kind != "native":
+        return
+    from perflab.drive.load.native_http import core_for
+
+    out.print(f"  driver core: {escape(core_for(w).sentence())}")
 
 
 @app.command()

@@ -85,12 +85,16 @@ class CoreChoice:
     engine: Any = field(default=None, compare=False)
     #: the compiled loop drives this kind of target at all (a sqlite target's runs are not told)
     applies: bool = True
+    #: known before the run (False: `perflab validate` could not tell; the run will say)
+    known: bool = True
 
     def fingerprint(self) -> str:
         return "native" if self.native else f"python ({self.reason})"
 
     def sentence(self) -> str:
         """What a user is told, at the run's start and by `perflab validate`."""
+        if not self.known:
+            return f"decided when the run starts ({self.reason})"
         if self.native:
             return "the compiled loop runs this workload's users"
         return f"the Python path runs this workload's users: {self.reason} ({SLOWER})"
@@ -546,21 +550,31 @@ def say_core(choice: CoreChoice) -> None:
 
 def core_for(workload: Workload) -> CoreChoice:
     """The core a run of this workload will get, as `perflab validate` says it: choose_core on the
-    executor the run would make (a PostgreSQL target's without its server: nothing connects)."""
+    executor the run would make, with what only a run has stood in for -- a PostgreSQL server's
+    DSN (nothing connects), the service's port, a CA file the service makes (the core does not
+    depend on them)."""
+    import json
+
     from perflab.drive.adapters.context import NetworkContext
     from perflab.drive.adapters.registry import make_executor
     from perflab.workload.kinds import KINDS
+    from perflab.workload.service_port import TOKEN as SERVICE_PORT
 
     if not KINDS.of(workload.target).network:
         return choose_core(workload, None, None)
-    load = workload.load
+    data = json.loads(json.dumps(workload.model_dump(mode="json", by_alias=True)).replace(SERVICE_PORT, "1"))
+    tls = (data.get("target") or {}).get("tls")
+    if isinstance(tls, dict):
+        tls["ca_file"] = None
+    stand_in = Workload.model_validate(data)
+    load = stand_in.load
     users = load.users if isinstance(load, ClosedLoad) else None
     rate = load.rate if isinstance(load, OpenLoad) else None
     tokens = {"run_dir": "/nonexistent", "workload_dir": "/nonexistent", "run_id": "validate",
               "service_address": workload.service.address if workload.service else "127.0.0.1"}
     try:
-        executor = make_executor(NetworkContext(workload, "postgresql://postgres@127.0.0.1:5432/perflab", None, 1,
+        executor = make_executor(NetworkContext(stand_in, "postgresql://postgres@127.0.0.1:5432/perflab", None, 1,
                                                 tokens))
-    except Exception as exc:  # noqa: BLE001 -- what only a run has (a CA file the service makes): told, not raised
-        return CoreChoice(False, f"decided when the run starts ({type(exc).__name__}: {exc})")
-    return choose_core(workload, executor, users, rate)
+    except Exception as exc:  # noqa: BLE001 -- what only a run has: told, not raised
+        return CoreChoice(False, f"{type(exc).__name__}: {exc}", known=False)
+    return choose_core(stand_in, executor, users, rate)

@@ -522,7 +522,7 @@ static PyObject *raise_loop_error(loop_t *L) {
 }
 
 static int check_made(LoopObject *self) {
-    if (!self->made || self->L.chunks == NULL) {
+    if (!self->made || self->L.epfd < 0) { /* (an open loop has no users until its first arrival) */
         PyErr_SetString(PyExc_RuntimeError, "the Loop was not made");
         return -1;
     }
@@ -532,7 +532,7 @@ static int check_made(LoopObject *self) {
 static PyObject *Loop_run(LoopObject *self, PyObject *unused) {
     (void)unused;
     loop_t *L = &self->L;
-    if (check_made(self) < 0 && !L->open_loop)
+    if (check_made(self) < 0)
         return NULL;
     if (L->running || L->finished) {
         PyErr_SetString(PyExc_RuntimeError, "a Loop runs once");
@@ -585,7 +585,7 @@ static PyObject *Loop_close(LoopObject *self, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "close() while the Loop runs");
         return NULL;
     }
-    if (L->chunks != NULL)
+    if (self->made)
         loop_close_all(L, L->proto == &PROTO_PG ? PG_TERMINATE : NULL, L->proto == &PROTO_PG ? sizeof PG_TERMINATE : 0);
     Py_RETURN_NONE;
 }

@@ -186,7 +186,7 @@ int pg_next(pg_reader_t *r, const char *p, size_t n, size_t *used, pg_msg_t *m) 
         r->in_message = 1;
     }
     size_t take = n - pos < r->left ? n - pos : r->left;
-    if (r->keep && r->buf_len < PG_KEEP) { /* the kept part only: the rest of a long one is skipped */
+    if (r->keep && r->buf_len < PG_KEEP && take > 0) { /* the kept part only: the rest of a long one is skipped */
         size_t room = PG_KEEP - r->buf_len, copy = take < room ? take : room;
         if (mem_grow(&r->buf, &r->buf_cap, r->buf_len + copy) < 0)
             return PG_NOMEM;
