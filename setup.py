@@ -16,9 +16,31 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 
-LOOP = Path("src/perflab/drive/load/loop")
-SOURCES = ["binding.c", "loop.c", "proto_http.c", "proto_pg.c", "http_parse.c", "pg_wire.c", "params.c", "mem.c",
-           "tls.c"]
+# Every source and header by name (tests/install/test_package_data.py checks none is left out).
+SOURCES = [
+    "src/perflab/drive/load/loop/binding.c",
+    "src/perflab/drive/load/loop/loop.c",
+    "src/perflab/drive/load/loop/proto_http.c",
+    "src/perflab/drive/load/loop/proto_pg.c",
+    "src/perflab/drive/load/loop/http_parse.c",
+    "src/perflab/drive/load/loop/pg_wire.c",
+    "src/perflab/drive/load/loop/params.c",
+    "src/perflab/drive/load/loop/mem.c",
+    "src/perflab/drive/load/loop/tls.c",
+]
+HEADERS = [
+    "src/perflab/drive/load/loop/http_parse.h",
+    "src/perflab/drive/load/loop/loop.h",
+    "src/perflab/drive/load/loop/mem.h",
+    "src/perflab/drive/load/loop/params.h",
+    "src/perflab/drive/load/loop/pg_wire.h",
+    "src/perflab/drive/load/loop/proto.h",
+    "src/perflab/drive/load/loop/proto_http.h",
+    "src/perflab/drive/load/loop/proto_pg.h",
+    "src/perflab/drive/load/loop/rng.h",
+    "src/perflab/drive/load/loop/tls.h",
+    "src/perflab/drive/load/loop/transport.h",
+]
 
 
 def openssl_headers() -> bool:
@@ -32,8 +54,7 @@ extensions = []
 if sys.platform.startswith("linux"):
     tls = openssl_headers()
     extensions.append(Extension(
-        "perflab.drive.load.http_loop", [str(LOOP / name) for name in SOURCES],
-        depends=[str(p) for p in sorted(LOOP.glob("*.h"))],
+        "perflab.drive.load.http_loop", SOURCES, depends=HEADERS,
         extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror"],
         define_macros=[("PERFLAB_TLS", "1")] if tls else [],
         libraries=["ssl", "crypto"] if tls else [],
