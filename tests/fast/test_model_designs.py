@@ -156,3 +156,27 @@ metrics: [itr_s, pbt_cmd_s]
         assert (pair["base"] != first) == bool(sides[block])
     entry = metric(doc, "pbt_cmd_s")
     assert entry["method"] == "crossover" and entry["ratio"] == pytest.approx(2.0, rel=0.03)
+
+
+def test_interleaved_trials_run_many_short_pairs_one_at_a_time(tmp_path):
+    # arrangement: interleaved: its pairs replace `blocks`, its windows the study's timing; each
+    # run alone (no pair key, no bias bound: unbiased by construction); each pair in a random
+    # order of its own, the first place balanced.
+    doc, _ = _study(tmp_path, """
+configurations:
+  - name: base
+  - name: dearer
+    set: {transactions.work.kwargs.cpu_ms: 2.2}
+arrangement: interleaved
+interleaved: {pairs: 8, stabilization: 1s, measurement: 2s}
+blocks: 3
+metrics: [itr_s, pbt_cmd_s]
+""", KNOWN_COST_USERS)
+    design = doc["design"]
+    assert design["arrangement"] == "interleaved" and design["duet"] is False and design["bias"] is None
+    assert design["blocks"] == 8 and design["timing"]["measurement"] == 2.0 and design["timing"]["stabilization"] == 1.0
+    firsts = [config for _, config in design["schedule"][::2]]
+    assert sorted(firsts) == ["base"] * 4 + ["dearer"] * 4   # balanced first places
+    assert len(doc["runs"]) == 16 and all(r["block"] in range(8) for r in doc["runs"])
+    entry = metric(doc, "pbt_cmd_s")
+    assert entry["n_blocks"] == 8 and entry["ratio"] == pytest.approx(1.1, rel=0.03) and entry["design_ci_low"] is None

@@ -328,7 +328,8 @@ def study(
     duet: bool = typer.Option(False, "--duet", help="run each block's two configurations at the same time on the "
                               "same CPUs (as `duet: true` in the file): the host's slow spells cancel from their ratio"),
     arrangement: str | None = typer.Option(None, "--arrangement", help="how a block's two runs run, whatever the "
-                                              "file says: one-at-a-time, duet or split-duet (docs/studies.md)"),
+                                              "file says: one-at-a-time, interleaved (many short pairs), duet or "
+                                              "split-duet (docs/studies.md)"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
     no_monitor: bool = NoMonitorOpt,
     store: Path | None = StoreOpt,

@@ -33,10 +33,11 @@ Role = Literal["primary", "secondary", "descriptive", "pair"]
 #: design (no ratio); none -- a row without a direction. holm, gatekept-holm, unadjusted: the
 #: error control of study.json files written before perflab 0.2, read as they were written.
 Adjustment = Literal["bonferroni", "untested", "descriptive", "pair", "none", "holm", "gatekept-holm", "unadjusted"]
-#: How a study ran its blocks (docs/studies.md): one configuration at a time; a duet (a block's
+#: How a study ran its blocks (docs/studies.md): one configuration at a time; interleaved (one at
+#: a time in many short pairs, randomized within each); a duet (a block's
 #: two runs at once, sharing the SUT's CPUs and the driver's); a split duet (a block's two runs at
 #: once, each SUT on CPUs of its own, the sides swapped from block to block).
-Arrangement = Literal["one-at-a-time", "duet", "split-duet"]
+Arrangement = Literal["one-at-a-time", "duet", "split-duet", "interleaved"]
 
 
 def _caveat_list(value: Any) -> list[Caveat]:

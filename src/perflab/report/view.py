@@ -196,6 +196,9 @@ def arrangement_text(study: StudyDocument) -> str:
     """How the blocks ran and what that arrangement is known to cost (its measured bias)."""
     design = study.design
     name = design.arrangement or ("duet" if design.duet else "one-at-a-time")
+    if name == "interleaved":
+        return (f"interleaved (one configuration at a time in {design.blocks} short pairs, randomized within each: "
+                f"each run alone, unbiased by construction)")
     if name == "one-at-a-time":
         return "one-at-a-time (each run alone: the reference the other arrangements are measured against)"
     bias = design.bias

@@ -35,7 +35,10 @@ from perflab.stats.bias import BiasBound
 from perflab.store.bias import bounds_path, host_bound
 from perflab.study.compare import DesignTraits
 
-ARRANGEMENTS = ("one-at-a-time", "duet", "split-duet")
+ARRANGEMENTS = ("one-at-a-time", "interleaved", "duet", "split-duet")
+#: The arrangements whose runs each have the machine to themselves: unbiased by construction,
+#: the reference the others are measured against; they state no bias bound.
+ALONE = ("one-at-a-time", "interleaved")
 #: The order `auto` tries the arrangements in: the best measured first (docs/accuracy.md, "Study
 #: arrangements against known truths", 2026-11-27: the duet's bias within -0.55..+1.14 points on
 #: SQLite and the synthetic SUT, its intervals ±0.3-0.8 points; the split duet's intervals
@@ -56,7 +59,7 @@ def measured_bias(arrangement: str, target_kind: str, home: Path, fingerprint: d
     `perflab accuracy --studies` into the run store -- or, when the host has none, a record that
     says so (route `none`: the arrangement's own interval, unwidened, and the report says that its
     bias on this host is not measured). A bound of another machine is never applied."""
-    if arrangement == "one-at-a-time":
+    if arrangement in ALONE:
         return None
     host = HostIdentity.of(fingerprint)
     found = host_bound(home, fingerprint, arrangement, target_kind)
@@ -78,7 +81,7 @@ def traits(arrangement: str, bias: DesignBias | None) -> DesignTraits:
     bound = None
     if bias is not None and bias.widened:
         bound = BiasBound(bias.k_low, bias.k_high, bias.a_max, bias.a_low, bias.a_high, bias.k_mid, bias.a_mid)
-    return DesignTraits(concurrent=arrangement != "one-at-a-time", bias=bound, swapped=arrangement == "split-duet")
+    return DesignTraits(concurrent=arrangement not in ALONE, bias=bound, swapped=arrangement == "split-duet")
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ def pair_load(arrangement: str, record: LoadRecord, step: CalibrationStep | None
     saturated, each at the same load. A split duet gives each SUT CPUs of its own, shared with
     the other configuration's driver: each runs at the calibrated load when both fit on one CPU,
     else at the share that does. One at a time, the load is the calibrated one."""
-    if arrangement == "one-at-a-time":
+    if arrangement in ALONE:
         return record
     if arrangement == "split-duet":
         share = split_share(step.util_proc_s if step else None, step.driver_util if step else None)

@@ -18,6 +18,7 @@ from perflab import limits
 from perflab.catalog.registry import REGISTRY, base_key, class_key
 from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
+from perflab.workload.fields import Duration
 from perflab.workload.model import Rate, Strict, Timing, Users, Workers, parse_bytes, parse_duration
 
 
@@ -141,6 +142,24 @@ class Sweep(Strict):
         return self
 
 
+class InterleavedTrials(Strict):
+    """`arrangement: interleaved`: many short trials, one configuration at a time, the two
+    configurations in a random order within each pair (Abedi & Brecht, ICPE 2017: randomized
+    multiple interleaved trials). Like one at a time it is unbiased by construction -- each run
+    has the machine to itself -- and its short pairs, seconds apart, see the host in nearly one
+    state, so the host's slow wander cancels from each pair's ratio as it does in a duet."""
+
+    pairs: int = Field(default=24, ge=MIN_BLOCKS, le=int(limits.MAX_BLOCKS.default),
+                       description="the trials of each configuration (a pair is one block)")
+    stabilization: Duration = Field(default=2.0, description="each trial's warm-up")
+    measurement: Duration = Field(default=4.0, description="each trial's window")
+
+    @field_validator("stabilization", "measurement", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+
 class Study(Strict):
     name: str
     title: str | None = None
@@ -165,14 +184,18 @@ class Study(Strict):
     metrics: list[str] | None = Field(default=None, description="metric keys to compare (default: the standard set)")
     notes: list[str] = Field(default_factory=list, description="remarks the report prints with its General "
                              "Observations (how a short default differs from the full study, for example)")
-    arrangement: Literal["one-at-a-time", "duet", "split-duet", "auto"] | None = Field(
-        default=None, description="how a block's two runs run (docs/studies.md): one-at-a-time (the default), duet "
+    arrangement: Literal["one-at-a-time", "duet", "split-duet", "interleaved", "auto"] | None = Field(
+        default=None, description="how a block's two runs run (docs/studies.md): one-at-a-time (the default), "
+                                  "interleaved (one at a time in many short pairs: `interleaved`), duet "
                                   "(at the same time, sharing the SUT's CPUs: a slow spell of the host slows both and "
                                   "cancels from their ratio), split-duet (at the same time, each SUT on CPUs of its "
                                   "own, swapped from block to block) or auto (perflab chooses from the CPU the driver "
                                   "and the SUT used in calibration, and says why); the report states the "
                                   "arrangement's measured bias (docs/accuracy.md)")
     duet: bool = Field(default=False, description="shorthand for `arrangement: duet`")
+    interleaved: InterleavedTrials = Field(default_factory=InterleavedTrials,
+                                           description="the trials of `arrangement: interleaved` (its pairs replace "
+                                                       "`blocks`, its windows the study's timing)")
     gate_metrics: list[str] = Field(default_factory=lambda: [REGISTRY.role("capacity")[0]], min_length=1,
                                     description="the primary metrics: their verdicts answer the study and decide "
                                                 "its exit code")
@@ -187,7 +210,7 @@ class Study(Strict):
         return self.arrangement in ("duet", "split-duet") or (self.arrangement is None and self.duet)
 
     @property
-    def chosen_arrangement(self) -> Literal["one-at-a-time", "duet", "split-duet", "auto"]:
+    def chosen_arrangement(self) -> Literal["one-at-a-time", "duet", "split-duet", "interleaved", "auto"]:
         return self.arrangement or ("duet" if self.duet else "one-at-a-time")
 
 

@@ -41,7 +41,7 @@ from perflab.stats.schedule import balanced_sides, block_seed, interleaved_sched
 from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
-from perflab.study.arrangement import Sides, choose, measured_bias, pair_load, traits
+from perflab.study.arrangement import ALONE, Sides, choose, measured_bias, pair_load, traits
 from perflab.study.calibrate import EVIDENCE, calibrate
 from perflab.study.compare import CLAIMS, default_primary, geomean
 from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
@@ -90,8 +90,9 @@ def load_study(path: Path, aa: bool = False, duet: bool = False, arrangement: st
     data = read_yaml(path)
     study = validate_model(Study, data, path)
     option = "--arrangement" if arrangement is not None else ("--duet" if duet else None)
-    if arrangement is not None and arrangement not in ("one-at-a-time", "duet", "split-duet"):
-        raise InputError(f"expected one-at-a-time, duet or split-duet, got {arrangement!r}", field="--arrangement")
+    if arrangement is not None and arrangement not in ("one-at-a-time", "interleaved", "duet", "split-duet"):
+        raise InputError(f"expected one-at-a-time, interleaved, duet or split-duet, got {arrangement!r}",
+                         field="--arrangement")
     if option is not None:
         study = study.model_copy(update={"arrangement": arrangement or "duet", "duet": False})
     duet_field = option or ("arrangement" if study.arrangement is not None else "duet")
@@ -239,6 +240,11 @@ class StudyRunner:
     def _timing(self) -> dict[str, float]:
         timing = self.study.timing or self.workload.timing
         o = self.options
+        if self.study.chosen_arrangement == "interleaved":
+            # many short trials: their own warm-up and window, unless the command line sets them
+            trials = self.study.interleaved
+            timing = timing.model_copy(update={"stabilization": trials.stabilization,
+                                               "measurement": trials.measurement})
         return {
             "stagger": timing.stagger if o.stagger is None else o.stagger,
             "stabilization": timing.stabilization if o.stabilization is None else o.stabilization,
@@ -311,7 +317,8 @@ class StudyRunner:
         self.points = points
         configs = [p.config for p in points]
         base = configs[0]
-        blocks = self.options.blocks or study.blocks
+        blocks = self.options.blocks or (study.interleaved.pairs if study.chosen_arrangement == "interleaved"
+                                         else study.blocks)
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
         timing = self._timing()
         stored_timing: dict[str, float | None] = dict(timing)
@@ -347,7 +354,7 @@ class StudyRunner:
                                         min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
-        if self.arrangement != "one-at-a-time":
+        if self.arrangement not in ALONE:
             self._run_together(schedule, by_name, loads, timing, started)
             schedule = []  # every block ran as a pair
         for order, (block, name) in enumerate(schedule):
@@ -531,7 +538,7 @@ class StudyRunner:
         """Fix the study's arrangement (and what its comparisons may say: study/arrangement.py)."""
         self.arrangement = arrangement
         design = self.doc.design
-        design.arrangement, design.duet = arrangement, arrangement != "one-at-a-time"
+        design.arrangement, design.duet = arrangement, arrangement not in ALONE
         design.bias = measured_bias(arrangement, self.workload.target.kind, self.store.home, self.machine)
         self.builder.design = traits(arrangement, design.bias)
         if why is not None:
