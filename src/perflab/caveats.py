@@ -145,17 +145,19 @@ def run_not_complete(status: str, reason: str | None) -> Caveat:
                   values={"status": status, "reason": reason})
 
 
-def bias_unmeasured(arrangement: str, target_kind: str, host: str) -> Caveat:
-    """A concurrent arrangement on a host with no bias bound of its own for this kind of target:
-    the rule is the arrangement's own interval, unwidened, and this sentence, never another
-    machine's bound (study/arrangement.py)."""
+def bias_unmeasured(arrangement: str, target_kind: str, host: str | None, no_knob: str | None = None) -> Caveat:
+    """A concurrent arrangement with no bias bound: none measured on this host for this kind of
+    target, and the study did not measure its own (`no_knob`: why). The rule is the arrangement's
+    own interval, unwidened, and this sentence -- never another machine's bound
+    (study/arrangement.py, study/knob.py)."""
+    why = f" and this study did not measure its own ({no_knob})" if no_knob else ""
     return Caveat(code=Code.BIAS_UNMEASURED,
-                  text=f"the {arrangement}'s bias has not been measured on this host ({host}) for {target_kind} "
-                       f"targets: its intervals are the {arrangement}'s own, not widened for a bias, and a duet's "
-                       f"ratio can sit beside the one-at-a-time ratio by more than its interval (docs/accuracy.md). "
-                       f"`perflab accuracy --studies --quick` measures this host's bound (about 20 minutes); "
-                       f"`--arrangement one-at-a-time` or `interleaved` need none",
-                  values={"arrangement": arrangement, "target": target_kind, "host": host})
+                  text=f"the {arrangement}'s bias has not been measured on this host ({host or 'this host'}) for "
+                       f"{target_kind} targets{why}: its intervals are the {arrangement}'s own, not widened for a "
+                       f"bias, and its ratio can sit beside the one-at-a-time ratio by more than its interval "
+                       f"(docs/accuracy.md). `perflab accuracy --studies --quick` measures this host's bound (about "
+                       f"20 minutes); `--arrangement one-at-a-time` or `interleaved` need none",
+                  values={"arrangement": arrangement, "target": target_kind, "host": host, "no_knob": no_knob})
 
 
 def duet_design(placement: str | None, arrangement: str = "duet") -> Caveat:

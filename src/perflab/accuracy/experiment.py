@@ -113,6 +113,10 @@ class Plan:
     fixed_load: bool = False
     #: The studies' timing, when not each case's own.
     timing: dict[str, str] | None = None
+    #: A pair's own bias measurement in its studies (study/knob.py): off for the studies a
+    #: host's bound is fitted from (their raw ratios are what is fitted); a check of the
+    #: in-study route sets it on.
+    self_calibration: Literal["auto", "on", "off"] = "off"
     #: A session's name (default: the day): its knob, truth and studies go together, and a
     #: session stopped half-way goes on where it stopped when called again with the same name.
     #: A second session on another day measures the host in another state.
@@ -261,7 +265,7 @@ QUICK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.10), rep
 #: `perflab accuracy --studies --check`: fresh studies of the host's bound, with it on -- the A/A,
 #: a change inside the ±3% margin and a 5% loss, in the duet, at each case's calibrated load.
 CHECK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.01, 0.05), repeats=20, blocks=6,
-             fixed_load=True, role="check")
+             fixed_load=True, role="check", self_calibration="auto")
 
 
 def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob: int, repeat: int,
@@ -286,6 +290,7 @@ def study_file(case: Case, examples: Path, arrangement: str, effect: float, knob
         "blocks": plan.blocks,
         "seed": plan.seed + 1000 * repeat + round(1000 * effect) + (500_000 if plan.role == "check" else 0),
         "timing": plan.timing or case.timing,
+        "self_calibration": {"mode": plan.self_calibration},
     }
     path = directory / f"{study['name']}.yaml"
     path.write_text(json.dumps(study, indent=1))

@@ -36,8 +36,7 @@ from pydantic import BaseModel, Field
 from perflab.accuracy.cases import Case, knob_changes
 from perflab.errors import InputError
 from perflab.store.catalog import Store
-
-TWIN = "_knob"
+from perflab.study.knob import TWIN, mixed_run_cost
 
 
 class TruthMeasurement(BaseModel):
@@ -94,38 +93,6 @@ def _with_twins(data: dict, case: Case, knob: int) -> dict:
                          for s in script["steps"]]
         out["scripts"].append(twin)
     return out
-
-
-def mixed_run_cost(run_dir: Path) -> float:
-    """delta / c0 of one mixed run: the knob's added thread CPU per transaction (each transaction
-    type against its own twin, weighted by the plain transactions' mix) over the base's whole
-    CPU per transaction."""
-    import pyarrow.parquet as pq
-
-    from perflab.reduce.reduce import reduce_run
-
-    metrics = reduce_run(run_dir)
-    frame = pq.read_table(run_dir / "transactions.parquet", columns=["transaction", "end", "ok", "cpu"]).to_pandas()
-    window = metrics.window
-    frame = frame[(frame["end"] >= window.start) & (frame["end"] < window.end) & frame["ok"] & frame["cpu"].notna()]
-    plain = frame[~frame["transaction"].str.endswith(TWIN)]
-    twins = frame[frame["transaction"].str.endswith(TWIN)]
-    if plain.empty or twins.empty:
-        raise InputError(f"mixed run {run_dir.name}: no per-transaction CPU to compare (an adapter that measures it "
-                         "is needed)")
-    delta = 0.0
-    counts = plain.groupby("transaction").size()
-    for name, count in counts.items():
-        mine = twins[twins["transaction"] == name + TWIN]["cpu"]
-        if mine.empty:
-            raise InputError(f"mixed run {run_dir.name}: no knob twin of {name} completed")
-        delta += count / counts.sum() * (float(mine.mean()) - float(plain[plain["transaction"] == name]["cpu"].mean()))
-    share = len(twins) / len(frame)
-    pbt = metrics.values.get("pbt_cmd_s")
-    if pbt is None:
-        raise InputError(f"mixed run {run_dir.name}: no PBT/CMD (S)")
-    c0 = pbt / 1000.0 - share * delta
-    return delta / c0
 
 
 def measure_mixed(case: Case, examples: Path, store: Store, knob: int, users: int, runs: int = 4,

@@ -14,7 +14,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import typer
 
@@ -517,6 +517,9 @@ def accuracy(
     blocks: int | None = typer.Option(None, "--blocks", help="with --studies: blocks per study (default 6; --quick 4)"),
     session: str | None = typer.Option(None, "--session", help="with --studies: the session's name (default: today); "
                                        "a session goes on where it stopped"),
+    self_calibration: str | None = typer.Option(None, "--self-calibration", help="with --studies: the pairs' own bias "
+                                                "measurement in knob blocks: auto, on, off (default off; --check: auto, "
+                                                "which takes this host's bound where it has one)"),
     results: Path = typer.Option(Path("docs/accuracy-studies.jsonl"), "--results", metavar="FILE",
                                  help="with --studies: where each study's result is appended (and read back)"),
     examples: Path = typer.Option(Path("examples"), "--examples", metavar="DIR",
@@ -543,7 +546,8 @@ def accuracy(
 
     if studies:
         _accuracy_studies(Store(store), output, StudyPlanOptions(quick, check, cases, arrangements, effects, repeats,
-                                                                  blocks, session), results, examples, summary_only)
+                                                                  blocks, session, self_calibration),
+                          results, examples, summary_only)
         return
     from perflab.accuracy.metrics import run_accuracy
     from perflab.accuracy.metrics_doc import render_accuracy, with_kept_sections
@@ -570,6 +574,7 @@ class StudyPlanOptions:
     repeats: int | None
     blocks: int | None
     session: str | None
+    self_calibration: str | None = None
 
     def plan(self) -> Any:
         from perflab.accuracy.experiment import CHECK, QUICK, Plan
@@ -591,8 +596,12 @@ class StudyPlanOptions:
             raise InputError("expected --repeats of 1 or more and --blocks of 3 or more", field="--repeats/--blocks")
         cases = (tuple(c.strip() for c in self.cases.split(",") if c.strip()) if self.cases is not None
                  else base.cases)
+        calibration = self.self_calibration or base.self_calibration
+        if calibration not in ("auto", "on", "off"):
+            raise InputError(f"expected auto, on or off, got {calibration!r}", field="--self-calibration")
         return dataclasses.replace(base, cases=cases, arrangements=chosen, effects=effect_values, repeats=repeats,
-                                   blocks=blocks, role="check" if self.check else "fit", session=self.session or "")
+                                   blocks=blocks, role="check" if self.check else "fit", session=self.session or "",
+                                   self_calibration=cast(Literal["auto", "on", "off"], calibration))
 
 
 def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, results: Path, examples: Path,

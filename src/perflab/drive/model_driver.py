@@ -84,6 +84,7 @@ from perflab.records.run import (
 )
 from perflab.store.atomic import write_atomic, write_json_atomic
 from perflab.store.catalog import Store, new_run_id
+from perflab.sut.knob import KNOB_PARAM
 from perflab.workload.model import OpenLoad
 from perflab.workload.rng import UserRandom
 from perflab.workload.thinktime import NO_THINK
@@ -112,6 +113,11 @@ class Model:
     interrupt_at: int | None = None   # the run at this schedule position is interrupted half-way
     fail_at: int | None = None        # ... fails half-way (a SUT failure)
     restart_share: float = 0.0   # > 0: a server crashed after the window, its restart timed (`_restart`)
+    knob_us: float = 0.0         # user CPU per unit of a study's calibration knob (sut/knob.py's parameter)
+    #: A pair's magnification of a cost: in a duet or split duet every transaction's cost c
+    #: becomes cpu_ms x (c / cpu_ms) ** (1 + pair_k), so a ratio r of costs is measured as
+    #: r ** (1 + pair_k) -- ln r_design = (1 + k) ln r_true, the bias a duet is known to have.
+    pair_k: float = 0.0
 
     def executor(self) -> Callable[..., RunResult]:
         """`execute_run`'s stand-in for this model (picklable: a duet's children call it)."""
@@ -220,6 +226,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         ending = ("failed", "the model's SUT failed half-way through the window (Model.fail_at)")
     stop = window_start + phases.measurement / 2 if ending else window_end
     factor = model.factor(plan)
+    paired = plan.duet is not None
 
     tx_index = {t.name: i for i, t in enumerate(w.transactions)}
     classes = sorted({t.tx_class for t in w.transactions})
@@ -259,6 +266,10 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         params = makers[ti](prng)
         if params:
             user_ms, sys_ms = _number(params.get("cpu_ms"), user_ms), _number(params.get("sys_ms"), sys_ms)
+            user_ms += _number(params.get(KNOB_PARAM), 0.0) * model.knob_us / 1000.0
+        if paired and model.pair_k and user_ms + sys_ms > 0:
+            magnified = model.cpu_ms * ((user_ms + sys_ms) / model.cpu_ms) ** (1.0 + model.pair_k)
+            user_ms, sys_ms = (magnified * user_ms / (user_ms + sys_ms), magnified * sys_ms / (user_ms + sys_ms))
         issued.append(intended)
         draw = fate.random() if faults else 1.0
         if failing[ti] is not None:

@@ -155,6 +155,27 @@ class DesignBias(Record):
                                      "they ran")
 
 
+class KnobRecord(Record):
+    """A study's own measurement of its arrangement's bias (study/knob.py): the knob's truth in
+    mixed runs alone, the knob blocks' paired ratio in the arrangement, and the k they give."""
+
+    units: int = Field(description="the knob's units in the knob blocks")
+    per_unit: float = Field(description="its measured relative cost per unit (PBT/CMD (S) rises by per_unit x units)")
+    per_unit_se: float = Field(description="its standard error, over the mixed runs")
+    truth_runs: list[str] = Field(default_factory=list, description="the mixed runs")
+    truth_values: list[float] = Field(default_factory=list, description="each mixed run's relative cost per unit")
+    true_log_ratio: float = Field(description="ln of ITR (S)'s true ratio with the knob (one at a time)")
+    true_log_se: float = Field(description="its standard error")
+    blocks: int = Field(description="knob blocks with a valid pair")
+    design_log_ratio: float = Field(description="ln of the ratio the knob blocks measured in the arrangement")
+    design_log_se: float = Field(description="its standard error")
+    level: float = Field(description="the level of k's interval")
+    k: float | None = Field(default=None, description="the magnification: design / true - 1")
+    k_se: float | None = None
+    k_low: float | None = None
+    k_high: float | None = None
+
+
 class Design(Record):
     blocks: int | None = Field(default=None, description='interleaved blocks')
     seed: int | None = Field(default=None, description='schedule seed')
@@ -179,6 +200,8 @@ class Design(Record):
                                                                 "widened the verdict intervals")
     loads: dict[str, LoadRecord] = Field(default_factory=dict, description="each configuration's own calibrated "
                                          "load (equal utilization)")
+    knob: KnobRecord | None = Field(default=None, description="the study's own knob blocks and the bias they measured "
+                                    "(route in-study)")
     sides: list[int] = Field(default_factory=list, description="a split duet: the side of the machine (0: the first "
                              "half of the CPUs, 1: the second) the base's SUT took in each block; the other "
                              "configuration took the other")
@@ -191,6 +214,8 @@ class ConfigurationRecord(Record):
                                                                       'sut_cpus, memory_limit, workers)')
     software: dict[str, Any] = Field(default_factory=dict, description='software fingerprint of its first run')
     hardware: dict[str, Any] = Field(default_factory=dict, description='hardware fingerprint of its first run')
+    calibration: bool = Field(default=False, description="a configuration of the study's knob blocks (its own bias "
+                                                         "measurement), never one of its comparisons")
 
 
 class SetAside(Record):

@@ -129,9 +129,11 @@ class StudyProgress:
         elif isinstance(event, Notice):
             self.console.print(f"[yellow]{escape(event.text)}[/yellow]")
         elif isinstance(event, RunStarted):
+            load = f"{event.users:,} users" if event.users is not None else f"{event.rate or 0:,.1f}/s"
             if event.purpose == "calibrate":
-                load = f"{event.users:,} users" if event.users is not None else f"{event.rate or 0:,.1f}/s"
                 header = f"calibrating [bold]{escape(event.config)}[/bold] at {load}"
+            elif event.purpose == "knob":
+                header = f"  mixed run of [bold]{escape(event.config)}[/bold] at {load}"
             else:
                 left = ""
                 if self.index:

@@ -67,7 +67,7 @@ def configured_workload(base: Workload, config: Configuration) -> Workload:
         first = next(iter(config.set), "set")
         raise ChangeError(first, f"the changed workload is not valid: {_first_problem(exc)}") from None
     # Think-time files were loaded for the base; the copies need their data too.
-    _copy_loaded_think(base, workload)
+    copy_loaded_think(base, workload)
     return workload
 
 
@@ -86,7 +86,7 @@ def _first_problem(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _copy_loaded_think(base: Workload, new: Workload) -> None:
+def copy_loaded_think(base: Workload, new: Workload) -> None:
     from perflab.workload.thinktime import EmpiricalThink
 
     if isinstance(base.think, EmpiricalThink) and isinstance(new.think, EmpiricalThink):

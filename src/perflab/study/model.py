@@ -160,6 +160,26 @@ class InterleavedTrials(Strict):
         return parse_duration(value)
 
 
+class SelfCalibration(Strict):
+    """A pair arrangement's study measuring its own bias with knob blocks (study/knob.py)."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        default="auto", description="auto: when this host has no bias bound of its own for the arrangement and the "
+                                    "kind of target (store/bias.py) and perflab can add a known cost to its "
+                                    "transactions (SQLite, python targets); on: always (where it can); off: never")
+    added: float = Field(default=0.10, gt=0.01, le=0.5, description="the knob's cost, as a share of the base's CPU per "
+                                                                     "transaction (about; its truth is measured)")
+    blocks: int | None = Field(default=None, ge=2, le=int(limits.MAX_BLOCKS.default),
+                               description="knob blocks, interleaved with the study's (default: as many)")
+    truth_runs: int = Field(default=3, ge=2, le=20, description="mixed runs that measure the knob's truth alone")
+    truth_measurement: Duration = Field(default=12.0, description="each mixed run's window")
+
+    @field_validator("truth_measurement", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+
 class Study(Strict):
     name: str
     title: str | None = None
@@ -193,6 +213,9 @@ class Study(Strict):
                                   "and the SUT used in calibration, and says why); the report states the "
                                   "arrangement's measured bias (docs/accuracy.md)")
     duet: bool = Field(default=False, description="shorthand for `arrangement: duet`")
+    self_calibration: SelfCalibration = Field(default_factory=SelfCalibration,
+                                              description="a duet's or split duet's own measurement of its bias, in "
+                                                          "knob blocks beside its blocks (study/knob.py)")
     interleaved: InterleavedTrials = Field(default_factory=InterleavedTrials,
                                            description="the trials of `arrangement: interleaved` (its pairs replace "
                                                        "`blocks`, its windows the study's timing)")

@@ -28,7 +28,9 @@ from perflab.records.study import (
     AAResult,
     Arrangement,
     CalibrationStep,
+    ConfigurationRecord,
     Design,
+    DesignBias,
     LoadRecord,
     StudyDocument,
     SweepPoint,
@@ -49,6 +51,10 @@ from perflab.study.document import StudyDocumentBuilder, new_configurations, now
 from perflab.study.duet import run_pair
 from perflab.study.events import CalibrationStepDone, Listener, Notice, Progress, RunEnded, RunStarted, ignore
 from perflab.study.interrupt import StudySignals
+from perflab.study.knob import estimate as knob_estimate
+from perflab.study.knob import measure_truth as measure_knob_truth
+from perflab.study.knob import unsupported as knob_unsupported
+from perflab.study.knob import with_knob
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.validity import GateSettings, judge_pair, judge_run
@@ -207,6 +213,12 @@ class StudyRunner:
         self.interrupted: str | None = None
         self.signals = StudySignals()
         self.points: list[Point] = []
+        # A pair arrangement's own bias measurement (study/knob.py): why not, or its truth, its
+        # configurations' names and their workloads.
+        self.knob_reason: str | None = "the arrangement runs each run alone"
+        self.knob_truth: Any = None
+        self.knob_names: tuple[str, str] | None = None
+        self._workloads: dict[str, Workload] = {}
         self._sweep_values: dict[str, Any] = {}
 
     # --- configurations --------------------------------------------------------------------
@@ -266,7 +278,7 @@ class StudyRunner:
 
     def _request(self, config: Configuration, users: int | None, rate: float | None, measurement: float,
                  block: int | None, order: int | None, purpose: str,
-                 cpus: tuple[list[int], list[int]] | None = None) -> RunRequest:
+                 cpus: tuple[list[int], list[int]] | None = None, workload: Workload | None = None) -> RunRequest:
         """The request of one run. A measured run of a block replays the block's own random
         stream (stats.schedule.block_seed); `cpus`: (driver CPUs, SUT CPUs) of a split duet's run."""
         timing = self._timing()
@@ -275,7 +287,9 @@ class StudyRunner:
             users, rate = int(self._sweep_values[config.name]), None
         if sweep is not None and sweep.factor == "rate" and purpose == "measure":
             users, rate = None, float(self._sweep_values[config.name])
-        workload = configured_workload(self.workload, config)
+        if workload is None:
+            workload = self._workloads.get(config.name) or configured_workload(self.workload, config)
+        workload = workload.model_copy(deep=True)
         if purpose != "measure":
             # The counted pass (pathlength) is a measured run's row: a calibration step or a
             # probe would spend its valgrind time on a number no comparison reads.
@@ -355,6 +369,8 @@ class StudyRunner:
         by_name = {c.name: c for c in configs}
         started = time.monotonic()
         if self.arrangement not in ALONE:
+            if self.knob_reason is None:
+                schedule = self._with_knob_blocks(schedule, by_name, loads, blocks)
             self._run_together(schedule, by_name, loads, timing, started)
             schedule = []  # every block ran as a pair
         for order, (block, name) in enumerate(schedule):
@@ -370,6 +386,92 @@ class StudyRunner:
             self._run_ended(run, result.status)
             self._save()
 
+    def _with_knob_blocks(self, schedule: list[tuple[int, str]], by_name: dict[str, Configuration],
+                          loads: dict[str, tuple[int | None, float | None]], blocks: int) -> list[tuple[int, str]]:
+        """Measure the knob's truth alone (mixed runs at the study's load), then return the
+        schedule with knob blocks interleaved: block j of the study, then knob block j (numbered
+        after the study's). Mixed runs that fail leave the study without knob blocks, said so."""
+        base = self.points[0].config
+        rule = self.study.self_calibration
+        step = calibrated_step(self.doc.design.load)
+        users, rate = (step.users, step.rate) if step is not None else loads[base.name]
+        workload = configured_workload(self.workload, base)
+
+        def run_mixed(mixed: Workload, label: str) -> tuple[str, Path]:
+            self.on_event(Notice(f"{label}: alone at the study's load"))
+            request = self._request(base, users, rate, rule.truth_measurement, None, None, "knob", workload=mixed)
+            result = (self.options.executor or execute_run)(request, self.store, self.observer)
+            if result.status == "interrupted":
+                raise KeyboardInterrupt
+            if result.status != "complete":
+                raise InputError(f"mixed run {result.run_id} {result.status}: {result.reason}")
+            return result.run_id, result.run_dir
+
+        try:
+            truth = measure_knob_truth(run_mixed, workload, self.workload.target.kind, rule.added, rule.truth_runs)
+        except InputError as exc:
+            self.knob_reason = f"its truth could not be measured ({exc.message})"
+            self.builder.warn(cav.bias_unmeasured(self.arrangement, self.workload.target.kind,
+                                                  self.doc.design.bias.host if self.doc.design.bias else None,
+                                                  self.knob_reason))
+            return schedule
+        self.knob_truth = truth
+        names = (f"{base.name} (knob 0)", f"{base.name} (knob {truth.units:,})")
+        for name, units in zip(names, (0, truth.units)):
+            by_name[name] = Configuration(name=name)
+            loads[name] = loads[base.name]
+            self._workloads[name] = with_knob(workload, units)
+            self.doc.configurations.append(ConfigurationRecord(name=name, calibration=True,
+                                                               changes={"knob units": units}))
+        self.knob_names = names
+        knob_blocks = rule.blocks or blocks
+        knob = [(blocks + b, n) for b, n in interleaved_schedule(list(names), knob_blocks, self.study.seed + 7919)]
+        merged: list[tuple[int, str]] = []
+        for j in range(max(blocks, knob_blocks)):
+            merged += [e for e in schedule if e[0] == j] + [e for e in knob if e[0] == blocks + j]
+        return merged
+
+    def _knob_bias(self) -> None:
+        """k from the knob blocks and the knob's truth (study/knob.py): the study's own bias bound
+        (route in-study) widens its verdict intervals, or, when the blocks gave no estimate, the
+        study says so and keeps its arrangement's own interval."""
+        from perflab.study.compare import compare_metric
+
+        truth, names = self.knob_truth, self.knob_names
+        assert truth is not None and names is not None
+        key = self.builder.primary[0]
+        criteria = self.builder.criteria
+        entry = compare_metric(self.doc.runs, names[0], names[1], key, criteria, "secondary", criteria.confidence,
+                               None, True, self.arrangement == "split-duet")
+        design_log = design_se = math.nan
+        blocks = 0
+        if entry is not None and entry.ratio and entry.ci_low and entry.ci_high and entry.level:
+            from perflab.stats.estimate import t_quantile
+
+            blocks = entry.n_blocks
+            df = blocks - (2 if entry.method == "crossover" else 1)
+            if df >= 1:
+                design_log = math.log(entry.ratio)
+                design_se = (math.log(entry.ci_high) - math.log(entry.ci_low)) / (2 * t_quantile(0.5 + entry.level / 2, df))
+        record, bound = knob_estimate(truth, design_log, design_se, blocks, criteria.confidence)
+        design = self.doc.design
+        design.knob = record
+        if bound is None:
+            self.builder.warn(cav.bias_unmeasured(self.arrangement, self.workload.target.kind,
+                                                  design.bias.host if design.bias else None,
+                                                  "its knob blocks gave no estimate (too few valid pairs)"))
+            return
+        host = design.bias.host if design.bias is not None else None
+        design.bias = DesignBias(arrangement=self.arrangement, route="in-study", k_low=bound.k_low,
+                                 k_high=bound.k_high, a_max=0.0, k_mid=bound.k_mid, a_mid=0.0,
+                                 level=criteria.confidence, widened=True,
+                                 measured=f"{blocks} knob blocks of +{100 * (math.exp(-record.true_log_ratio) - 1):.1f}% "
+                                          f"CPU per transaction (true ratio {math.exp(record.true_log_ratio):.4f}, "
+                                          f"measured {math.exp(design_log):.4f})",
+                                 source="this study's knob blocks", target=self.workload.target.kind, host=host,
+                                 studies=blocks)
+        self.builder.design = traits(self.arrangement, design.bias)
+
     def _finish(self) -> StudyDocument:
         """Judge what was measured and save study.json: complete, or interrupted with the reason
         (a study stopped before its document existed has nothing to judge and is saved as such)."""
@@ -379,6 +481,8 @@ class StudyRunner:
         if self.study.sweep is not None:
             doc.sweep = self._sweep_summary(doc, self.points)
         self.builder.rejudge_steadiness()
+        if self.knob_truth is not None and self.knob_names is not None:
+            self._knob_bias()
         self.builder.judge(self._pairs(self.points))
         doc.noise = noise_rows(doc)
         for caveat in scatter_flags(doc):
@@ -412,6 +516,7 @@ class StudyRunner:
         if split:
             self.doc.design.sides = base_side
         base_name = next(iter(by_name))  # configurations in the study's order: the base first
+        knob_base = self.knob_names[0] if self.knob_names is not None else None
         placement = None
         private = fixed_port_duet([configured_workload(self.workload, c) for c in by_name.values()],
                                   self.workload_path.parent)
@@ -427,7 +532,7 @@ class StudyRunner:
                 break
             self.on_event(Progress(2 * done, len(schedule), time.monotonic() - started))
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure",
-                                      cpus=sides.placement(base_side[block] ^ (name != base_name))
+                                      cpus=sides.placement(base_side[block] ^ (name not in (base_name, knob_base)))
                                       if sides is not None else None)
                         for order, name in entries]
             outcomes, interrupted = run_pair(requests, f"{self.study_id}/block-{block}", self.store.home, planned,
@@ -543,10 +648,29 @@ class StudyRunner:
         self.builder.design = traits(arrangement, design.bias)
         if why is not None:
             self.builder.warn(cav.note(why))
-        if design.bias is not None and design.bias.route == "none":
-            caveat = cav.bias_unmeasured(arrangement, self.workload.target.kind, design.bias.host or "this host")
+        self.knob_reason = self._knob_reason(design.bias)
+        if design.bias is not None and self.knob_reason is None:
+            why = "asked for" if self.study.self_calibration.mode == "on" else "no bound measured on this host"
+            self.on_event(Notice(f"{arrangement}: this study measures its own bias in knob blocks beside its blocks "
+                                 f"({why}; study/knob.py)"))
+        elif design.bias is not None and design.bias.route == "none":
+            caveat = cav.bias_unmeasured(arrangement, self.workload.target.kind, design.bias.host, self.knob_reason)
             self.builder.warn(caveat)
             self.on_event(Notice(caveat.text))
+
+    def _knob_reason(self, bias: DesignBias | None) -> str | None:
+        """Why this study will not measure its own bias in knob blocks (None: it will): one at a
+        time has none to measure; `auto` only where the host has no bound of its own."""
+        rule = self.study.self_calibration
+        if bias is None:
+            return "the arrangement runs each run alone"
+        if rule.mode == "off":
+            return "self_calibration is off"
+        if rule.mode == "auto" and bias.route == "host":
+            return "this host's bound applies"
+        if self.options.aa:
+            return "an A/A study measures its own noise, not a change"
+        return knob_unsupported(self.workload)
 
     def _calibrate(self, config: Configuration, equal: bool) -> LoadRecord:
         cal = self.study.load.calibrate

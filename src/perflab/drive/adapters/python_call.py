@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.drive.adapters.base import SutAdapter, WorkerContext
+from perflab.sut.knob import KNOB_PARAM, python_work
 from perflab.workload.model import PythonTarget, Workload
 
 
@@ -46,8 +47,11 @@ class PythonCallAdapter(SutAdapter):
 
     def execute(self, tx_index: int, params: dict[str, Any] | None) -> float | None:
         function, args, kwargs = self.calls[tx_index]
+        knob = params.pop(KNOB_PARAM, 0) if params else 0   # a study's calibration knob (sut/knob.py)
         if params:
             function(*args, **kwargs, **params)
         else:
             function(*args, **kwargs)
+        if knob:
+            python_work(knob)
         return None

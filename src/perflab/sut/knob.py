@@ -1,0 +1,25 @@
+"""The calibration knob: a known amount of extra work a study adds to every transaction of a SUT
+to measure its own arrangement's bias (study/knob.py). The work is the SUT's own kind of work --
+SQLite's virtual machine counting the rows of a recursive CTE for a SQLite target, the Python
+interpreter turning a loop for a python target -- linear in the knob's units and zero at zero;
+its cost is not assumed but measured alone, beside the unchanged transactions (study/knob.py).
+"""
+
+from __future__ import annotations
+
+#: The transaction parameter that carries the knob's units. A python target's adapter takes it
+#: out of the call's keyword arguments (the SUT's function never sees it); a SQL target binds it
+#: in the statement below.
+KNOB_PARAM = "perflab_knob"
+#: The statement appended to a SQLite transaction: pure VM work, nothing stored.
+SQLITE_STATEMENT = (f"WITH RECURSIVE perflab_knob_rows(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM perflab_knob_rows "
+                    f"WHERE x < :{KNOB_PARAM}) SELECT count(*) FROM perflab_knob_rows")
+
+
+def python_work(units: int) -> int:
+    """`units` turns of an interpreted loop: the Python SUT's own kind of work (bytecode
+    dispatch, integer objects), about 20-40 ns a turn. Returns its sum so nothing is elided."""
+    total = 0
+    for turn in range(int(units)):
+        total += turn & 7
+    return total
