@@ -319,7 +319,7 @@ def show(
 
 @app.command()
 def study(
-    study_file: Path = typer.Argument(..., metavar="STUDY", help="study YAML file"),
+    study_file: Path | None = typer.Argument(None, metavar="STUDY", help="study YAML file (not with --resume)"),
     measurement: str | None = MeasurementOpt,
     stabilization: str | None = StabilizationOpt,
     blocks: int | None = typer.Option(None, "--blocks", help="override the number of blocks (at least 3)"),
@@ -331,6 +331,9 @@ def study(
                                               "file says: one-at-a-time, interleaved (many short pairs), duet or "
                                               "split-duet (docs/studies.md)"),
     gate: bool = typer.Option(False, "--gate", help="exit like `perflab compare` (1 WORSE, 3 INCONCLUSIVE)"),
+    resume: str | None = typer.Option(None, "--resume", metavar="ID", help="continue a stored study that was "
+                                      "interrupted or killed: the blocks it measured are kept, the rest run as "
+                                      "planned (with the files and options it began with)"),
     no_monitor: bool = NoMonitorOpt,
     store: Path | None = StoreOpt,
 ) -> None:
@@ -341,7 +344,8 @@ def study(
     verdict is INCONCLUSIVE (--gate), 4 a primary metric has no valid comparison (always),
     130 interrupted (always, whatever the partial verdict: its reports are written).
 
-    Example: `perflab study examples/sqlite-release-study.yaml --measurement 30s --blocks 4`
+    Example: `perflab study examples/sqlite-release-study.yaml --measurement 30s --blocks 4`;
+    `perflab study --resume 20261206-233330-sqlite-release-36dc` (a study stopped half-way)
     """
     from perflab.report.progress import StudyProgress
     from perflab.report.terminal import render_verdicts
@@ -353,7 +357,12 @@ def study(
                            stabilization=_seconds(stabilization, "--stabilization"), blocks=blocks,
                            monitor=not no_monitor, aa=aa, duet=duet, arrangement=arrangement)
     progress = StudyProgress(err)
-    runner = StudyRunner(study_file, Store(store), options, on_event=progress.event, observer=progress)
+    if resume is not None and (study_file is not None or measurement or stabilization or blocks or aa or duet
+                               or arrangement):
+        raise InputError("--resume continues a study with the file and options it began with: give only its id "
+                         "(and --store, --gate, --no-monitor)", field="--resume")
+    runner = StudyRunner(study_file, Store(store), options, on_event=progress.event, observer=progress,
+                         resume=resume)
     err.print(f"study [bold]{escape(runner.study_id)}[/bold] -> {escape(runner.dir)}")
     try:
         doc = runner.run()

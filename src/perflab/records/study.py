@@ -166,10 +166,11 @@ class KnobRecord(Record):
     truth_values: list[float] = Field(default_factory=list, description="each mixed run's relative cost per unit")
     true_log_ratio: float = Field(description="ln of ITR (S)'s true ratio with the knob (one at a time)")
     true_log_se: float = Field(description="its standard error")
-    blocks: int = Field(description="knob blocks with a valid pair")
-    design_log_ratio: float = Field(description="ln of the ratio the knob blocks measured in the arrangement")
-    design_log_se: float = Field(description="its standard error")
-    level: float = Field(description="the level of k's interval")
+    blocks: int = Field(default=0, description="knob blocks with a valid pair")
+    design_log_ratio: float | None = Field(default=None, description="ln of the ratio the knob blocks measured in the "
+                                                                     "arrangement (None: not yet)")
+    design_log_se: float | None = Field(default=None, description="its standard error")
+    level: float | None = Field(default=None, description="the level of k's interval")
     k: float | None = Field(default=None, description="the magnification: design / true - 1")
     k_se: float | None = None
     k_low: float | None = None
@@ -432,6 +433,9 @@ class StudyDocument(Record):
     created: str | None = None
     finished: str | None = None
     study_path: str | None = Field(default=None, description='the study file')
+    inputs: dict[str, str] = Field(default_factory=dict, description="sha256 of the study and workload files as the "
+                                   "study began: a resumed study refuses files that changed since")
+    resumed: list[str] = Field(default_factory=list, description="when the study was resumed (perflab study --resume)")
     study: dict[str, Any] | None = Field(default=None, description='the study file as validated')
     workload: WorkloadSummary = Field(default_factory=WorkloadSummary, description='the workload')
     design: Design = Field(default_factory=Design, description='how it was run and judged')

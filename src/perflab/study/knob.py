@@ -23,6 +23,7 @@ data allow, which a bound carried from other studies cannot be.
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 import statistics
 from collections.abc import Callable
@@ -33,37 +34,36 @@ from typing import Any
 from perflab.errors import InputError
 from perflab.records.study import KnobRecord
 from perflab.stats.bias import MIN_SCALE, BiasBound
-from perflab.sut.knob import KNOB_PARAM, SQLITE_STATEMENT
+from perflab.workload.kinds import KINDS
 from perflab.workload.model import Workload
 
 #: The suffix of a twin transaction (and script) in a mixed run.
 TWIN = "_knob"
-#: The kinds of target a knob can be added to, and why others cannot.
-SUPPORTED = ("sqlite", "python")
-#: Units of a first mixed run, to size the knob: per kind, about +10-40% of a typical
-#: transaction's CPU on the development VM (SQLite: ~0.3 us a row; Python: ~30 ns a turn).
-PROBE_UNITS = {"sqlite": 500, "python": 20_000}
+#: Units of a first mixed run, to size the knob: a few percent or tens of percent of a typical
+#: transaction's CPU on the development VM (a SQLite CTE row ~0.3 us; a Python loop turn ~30 ns;
+#: the same number of units of each is a different cost, and the probe measures which).
+PROBE_UNITS = 500
 
 
 def unsupported(workload: Workload) -> str | None:
     """Why perflab cannot add a known cost to this workload's transactions (None: it can)."""
-    kind = workload.target.kind
-    if kind not in SUPPORTED:
-        return (f"perflab adds a known cost only to SUTs in its own workers ({', '.join(SUPPORTED)} targets); "
-                f"a {kind} target's per-transaction CPU is not measured")
+    kind = KINDS.of(workload.target)
+    if kind.knob is None:
+        with_knob = [k.name for k in KINDS if k.knob is not None]
+        return (f"perflab adds a known cost only to SUTs in its own workers ({', '.join(with_knob)} targets), whose "
+                f"per-transaction CPU it measures; not to a {kind.name} target")
     if workload.batch:
         return "a job stream has no per-transaction knob"
-    if kind == "sqlite" and not any(t.sql for t in workload.transactions):
-        return "no transaction of this SQLite workload runs SQL"
     return None
 
 
-def _add_knob(tx: dict[str, Any], kind: str, units: int) -> None:
-    """One transaction (as the workload's dump holds it) carrying `units` of the knob."""
-    if kind == "sqlite" and tx.get("sql"):
-        statements = [tx["sql"]] if isinstance(tx["sql"], str) else list(tx["sql"])
-        tx["sql"] = [*statements, SQLITE_STATEMENT]
-    tx["params"] = {**(tx.get("params") or {}), KNOB_PARAM: {"value": int(units)}}
+def _add_knob(tx: dict[str, Any], workload: Workload, units: int) -> None:
+    """One transaction (as the workload's dump holds it) carrying `units` of the knob, as its kind's
+    registry line says (workload/kinds.py)."""
+    ref = KINDS.of(workload.target).knob
+    assert ref is not None  # unsupported() said so first
+    module, _, name = ref.partition(":")
+    getattr(importlib.import_module(module), name)(tx, units)
 
 
 def with_knob(workload: Workload, units: int) -> Workload:
@@ -71,7 +71,7 @@ def with_knob(workload: Workload, units: int) -> Workload:
     parameter there, doing nothing -- the knob pair's base)."""
     data = workload.model_dump(mode="json", by_alias=True)
     for tx in data["transactions"]:
-        _add_knob(tx, workload.target.kind, units)
+        _add_knob(tx, workload, units)
     data["pathlength"] = None   # a knob run's instructions are no row of the study
     return _validated(workload, data)
 
@@ -80,13 +80,12 @@ def with_twins(workload: Workload, units: int) -> Workload:
     """The workload of a mixed run: every transaction at knob 0 beside a twin at `units`, every
     script beside a twin of twins, the same weights (users take either half of the time)."""
     data = workload.model_dump(mode="json", by_alias=True)
-    kind = workload.target.kind
     twins = []
     for tx in data["transactions"]:
         twin = copy.deepcopy(tx)
         twin["name"] = tx["name"] + TWIN
-        _add_knob(tx, kind, 0)
-        _add_knob(twin, kind, units)
+        _add_knob(tx, workload, 0)
+        _add_knob(twin, workload, units)
         twins.append(twin)
     data["transactions"] += twins
     for script in list(data["scripts"]):
@@ -157,12 +156,12 @@ class TruthRuns:
         return units * self.se / (1.0 + self.per_unit * units)
 
 
-def measure_truth(run_mixed: Callable[[Workload, str], tuple[str, Path]], workload: Workload, kind: str,
-                  added: float, runs: int) -> TruthRuns:
-    """The knob's truth: a first mixed run at the kind's probe sizes the knob for `added` (a share
-    of CPU per transaction), then `runs` mixed runs at that size. `run_mixed(workload, label)` runs
+def measure_truth(run_mixed: Callable[[Workload, str], tuple[str, Path]], workload: Workload, added: float,
+                  runs: int) -> TruthRuns:
+    """The knob's truth: a first mixed run at PROBE_UNITS sizes the knob for `added` (a share of
+    CPU per transaction), then `runs` mixed runs at that size. `run_mixed(workload, label)` runs
     one alone at the study's load and returns (run id, run directory)."""
-    probe = PROBE_UNITS[kind]
+    probe = PROBE_UNITS
     run_id, run_dir = run_mixed(with_twins(workload, probe), f"knob probe ({probe} units)")
     per_unit = mixed_run_cost(run_dir) / probe
     if not (per_unit > 0 and math.isfinite(per_unit)):

@@ -31,6 +31,7 @@ from perflab.records.study import (
     ConfigurationRecord,
     Design,
     DesignBias,
+    KnobRecord,
     LoadRecord,
     StudyDocument,
     SweepPoint,
@@ -57,6 +58,7 @@ from perflab.study.knob import unsupported as knob_unsupported
 from perflab.study.knob import with_knob
 from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
 from perflab.study.noise_report import noise_rows, scatter_flags
+from perflab.study.resume import check_inputs, complete_blocks, input_hashes, resumable, stored_study
 from perflab.study.validity import GateSettings, judge_pair, judge_run
 from perflab.sut.fingerprint import machine_fingerprint
 from perflab.sut.placement import available_cpus, resolve_placement
@@ -188,13 +190,23 @@ def sweep_point(config: Configuration, factor: str, value: Any, name: str) -> Co
 
 
 class StudyRunner:
-    def __init__(self, study_path: Path, store: Store, options: StudyOptions | None = None,
-                 on_event: Listener | None = None, observer: RunObserver | None = None):
+    def __init__(self, study_path: Path | None, store: Store, options: StudyOptions | None = None,
+                 on_event: Listener | None = None, observer: RunObserver | None = None, resume: str | None = None):
+        """A new study of `study_path`, or -- `resume`, a stored study's id -- one interrupted or
+        killed, continued where it stopped (study/resume.py says what is kept)."""
+        self.store = store
+        self.resumed: StudyDocument | None = None
+        if resume is not None:
+            self.resumed = stored_study(store, resume)
+            study_path, options = resumable(self.resumed, options or StudyOptions())
+        if study_path is None:
+            raise InputError("a study file, or --resume ID", field="STUDY")
         self.study_path = Path(study_path)
         self.options = options or StudyOptions()
         self.study, self.workload, self.workload_path = load_study(
             self.study_path, self.options.aa, self.options.duet, self.options.arrangement)
-        self.store = store
+        if self.resumed is not None:
+            check_inputs(self.resumed, self.study_path, self.workload_path)
         least = 1 if self.study.sweep is not None else MIN_BLOCKS
         most = int(MAX_BLOCKS.default)
         if self.options.blocks is not None and (self.options.blocks < least or self.options.blocks > most):
@@ -205,7 +217,8 @@ class StudyRunner:
                              field="--aa")
         self.on_event: Listener = on_event or ignore
         self.observer = observer
-        self.study_id = new_run_id(self.study.name + ("-aa" if self.options.aa else ""))
+        self.study_id = (self.resumed.study_id if self.resumed is not None and self.resumed.study_id else
+                         new_run_id(self.study.name + ("-aa" if self.options.aa else "")))
         # The machine the study runs on: its identity picks the bias bound a pair's intervals
         # are widened by (study/arrangement.py), and only this host's own.
         self.machine = machine_fingerprint()
@@ -317,7 +330,13 @@ class StudyRunner:
         reports inside `self.signals.deferred()` (or after) and exits 130."""
         with self.signals.installed():
             try:
-                self._measure()
+                if self.resumed is None:
+                    self._measure()
+                elif self.resumed.status != "complete":   # a complete one only lacked its reports
+                    self._continue(self.resumed)
+                else:
+                    self._restore(self.resumed)
+                    return self.doc
             except KeyboardInterrupt:
                 self.interrupted = self.interrupted or self.signals.received or "interrupted by SIGINT (Ctrl-C)"
             with self.signals.deferred():
@@ -330,61 +349,144 @@ class StudyRunner:
         points = self._points()
         self.points = points
         configs = [p.config for p in points]
-        base = configs[0]
         blocks = self.options.blocks or (study.interleaved.pairs if study.chosen_arrangement == "interleaved"
                                          else study.blocks)
         schedule = interleaved_schedule([c.name for c in configs], blocks, study.seed)
         timing = self._timing()
         stored_timing: dict[str, float | None] = dict(timing)
+        doc = StudyDocument(
+            study_id=self.study_id, name=study.name + (" (A/A)" if self.options.aa else ""),
+            title=study.title or " -> ".join(c.name for c in configs), status="running", created=now_iso(),
+            study_path=str(self.study_path), study=study.model_dump(mode="json"),
+            inputs=input_hashes(self.study_path, self.workload_path),
+            workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
+                                      stored_timing),
+            design=Design(blocks=blocks, seed=study.seed, schedule=list(schedule), timing=stored_timing,
+                          aa=self.options.aa),
+            configurations=new_configurations([(c.name, c.changes()) for c in configs]))
+        self._start_document(doc)
+        self.arrangement = study.chosen_arrangement
+        if self.arrangement != "auto":
+            self._arrange(self.arrangement)
+        self._save()
+        loads = self._decide_loads(configs, doc)
+        self._set_util_band()
+        by_name = {c.name: c for c in configs}
+        if self.arrangement not in ALONE and self.knob_reason is None:
+            schedule = self._with_knob_blocks(schedule, by_name, loads, blocks)
+        self._run_blocks(schedule, by_name, loads, timing, set())
+
+    def _start_document(self, doc: StudyDocument) -> None:
+        """The document's judge: the study's gates, criteria, primary metrics and rows."""
+        study = self.study
         batch = self.workload.batch
         # A job stream is judged on its elapsed time and CPU per job (the seeds' batch tables),
         # unless the study names its primary metrics itself.
         primary = (study.gate_metrics if "gate_metrics" in study.model_fields_set or not batch
                    else ["elapsed_t", "cpu_job_s"]) or default_primary()
         keys = study.metrics or list(REGISTRY.role("batch" if batch else "compared"))
-        doc = StudyDocument(
-            study_id=self.study_id, name=study.name + (" (A/A)" if self.options.aa else ""),
-            title=study.title or " -> ".join(c.name for c in configs), status="running", created=now_iso(),
-            study_path=str(self.study_path), study=study.model_dump(mode="json"),
-            workload=workload_summary(self.workload.model_dump(mode="json", by_alias=True), self.workload_path,
-                                      stored_timing),
-            design=Design(blocks=blocks, seed=study.seed, schedule=list(schedule), timing=stored_timing,
-                          aa=self.options.aa),
-            configurations=new_configurations([(c.name, c.changes()) for c in configs]))
-        gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend,
-                             study.gates.util_band)
+        gates = GateSettings(study.gates.max_error_rate, study.gates.max_etr_trend, study.gates.util_band)
         self.builder = StudyDocumentBuilder(doc, gates, study.criteria, primary, keys)
-        for remark in one_variable_warnings(study):
-            self.builder.warn(remark)
+        if not doc.warnings:
+            for remark in one_variable_warnings(study):
+                self.builder.warn(remark)
         self.doc = doc
-        self.arrangement = study.chosen_arrangement
-        if self.arrangement != "auto":
-            self._arrange(self.arrangement)
-        self._save()
-        loads = self._decide_loads(configs, doc)
-        if gates.util_band is None and study.load.calibrate is not None:
-            centre = calibrated_utilization(doc.design.load) or study.load.calibrate.target_util
+
+    def _set_util_band(self) -> None:
+        """The band a calibrated study's base runs must lie in: the calibration's, centred where it
+        measured (calibrated_utilization says why)."""
+        calibrate = self.study.load.calibrate
+        if self.study.gates.util_band is None and calibrate is not None:
+            centre = calibrated_utilization(self.doc.design.load) or calibrate.target_util
             self.builder.set_util_band((max(0.0, centre - cav.UTIL_BAND_HALF_WIDTH),
                                         min(100.0, centre + cav.UTIL_BAND_HALF_WIDTH)))
-        by_name = {c.name: c for c in configs}
+
+    def _run_blocks(self, schedule: list[tuple[int, str]], by_name: dict[str, Configuration],
+                    loads: dict[str, tuple[int | None, float | None]], timing: dict[str, float],
+                    done_blocks: set[int]) -> None:
+        """The schedule's blocks not in `done_blocks`, as pairs or one run at a time; each run keeps
+        its place in the whole schedule (its `order`)."""
         started = time.monotonic()
         if self.arrangement not in ALONE:
-            if self.knob_reason is None:
-                schedule = self._with_knob_blocks(schedule, by_name, loads, blocks)
-            self._run_together(schedule, by_name, loads, timing, started)
-            schedule = []  # every block ran as a pair
-        for order, (block, name) in enumerate(schedule):
+            self._run_together(schedule, by_name, loads, timing, started, done_blocks)
+            return
+        base = self.points[0].config
+        todo = [(order, block, name) for order, (block, name) in enumerate(schedule) if block not in done_blocks]
+        calibrate = self.study.load.calibrate
+        for index, (order, block, name) in enumerate(todo):
             if self.interrupted:
                 break
-            self.on_event(Progress(order, len(schedule), time.monotonic() - started))
+            self.on_event(Progress(index, len(todo), time.monotonic() - started))
             config = by_name[name]
             users, rate = loads[name]
             result, metrics = self._run(config, users, rate, timing["measurement"], block, order, "measure")
             # The utilization band is the calibration's: it applies to the runs calibrated to it.
-            banded = config is base or bool(study.load.calibrate and study.load.calibrate.equal_utilization)
+            banded = config is base or bool(calibrate and calibrate.equal_utilization)
             run = self.builder.add_run(result.record, metrics, config.name, block, order, is_base=banded)
             self._run_ended(run, result.status)
             self._save()
+
+    def _restore(self, doc: StudyDocument) -> None:
+        """A stored study's state, as it was when it stopped: its document, judge, points,
+        arrangement (and the bias it stated) and any knob measured."""
+        self.points = self._points()
+        doc.status = "running"
+        self._start_document(doc)
+        # `auto` stopped before it chose: it chooses again from the calibration it will rerun
+        self.arrangement = doc.design.arrangement or ("duet" if doc.design.duet else self.study.chosen_arrangement)
+        self.builder.design = traits(self.arrangement, doc.design.bias)
+        self.knob_reason = self._knob_reason(doc.design.bias) if self.arrangement not in ALONE else \
+            "the arrangement runs each run alone"
+        knob = doc.design.knob
+        if knob is not None and self.knob_reason is None:
+            from perflab.study.knob import TruthRuns
+
+            self.knob_truth = TruthRuns(knob.units, knob.per_unit, knob.per_unit_se, list(knob.truth_values),
+                                        list(knob.truth_runs))
+            names = [c.name for c in doc.configurations if c.calibration]
+            if len(names) == 2:
+                self.knob_names = (names[0], names[1])
+                workload = configured_workload(self.workload, self.points[0].config)
+                for name, units in zip(names, (0, knob.units)):
+                    self._workloads[name] = with_knob(workload, units)
+
+    def _continue(self, doc: StudyDocument) -> None:
+        """A study interrupted or killed, continued (`perflab study --resume`): the calibration
+        reused when it had finished (else run again), the knob's truth likewise, every block whose
+        runs were all stored kept with its gates, a half-finished block measured again whole, the
+        schedule and the blocks' random streams as planned."""
+        self._restore(doc)
+        configs = [p.config for p in self.points]
+        timing = {k: float(v) for k, v in doc.design.timing.items() if v is not None}
+        load = doc.design.load
+        if load.mode == "calibrated" and (load.users is not None or load.rate is not None):
+            loads = {c.name: ((doc.design.loads[c.name].users, doc.design.loads[c.name].rate)
+                              if c.name in doc.design.loads else (load.users, load.rate)) for c in configs}
+        else:
+            doc.design.load = LoadRecord()
+            loads = self._decide_loads(configs, doc)
+        self._set_util_band()
+        by_name = {c.name: c for c in configs}
+        schedule = [(b, n) for b, n in doc.design.schedule if b is not None]
+        blocks = doc.design.blocks or (max(b for b, _ in schedule) + 1 if schedule else 0)
+        if self.arrangement not in ALONE and self.knob_reason is None:
+            if self.knob_truth is None:
+                main = [(b, n) for b, n in schedule if b < blocks]
+                schedule = self._with_knob_blocks(main, by_name, loads, blocks)
+            else:
+                assert self.knob_names is not None  # restored with the truth
+                for name in self.knob_names:
+                    by_name[name] = Configuration(name=name)
+                    loads[name] = loads[configs[0].name]
+        done, redone = complete_blocks(doc, schedule)
+        doc.runs = [r for r in doc.runs if r.block in done]
+        doc.resumed.append(now_iso())
+        self.builder.warn(cav.note(f"resumed at {doc.resumed[-1]}: {len(done)} block(s) kept as measured"
+                                   + (f", block(s) {', '.join(map(str, sorted(redone)))} measured again (a run of "
+                                      f"each had not been stored, or was interrupted)" if redone else "")))
+        self.on_event(Notice(f"resuming {doc.study_id}: {len(done)} of {len({b for b, _ in schedule})} blocks kept"))
+        self._save()
+        self._run_blocks(schedule, by_name, loads, timing, done)
 
     def _with_knob_blocks(self, schedule: list[tuple[int, str]], by_name: dict[str, Configuration],
                           loads: dict[str, tuple[int | None, float | None]], blocks: int) -> list[tuple[int, str]]:
@@ -408,7 +510,7 @@ class StudyRunner:
             return result.run_id, result.run_dir
 
         try:
-            truth = measure_knob_truth(run_mixed, workload, self.workload.target.kind, rule.added, rule.truth_runs)
+            truth = measure_knob_truth(run_mixed, workload, rule.added, rule.truth_runs)
         except InputError as exc:
             self.knob_reason = f"its truth could not be measured ({exc.message})"
             self.builder.warn(cav.bias_unmeasured(self.arrangement, self.workload.target.kind,
@@ -429,6 +531,13 @@ class StudyRunner:
         merged: list[tuple[int, str]] = []
         for j in range(max(blocks, knob_blocks)):
             merged += [e for e in schedule if e[0] == j] + [e for e in knob if e[0] == blocks + j]
+        # kept now, so that a study stopped later resumes with this truth and this schedule
+        self.doc.design.schedule = list(merged)
+        self.doc.design.knob = KnobRecord(units=truth.units, per_unit=truth.per_unit, per_unit_se=truth.se,
+                                          truth_runs=truth.runs, truth_values=truth.values,
+                                          true_log_ratio=truth.log_ratio(truth.units),
+                                          true_log_se=truth.log_se(truth.units))
+        self._save()
         return merged
 
     def _knob_bias(self) -> None:
@@ -497,7 +606,7 @@ class StudyRunner:
 
     def _run_together(self, schedule: list, by_name: dict[str, Configuration],
                       loads: dict[str, tuple[int | None, float | None]],
-                      timing: dict[str, float], started: float) -> None:
+                      timing: dict[str, float], started: float, done_blocks: set[int]) -> None:
         """Each block's two runs at the same time (study/duet.py), as a duet or a split duet
         (study/arrangement.py). Judged as a pair: each run's steadiness beside its partner, the
         two drivers' saturation on their sum, the pair's utilization against the band."""
@@ -525,12 +634,13 @@ class StudyRunner:
                                        "namespace of its own, its server and driver on that namespace's loopback"))
         blocks: dict[int, list[tuple[int, str]]] = {}
         for order, (block, name) in enumerate(schedule):
-            blocks.setdefault(block, []).append((order, name))
+            if block not in done_blocks:
+                blocks.setdefault(block, []).append((order, name))
         planned = timing["stagger"] + timing["stabilization"] + timing["measurement"]
         for done, (block, entries) in enumerate(blocks.items()):
             if self.interrupted:
                 break
-            self.on_event(Progress(2 * done, len(schedule), time.monotonic() - started))
+            self.on_event(Progress(2 * done, 2 * len(blocks), time.monotonic() - started))
             requests = [self._request(by_name[name], *loads[name], timing["measurement"], block, order, "measure",
                                       cpus=sides.placement(base_side[block] ^ (name not in (base_name, knob_base)))
                                       if sides is not None else None)

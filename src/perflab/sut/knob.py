@@ -7,6 +7,8 @@ its cost is not assumed but measured alone, beside the unchanged transactions (s
 
 from __future__ import annotations
 
+from typing import Any
+
 #: The transaction parameter that carries the knob's units. A python target's adapter takes it
 #: out of the call's keyword arguments (the SUT's function never sees it); a SQL target binds it
 #: in the statement below.
@@ -14,6 +16,21 @@ KNOB_PARAM = "perflab_knob"
 #: The statement appended to a SQLite transaction: pure VM work, nothing stored.
 SQLITE_STATEMENT = (f"WITH RECURSIVE perflab_knob_rows(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM perflab_knob_rows "
                     f"WHERE x < :{KNOB_PARAM}) SELECT count(*) FROM perflab_knob_rows")
+
+
+def add_parameter(transaction: dict[str, Any], units: int) -> None:
+    """A transaction (as a workload's dump holds it) carrying `units` of the knob as its parameter:
+    the kind's adapter turns it into work (a python target's: `python_work`)."""
+    transaction["params"] = {**(transaction.get("params") or {}), KNOB_PARAM: {"value": int(units)}}
+
+
+def add_sqlite_statement(transaction: dict[str, Any], units: int) -> None:
+    """A SQLite transaction running SQLITE_STATEMENT after its own, bound to `units` rows (a
+    transaction with no SQL runs none: it gets the parameter alone, which binds nothing)."""
+    if transaction.get("sql"):
+        statements = [transaction["sql"]] if isinstance(transaction["sql"], str) else list(transaction["sql"])
+        transaction["sql"] = [*statements, SQLITE_STATEMENT]
+    add_parameter(transaction, units)
 
 
 def python_work(units: int) -> int:

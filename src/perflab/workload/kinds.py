@@ -85,11 +85,16 @@ class TargetKind:
     #: its worker enforces a transaction's deadline itself (a command's process group is killed
     #: there), so the pool waits a grace longer before it kills the worker
     worker_deadline: bool = False
+    #: "module:name" of how a study adds a known cost to one of its transactions (study/knob.py:
+    #: `add(transaction, units)` on the transaction as the workload's dump holds it); None: a
+    #: study of this kind cannot measure its own bias. Only a kind run in perflab's workers, whose
+    #: per-transaction CPU the worker measures, can have one.
+    knob: str | None = None
 
     def refs(self) -> Iterator[tuple[str, str]]:
         """(field, "module:name") of every reference the line holds."""
         yield "runs", self.runs
-        for field in ("counts", "native"):
+        for field in ("counts", "native", "knob"):
             ref = getattr(self, field)
             if ref is not None:
                 yield field, ref
@@ -148,6 +153,9 @@ class KindRegistry:
                             f"workers has no `native` engine")
         if kind.counts is not None and not kind.network:
             raise KindError(f"{where}: driver counts are a network driver's; a kind run in perflab's workers has none")
+        if kind.knob is not None and kind.network:
+            raise KindError(f"{where}: a knob's truth is each transaction's CPU in perflab's worker; a network kind "
+                            f"has none")
         if kind.worker_deadline and kind.network:
             raise KindError(f"{where}: a network kind has no worker to enforce its deadline")
         for field, ref in kind.refs():
@@ -198,9 +206,10 @@ def words(names: Iterable[str]) -> str:
 
 _ADAPTERS = "perflab.drive.adapters"
 _LINES = [
-    TargetKind("sqlite", SqliteTarget, "sql", f"{_ADAPTERS}.sqlite:SqliteAdapter", pathlength="client_requests"),
+    TargetKind("sqlite", SqliteTarget, "sql", f"{_ADAPTERS}.sqlite:SqliteAdapter", pathlength="client_requests",
+               knob="perflab.sut.knob:add_sqlite_statement"),
     TargetKind("python", PythonTarget, "call", f"{_ADAPTERS}.python_call:PythonCallAdapter",
-               pathlength="client_requests"),
+               pathlength="client_requests", knob="perflab.sut.knob:add_parameter"),
     TargetKind("command", CommandTarget, "command", f"{_ADAPTERS}.command:CommandAdapter", pathlength="per_command",
                worker_deadline=True),
     TargetKind("postgres", PostgresTarget, "sql", f"{_ADAPTERS}.postgres:executor", network=True,
