@@ -54,6 +54,10 @@ def unsupported(workload: Workload) -> str | None:
                 f"per-transaction CPU it measures; not to a {kind.name} target")
     if workload.batch:
         return "a job stream has no per-transaction knob"
+    target = workload.target
+    if kind.network and (getattr(target, "server", None) is None or getattr(target, "connections", "") != "per_user"):
+        return (f"a {kind.name} target's per-transaction CPU is its backend's, read only on a server perflab starts "
+                f"with a connection per user")
     return None
 
 
@@ -95,6 +99,9 @@ def with_twins(workload: Workload, units: int) -> Workload:
                          for s in script["steps"]]
         data["scripts"].append(twin)
     data["pathlength"] = None
+    if KINDS.of(workload.target).network:
+        # the truth is each transaction's backend CPU, read on the Python path (target.backend_cpu)
+        data["target"]["backend_cpu"] = True
     return _validated(workload, data)
 
 

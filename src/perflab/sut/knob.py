@@ -33,6 +33,19 @@ def add_sqlite_statement(transaction: dict[str, Any], units: int) -> None:
     add_parameter(transaction, units)
 
 
+#: The statement appended to a PostgreSQL transaction: the executor's own work (a set-returning
+#: function counted), nothing stored.
+POSTGRES_STATEMENT = f"SELECT count(*) FROM generate_series(1, :{KNOB_PARAM})"
+
+
+def add_postgres_statement(transaction: dict[str, Any], units: int) -> None:
+    """A PostgreSQL transaction running POSTGRES_STATEMENT after its own, bound to `units` rows."""
+    if transaction.get("sql"):
+        statements = [transaction["sql"]] if isinstance(transaction["sql"], str) else list(transaction["sql"])
+        transaction["sql"] = [*statements, POSTGRES_STATEMENT]
+    add_parameter(transaction, units)
+
+
 def python_work(units: int) -> int:
     """`units` turns of an interpreted loop: the Python SUT's own kind of work (bytecode
     dispatch, integer objects), about 20-40 ns a turn. Returns its sum so nothing is elided."""

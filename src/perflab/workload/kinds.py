@@ -87,8 +87,9 @@ class TargetKind:
     worker_deadline: bool = False
     #: "module:name" of how a study adds a known cost to one of its transactions (study/knob.py:
     #: `add(transaction, units)` on the transaction as the workload's dump holds it); None: a
-    #: study of this kind cannot measure its own bias. Only a kind run in perflab's workers, whose
-    #: per-transaction CPU the worker measures, can have one.
+    #: study of this kind cannot measure its own bias. The knob's truth is each transaction's own
+    #: CPU: a kind run in perflab's workers (the worker measures it), or PostgreSQL's backend
+    #: (target.backend_cpu, a server perflab starts).
     knob: str | None = None
 
     def refs(self) -> Iterator[tuple[str, str]]:
@@ -153,9 +154,6 @@ class KindRegistry:
                             f"workers has no `native` engine")
         if kind.counts is not None and not kind.network:
             raise KindError(f"{where}: driver counts are a network driver's; a kind run in perflab's workers has none")
-        if kind.knob is not None and kind.network:
-            raise KindError(f"{where}: a knob's truth is each transaction's CPU in perflab's worker; a network kind "
-                            f"has none")
         if kind.worker_deadline and kind.network:
             raise KindError(f"{where}: a network kind has no worker to enforce its deadline")
         for field, ref in kind.refs():
@@ -214,7 +212,7 @@ _LINES = [
                worker_deadline=True),
     TargetKind("postgres", PostgresTarget, "sql", f"{_ADAPTERS}.postgres:executor", network=True,
                pathlength="server_backend", counts=f"{_ADAPTERS}.counts:CommitCounts",
-               native="perflab.drive.load.native_pg:NativePgEngine"),
+               native="perflab.drive.load.native_pg:NativePgEngine", knob="perflab.sut.knob:add_postgres_statement"),
     TargetKind("http", HttpTarget, "http", f"{_ADAPTERS}.http:executor", network=True,
                counts=f"{_ADAPTERS}.counts:ConnectionCounts", native="perflab.drive.load.native_http:NativeHttpEngine"),
     TargetKind("tcp", TcpTarget, "tcp", f"{_ADAPTERS}.tcp:executor", network=True,

@@ -184,6 +184,10 @@ class PostgresTarget(TargetModel):
                                   description="pool connections (default: placement.workers or 8)")
     prepared: bool = Field(default=True, description="prepare each statement once per connection")
     counters: bool = Field(default=True, description="sample pg_stat_database (sut.xact_commit, blks_read, blks_hit)")
+    backend_cpu: bool = Field(default=False, description="measure each transaction's CPU in its backend process "
+                              "(/proc/<pid>/schedstat before and after; a server perflab starts on this host, a "
+                              "connection per user, the Python path): the transactions' `cpu` column, as an "
+                              "in-process SUT's worker gives it")
 
     @classmethod
     def where(cls, data: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ statement's commit happens inside its one round trip and cannot be told apart.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections.abc import Callable
@@ -114,6 +115,9 @@ class PostgresExecutor:
         self._expired: set[asyncio.Task] = set()         # cancelled by the sweep, not yet answered
         self._sweeper: asyncio.TimerHandle | None = None
         self._prepared: dict[tuple[Any, int], list[tuple[Any, list[str]]]] = {}  # (connection, transaction)
+        # backend_cpu: each user's backend's CPU clock (ns) after its last transaction
+        self.backend_cpu = target.backend_cpu and self.per_user and target.server is not None
+        self._backend_ns: dict[Any, int] = {}
 
     def _connect_kwargs(self) -> dict[str, Any]:
         # statement_cache_size=0 when not prepared: every execution is parsed and planned anew.
@@ -127,6 +131,8 @@ class PostgresExecutor:
                 conns = await asyncio.gather(*(asyncpg.connect(self.dsn, **self._connect_kwargs())
                                                for _ in range(users)))
                 self.connections = dict(enumerate(conns))
+                for conn in conns:
+                    self._backend_clock(conn)
             else:
                 self.per_user = False
                 self.pool = await asyncpg.create_pool(self.dsn, min_size=self.pool_size, max_size=self.pool_size,
@@ -237,13 +243,32 @@ class PostgresExecutor:
                 task.cancel()
         self._sweeper = asyncio.get_running_loop().call_later(SWEEP_S, self._sweep) if self._in_flight else None
 
+    def _backend_clock(self, conn: Any) -> float:
+        """backend_cpu: the CPU the connection's backend used since its last reading, in seconds
+        (NaN: not measured). A backend is idle between its user's transactions, so the difference
+        across one transaction is that transaction's backend CPU (a backend's own periodic work, a
+        statistics flush, falls in whichever transaction it interrupts)."""
+        if not self.backend_cpu:
+            return math.nan
+        try:
+            with open(f"/proc/{conn.get_server_pid()}/schedstat", "rb") as stat:
+                now = int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return math.nan
+        last = self._backend_ns.get(conn)
+        self._backend_ns[conn] = now
+        return math.nan if last is None else (now - last) / 1e9
+
     async def execute(self, tx_index: int, params: dict | None, user: int = -1) -> Reply:
         try:
             if self.per_user:
                 conn = self.connections.get(user)
                 if conn is None or conn.is_closed():
                     conn = self.connections[user] = await asyncpg.connect(self.dsn, **self._connect_kwargs())
+                    self._backend_clock(conn)
                 first = await self._run_by_deadline(conn, tx_index, params)
+                if self.backend_cpu:
+                    return Reply(True, None, first, cpu=self._backend_clock(conn))
             else:
                 assert self.pool is not None  # made by open() when the users share a pool
                 async with self.pool.acquire() as conn:

@@ -77,6 +77,8 @@ def pg_reason(workload: Workload, executor: Any) -> str | None:
         return "prepared: false"
     if target.server is None:
         return "an existing server (target.dsn): its authentication is asyncpg's"
+    if target.backend_cpu:
+        return "backend_cpu: each transaction's backend CPU is read on the Python path"
     if str(target.server.settings.get("ssl", "off")).lower() in ("on", "true", "1", "yes"):
         return "ssl: on (the compiled loop speaks no TLS)"
     for tx, plan in zip(workload.transactions, executor.plans):
