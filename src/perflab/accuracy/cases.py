@@ -6,7 +6,9 @@ study configuration sets to add work to every transaction, linear from 0.
 * sqlite    -- the main job's workload on SQLite 3.40.1 through apsw, each transaction also
   counting `knob` rows of a recursive CTE;
 * postgres  -- debit-credit as one PL/pgSQL call (examples/postgres), the function first running
-  `knob` empty loop iterations.
+  `knob` empty loop iterations;
+* http      -- the known-cost HTTP server (perflab.sut.known_cost_http), each request also
+  turning `knob` rounds of an interpreted loop in the server.
 
 The knob's size for a given added cost is measured, not assumed (`calibrate_knob`): CPU per
 transaction at knob 0 and at a probe value, alone, gives the cost of one unit. The truth a study
@@ -72,6 +74,12 @@ CASES: dict[str, Case] = {
                      timing={"stagger": "0s", "stabilization": "8s", "measurement": "15s"},
                      description="PostgreSQL 15, debit-credit as one PL/pgSQL call, 4 users without think time",
                      fixed_users=4, per_transaction_cpu=False, target_kind="postgres"),
+    "http": Case("http", "accuracy/http-knob.yaml", "transactions.get.params.knob.value", 20000,
+                 start_users=8, max_users=8,
+                 timing={"stagger": "0s", "stabilization": "3s", "measurement": "12s"},
+                 description="the known-cost HTTP server (aiohttp), 8 users with 5 ms thinks, the knob's loop turns in "
+                             "the server",
+                 fixed_users=8, per_transaction_cpu=False, target_kind="http"),
 }
 #: The knob of the sqlite case sits in both transactions; a configuration sets both.
 SECOND_KNOB = {"sqlite": "transactions.branch_report.params.knob.value"}

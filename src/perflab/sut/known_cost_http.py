@@ -9,7 +9,10 @@ measured CPU per request -- as the known-cost injection of the python SUT does i
     python -m perflab.sut.known_cost_http --port 18090 --cost-us 200
 
 Started by a workload's `service` block (examples/http/known-cost.yaml). `GET /?cost_us=N`
-overrides the cost for one request; the body is `bytes` bytes long (default 64).
+overrides the cost for one request; `GET /?work=N` adds N turns of an interpreted loop
+(perflab.sut.knob.python_work: fixed work, not a CPU-time target, so a CPU shared with another
+server can magnify it -- the accuracy studies' HTTP knob); the body is `bytes` bytes long
+(default 64).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from perflab.extras import require
+from perflab.sut.knob import python_work
 from perflab.sut.synthetic import burn_user
 
 if TYPE_CHECKING:
@@ -32,9 +36,12 @@ def make_app(cost_us: float, body_bytes: int) -> web.Application:
     async def handle(request: web.Request) -> web.Response:
         try:
             cost = float(request.query.get("cost_us", cost_us))
+            work = int(request.query.get("work", 0))
         except ValueError:
-            return web.Response(status=400, text="cost_us: expected a number")
+            return web.Response(status=400, text="cost_us, work: expected numbers")
         burn_user(max(0.0, cost) / 1e6)
+        if work > 0:
+            python_work(work)
         return web.Response(body=body, content_type="application/octet-stream")
 
     app = web.Application()
