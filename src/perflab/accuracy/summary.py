@@ -277,12 +277,14 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
     loss WORSE, the width and the machine minutes -- over the `check` studies."""
     from perflab.accuracy.cases import CASES
 
-    rows: dict[tuple[str, str], CheckRow] = {}
+    rows: dict[tuple[str, str, str], CheckRow] = {}
     for r in results:
         if r.role != "check":
             continue
         kind = CASES[r.case].target_kind if r.case in CASES else r.case
-        row = rows.setdefault((r.arrangement, kind or r.case), CheckRow(r.arrangement, kind or r.case))
+        # one row per route too: a host's bound and a study's own are two claims to test apart
+        key = (r.arrangement, kind or r.case, r.route or "none")
+        row = rows.setdefault(key, CheckRow(r.arrangement, kind or r.case))
         row.studies += 1
         row.seconds += r.seconds
         if r.route:
@@ -301,4 +303,4 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
         elif t is not None and 1.0 - t.ratio >= 0.045:
             row.large += 1
             row.large_worse += r.verdict == "WORSE"
-    return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement))
+    return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement, sorted(c.routes)))
