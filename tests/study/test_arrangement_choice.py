@@ -66,3 +66,15 @@ def test_the_installed_package_holds_no_bias_bound():
 
     package = Path(perflab.__file__).parent
     assert not list(package.rglob("*bias*.json"))
+
+
+def test_perflab_bounds_shows_this_host_s_bounds_or_how_to_measure_them(tmp_path):
+    from cli_helpers import perflab
+
+    empty = perflab("bounds", "--store", tmp_path)
+    said = " ".join(empty.stdout.split())   # as read, not as the terminal wrapped it
+    assert empty.returncode == 0 and "no bias bound measured here" in said
+    assert "perflab accuracy --studies --quick" in said
+    write_bounds(tmp_path, HostIdentity.of(machine_fingerprint()), [_bound("duet", "sqlite")])
+    shown = " ".join(perflab("bounds", "--store", tmp_path).stdout.split())
+    assert "duet on sqlite: k -0.100 to +0.200" in shown and "95% prediction" in shown and "2 day(s)" in shown

@@ -657,6 +657,35 @@ def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, resul
 
 
 @app.command()
+def bounds(store: Path | None = StoreOpt) -> None:
+    """This host's bias bounds: what a duet's or split duet's intervals are widened by here.
+
+    A bound is measured on the machine it applies to (`perflab accuracy --studies --quick`) and
+    kept in the run store; a study on a host without one measures its own where it can (knob
+    blocks) and says so. Example: `perflab bounds --store perflab-runs`
+    """
+    from perflab.records.bias import HostIdentity
+    from perflab.store.bias import bounds_path, read_bounds
+    from perflab.store.catalog import Store
+    from perflab.sut.fingerprint import machine_fingerprint
+
+    home = Store(store).home
+    host = HostIdentity.of(machine_fingerprint())
+    stored = read_bounds(home, host)
+    out.print(f"this host: {escape(host.describe())} ({escape(bounds_path(home, host))})")
+    if stored is None or not stored.bounds:
+        out.print("no bias bound measured here: a duet or split duet measures its own in knob blocks where perflab "
+                  "can add a known cost (SQLite, python, PostgreSQL perflab starts), else states its own interval. "
+                  "`perflab accuracy --studies --quick` measures this host's duet bound for SQLite in about 15 "
+                  "minutes (--cases, --arrangements for others).")
+        return
+    for b in stored.bounds:
+        out.print(f"{b.arrangement} on {b.target}: k {b.k_low:+.3f} to {b.k_high:+.3f}, a {100 * b.a_low:+.2f} to "
+                  f"{100 * b.a_high:+.2f} points, a {100 * b.level:g}% prediction for the next study, from "
+                  f"{b.fit.studies} studies over {len(set(b.days))} day(s) ({', '.join(sorted(set(b.days)))})")
+
+
+@app.command()
 def metrics(
     markdown: bool = typer.Option(False, "--markdown", help="the reference as Markdown (docs/metrics.md)"),
 ) -> None:
