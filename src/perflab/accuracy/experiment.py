@@ -364,6 +364,16 @@ def host_of(doc, store: Store) -> dict[str, Any] | None:
     return None
 
 
+def fixed_users(calibrated: int | None, arrangement: str) -> int | None:
+    """The users a study of `arrangement` runs at when the plan fixes the load (`fixed_load`):
+    the load calibrated alone, as a calibrated study of that arrangement would share it -- half
+    each in a duet (the pair fills the CPU as one did alone: study/arrangement.pair_load); a
+    split duet's share depends on its drivers, so it calibrates (None)."""
+    if calibrated is None or arrangement == "split-duet":
+        return None
+    return max(1, calibrated // 2) if arrangement == "duet" else calibrated
+
+
 def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
                    on_progress: Callable[[str], None] = print) -> list[StudyResult]:
     """Every study of the plan not yet in `results`; returns all results (old and new)."""
@@ -410,7 +420,7 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
         on_progress(f"[{index}/{len(todo)}] {name}, {arrangement}, +{100 * effect:g}% (knob {knob_value}), "
                     f"repetition {repeat}")
         result = run_study(cases[name], examples, arrangement, effect, knob_value, repeat, plan, store,
-                           users.get(name) if plan.fixed_load else None)
+                           fixed_users(users.get(name), arrangement) if plan.fixed_load else None)
         result = result.model_copy(update={"session": session})
         _append(results, result)
         done.append(result)
