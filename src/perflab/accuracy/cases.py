@@ -36,8 +36,8 @@ class Case:
     #: A load every arrangement runs as it is (no calibration): a server driven without think
     #: time by a few users is busy whatever the load, and the seeds' 90% target does not apply.
     fixed_users: int | None = None
-    #: The SUT runs in perflab's workers, which measure each transaction's own CPU: its truth is
-    #: measured in mixed runs (perflab.accuracy.truth); else in alternating runs.
+    #: Each transaction's own CPU is measured (perflab's workers, or PostgreSQL's backend clock):
+    #: its truth is measured in mixed runs (perflab.accuracy.truth); else in alternating runs.
     per_transaction_cpu: bool = True
     #: The target kind whose studies use this case's bound on a host (perflab.store.bias): the case
     #: is that kind's SUT under a workload of its kind (the synthetic SUT is a python target: the
@@ -73,7 +73,7 @@ CASES: dict[str, Case] = {
                      start_users=4, max_users=4,
                      timing={"stagger": "0s", "stabilization": "8s", "measurement": "15s"},
                      description="PostgreSQL 15, debit-credit as one PL/pgSQL call, 4 users without think time",
-                     fixed_users=4, per_transaction_cpu=False, target_kind="postgres"),
+                     fixed_users=4, target_kind="postgres"),
     "http": Case("http", "accuracy/http-knob.yaml", "transactions.get.params.knob.value", 20000,
                  start_users=8, max_users=8,
                  timing={"stagger": "0s", "stabilization": "3s", "measurement": "12s"},

@@ -13,10 +13,12 @@ measured instead *inside one run*:
   of CPU is the knob's cost with the wander taken out; the base's whole CPU per transaction
   (PBT/CMD (S), the worker's own share included) is the same run's less the knob's share. The
   true ratio of PBT/CMD (S) at knob K is then 1 + delta / c0, of ITR (S) its inverse.
-* **alternating runs** (a server measured by its cgroup: PostgreSQL): the knob at 0 and at a
-  large probe in short runs, alone, one after the other, many times over; each adjacent pair's
-  ratio of PBT/CMD (S) -- a large added cost, so the wander is small beside it -- gives the cost
-  of one knob unit relative to the base.
+  PostgreSQL's backends are measured the same way, each transaction's CPU read from its
+  backend's own clock (target.backend_cpu);
+* **alternating runs** (a server whose per-request CPU perflab cannot read: the HTTP case): the
+  knob at 0 and at a large probe in short runs, alone, one after the other, many times over;
+  each adjacent pair's ratio of PBT/CMD (S) -- a large added cost, so the wander is small beside
+  it -- gives the cost of one knob unit relative to the base.
 
 Either way the result is the knob's relative cost per unit (`per_unit`, with its standard
 error), linear in the knob by construction (cases.py), from which the truth of any added cost
@@ -37,6 +39,7 @@ from perflab.accuracy.cases import Case, knob_changes
 from perflab.errors import InputError
 from perflab.store.catalog import Store
 from perflab.study.knob import TWIN, mixed_run_cost
+from perflab.workload.kinds import KINDS
 
 
 class TruthMeasurement(BaseModel):
@@ -104,7 +107,10 @@ def measure_mixed(case: Case, examples: Path, store: Store, knob: int, users: in
     from perflab.workload.model import Workload
 
     base = load_workload(case.path(examples))
-    workload = Workload.model_validate(_with_twins(base.model_dump(mode="json", by_alias=True), case, knob))
+    data = _with_twins(base.model_dump(mode="json", by_alias=True), case, knob)
+    if KINDS.of(base.target).network:
+        data["target"]["backend_cpu"] = True   # a server's per-transaction CPU: its backend's clock
+    workload = Workload.model_validate(data)
     values, ids = [], []
     for _ in range(runs):
         result = execute_run(RunRequest(workload=workload, workload_path=case.path(examples), users=users,
