@@ -14,7 +14,6 @@ from perflab.drive.pathlength.functions import (
     PERFLAB_CODE,
     CodeRange,
     function_name,
-    inclusive,
     median_part,
     object_name,
     profile_of,
@@ -117,14 +116,17 @@ def test_each_part_gives_its_functions_own_instructions_and_calls(tmp_path):
     step = ("apsw/__init__.cpython-311-x86_64-linux-gnu.so", "step")
     memcpy = ("libc.so.6", "memcpy")
     assert first.trigger == "Client Request: tx-0" and first.total == 210
-    # the clone and its recursion level are one function; its own: 50 + 30
+    # the clone and its recursion level are one function; its own: 50 + 30, 30 of it inner
     assert dict(first.own) == {main: 10, step: 80, memcpy: 120}
+    assert dict(first.inner) == {step: 30}
     assert sum(first.own.values()) == first.total
-    assert first.calls == {(main, step): [2, 200], (step, memcpy): [2, 120]}
+    ctx = {k: (*k, False) for k in (main, step, memcpy)}
+    assert first.calls == {(ctx[main], ctx[step]): [2, 200], (ctx[step], ctx[memcpy]): [2, 120]}
     assert first.files[step] == "/project/sqlite3/sqlite3.c"
     # callgrind's compressed names, and the other release's path: the same function
-    assert dict(second.own) == {main: 10, step: 80} and second.calls == {(main, step): [1, 80]}
-    assert inclusive(dict(first.own), first.calls) == {main: 210, step: 200, memcpy: 120}
+    assert dict(second.own) == {main: 10, step: 80} and second.calls == {(ctx[main], ctx[step]): [1, 80]}
+    # inclusive: the first activation's own and its calls' (step'2's own is inside nothing here)
+    assert dict(first.inclusive) == {main: 210, step: 50 + 120, memcpy: 120}
 
 
 def test_perflab_machine_code_is_named_from_the_map(tmp_path):
@@ -141,7 +143,7 @@ def test_the_empty_call_is_subtracted_function_by_function(tmp_path):
     written = write_functions(path, ["a", None], [], tmp_path)
     table = pq.read_table(tmp_path / FUNCTIONS_FILE).to_pandas()
     assert written == 3 and set(table.transaction) == {"a"}      # tx-1 is not counted
-    assert (table.transactions == 1).all()
+    assert (table["index"] == 0).all()
     own = dict(zip(table.function, table.exclusive))
     assert own["main"] == 10 and own["step"] == 80 and own["memcpy"] == 120
     assert own.get("0x0000000004dfd010", 0) == 0                 # the requests' own, taken out
@@ -159,10 +161,53 @@ def test_the_median_empty_call_is_the_one_subtracted(tmp_path):
 
 def test_a_profile_adds_transactions_by_name(tmp_path):
     path = _file(tmp_path, [("tx-0", TX, 210), ("tx-1", COMPRESSED, 90), ("tx-2", TX, 210)])
-    profile = profile_of(read_parts(path), ["x", "y", "x"], None)
-    assert profile.transactions == {"x": 2, "y": 1}
-    assert profile.own["x"][("libc.so.6", "memcpy")] == 240
+    profile = profile_of([(n, name, part) for n, (name, part) in enumerate(zip(["x", "y", "x"], read_parts(path)))],
+                         None)
+    assert profile.names == {0: "x", 1: "y", 2: "x"}
+    assert profile.own[2][("libc.so.6", "memcpy")] == 120
+    assert profile.calls["x"][(("python3.11", "main", False),
+                               ("apsw/__init__.cpython-311-x86_64-linux-gnu.so", "step", False))] == [4, 400]
     write_profile(profile, tmp_path)
     table = pq.read_table(tmp_path / FUNCTIONS_FILE).to_pandas()
     assert table.groupby("transaction").exclusive.sum().to_dict() == {"x": 420, "y": 90}
-    assert table[(table.transaction == "x") & (table.function == "main")].inclusive.item() == pytest.approx(420)
+    assert table.groupby("index").exclusive.sum().to_dict() == {0: 210, 1: 90, 2: 210}
+    main = table[(table["index"] == 0) & (table.function == "main")]
+    assert main.inclusive.item() == pytest.approx(210)
+    assert table[(table["index"] == 2) & (table.function == "step")].exclusive_inner.item() == 30
+
+
+# f re-enters itself through g (Python's interpreter through its call machinery): f -> g -> f'2.
+# Summing f and f'2's calls would count the inner f twice; the first activation's do not.
+RECURSIVE = """ob=/lib/libpython3.11.so
+fl=ceval.c
+fn=f
+0 10
+cfn=g
+calls=1 0
+0 100
+
+fn=g
+0 20
+cfn=f'2
+calls=1 0
+0 80
+
+fn=f'2
+0 50
+cob=/lib/libc.so.6
+cfn=memcpy
+calls=1 0
+0 30
+
+ob=/lib/libc.so.6
+fn=memcpy
+0 30
+"""
+
+
+def test_a_function_that_re_enters_itself_is_counted_once_in_its_inclusive(tmp_path):
+    (part,) = read_parts(_file(tmp_path, [("tx-0", RECURSIVE, 110)]))
+    f, g, memcpy = ("libpython3.11.so", "f"), ("libpython3.11.so", "g"), ("libc.so.6", "memcpy")
+    assert dict(part.own) == {f: 60, g: 20, memcpy: 30} and part.inner[f] == 50
+    assert dict(part.inclusive) == {f: 110, g: 100, memcpy: 30}   # never above the total
+    assert ((*g, False), (*f, True)) in part.calls

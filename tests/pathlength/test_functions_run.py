@@ -76,7 +76,10 @@ def _run(tmp_path, store, text):
     summed = functions.groupby("transaction").exclusive.sum()
     for name, values in counts[counts.ok].groupby("transaction").instructions:
         assert summed[name] == pytest.approx(values.sum(), abs=1), name
-        assert (functions[functions.transaction == name].transactions == len(values)).all()
+        assert functions[functions.transaction == name]["index"].nunique() == len(values)
+    # and each one's, by its number in the pass
+    each = functions.groupby("index").exclusive.sum()
+    assert each.to_numpy() == pytest.approx(counts.instructions[counts.ok].to_numpy(), abs=1)
     return record, functions, pq.read_table(run_dir / CALLS_FILE).to_pandas()
 
 
@@ -84,13 +87,16 @@ def _run(tmp_path, store, text):
 def test_the_known_loop_is_a_function_of_its_own_counted_to_the_instruction(tmp_path, store):
     record, functions, calls = _run(tmp_path, store, KNOWN)
     loop = functions[(functions.object == PERFLAB_CODE) & (functions.function == NAME)]
-    per_name = dict(zip(loop.transaction, loop.exclusive))
-    assert per_name == {"short": 4 * loop_instructions(SHORT), "long": 4 * loop_instructions(LONG)}
+    # every counted transaction's own, to the instruction
+    assert sorted(loop.groupby("transaction").exclusive.unique().map(list).items()) == \
+        [("long", [loop_instructions(LONG)]), ("short", [loop_instructions(SHORT)])]
+    assert (loop.groupby("transaction").size() == 4).all()
+    per_name = loop.groupby("transaction").exclusive.sum().to_dict()
     assert (loop.inclusive == loop.exclusive).all()     # it calls nothing
     # it is the largest function by far, and ctypes' call into it carries its count
     for name in ("short", "long"):
-        mine = functions[functions.transaction == name]
-        assert mine.sort_values("exclusive").function.iloc[-1] == NAME
+        mine = functions[functions.transaction == name].groupby("function").exclusive.sum()
+        assert mine.sort_values().index[-1] == NAME
         into = calls[(calls.transaction == name) & (calls.callee == NAME)]
         assert into.inclusive.sum() == per_name[name]
     # the requests' own code is taken out with the empty calls
@@ -102,7 +108,7 @@ def test_the_known_loop_is_a_function_of_its_own_counted_to_the_instruction(tmp_
 def test_sqlite_through_apsw_is_counted_per_function(tmp_path, store):
     _record, functions, _calls = _run(tmp_path, store, SQLITE)
     apsw = functions[functions.object.str.startswith("apsw/")]
-    scan = functions[functions.transaction == "scan"].set_index("function")
+    scan = functions[functions.transaction == "scan"].groupby("function")[["exclusive", "inclusive"]].sum()
     # the interpreter of SQLite's bytecode does the scan: every row goes through it
     assert scan.loc["sqlite3VdbeExec"].exclusive > 20 * 20_000 / 3
     assert scan.loc["sqlite3_step"].inclusive > 0.8 * scan.exclusive.sum()

@@ -21,6 +21,7 @@ from pydantic import Field, field_validator, model_validator
 from perflab.caveats import Caveat, as_caveat
 from perflab.records.bias import BiasRoute
 from perflab.records.documents import read_json, validate
+from perflab.records.pathlength_diff import PathlengthDiff
 from perflab.records.run import Record
 
 STUDY_FORMAT = 2
@@ -447,6 +448,12 @@ class StudyDocument(Record):
     verdict: StudyVerdict | None = Field(default=None, description='the answer and the exit code')
     aa: AAResult | None = Field(default=None, description="an A/A study's dimensioning")
     noise: list[NoiseRow] = Field(default_factory=list, description="where the primary metrics' noise comes from")
+    pathlength_diffs: list[PathlengthDiff] = Field(default_factory=list, description="where the pathlength went: "
+                                                   "each comparison's change in instructions per command, function by "
+                                                   "function, from its runs' counted passes (records/pathlength_diff.py)")
+
+    def pathlength_diff(self, base: str, new: str) -> PathlengthDiff | None:
+        return next((d for d in self.pathlength_diffs if d.base == base and d.new == new), None)
 
     _warnings = field_validator("warnings", mode="before")(classmethod(lambda cls, v: _caveat_list(v)))
 

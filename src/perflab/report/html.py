@@ -1,12 +1,15 @@
 """report.html: the same content as report.md, plus the charts, in one self-contained file.
 
 Rendered with jinja2 with autoescape on for everything (configuration names, warnings and
-workload descriptions are user text). The one exception is the charts' SVG, which matplotlib
-wrote and escapes itself; it is marked safe here, in one place.
+workload descriptions are user text). The exceptions are the charts' SVG, which matplotlib
+wrote and escapes itself, the flame graph's script (perflab's own file) and its data (JSON with
+every '<' escaped, report/pathlength_diff.py); they are marked safe here and in the template.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Any
 
@@ -15,6 +18,7 @@ from markupsafe import Markup
 
 from perflab.records.study import StudyDocument
 from perflab.report import charts as charts_module
+from perflab.report import pathlength_diff
 from perflab.report import view as v
 from perflab.safe_text import visible
 
@@ -59,5 +63,10 @@ def render_html(study: StudyDocument) -> str:
         if chart.svg is not None:
             chart.svg = Markup(chart.svg)  # matplotlib's own output, text already escaped
     template = environment().get_template("report.html.j2")
-    return template.render(sv=v.study_view(study), charts=charts,
-                           sections={key: title for key, title in v.SECTIONS})
+    sv = v.study_view(study)
+    script = ""
+    if any(c.pathlength is not None and c.pathlength.flame for c in sv.comparisons):
+        script = pathlength_diff.flame_script()
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    return template.render(sv=sv, charts=charts, sections={key: title for key, title in v.SECTIONS},
+                           flame_script=Markup(script), flame_hash=f"sha256-{digest}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from perflab.records.study import StudyDocument
 from perflab.report import view as v
+from perflab.report.pathlength_diff import TITLE, PathlengthView
 from perflab.safe_text import visible
 
 _INLINE = re.compile(
@@ -76,6 +77,17 @@ def data_table(data: v.DataTable) -> list[str]:
     return table(data.columns, rows)
 
 
+def pathlength(p: PathlengthView) -> list[str]:
+    """Where the pathlength went: its tables; the flame graph is the HTML report's."""
+    out = [f"#### {escape(TITLE)}", ""]
+    for line in p.summary:
+        out += [escape(line), ""]
+    for t in p.tables:
+        out += [f"{escape(t.title)}:", "", *table(t.columns, t.rows), ""]
+    out += [f"_{escape(note)}_" for note in p.notes] + [""]
+    return out
+
+
 def comparison(c: v.ComparisonView) -> list[str]:
     """One comparison under its own heading ("base → new"), as the seeds give each
     measurement group its own section."""
@@ -92,6 +104,8 @@ def comparison(c: v.ComparisonView) -> list[str]:
         out += [escape(paragraph), ""]
     out += [f"### {titles['data']}", "", f"Base: {escape(c.base)}. New: {escape(c.new)}.", "", *data_table(c.data), ""]
     out += [f"_{escape(note)}_" for note in c.data.legend] + [""]
+    if c.pathlength is not None:
+        out += pathlength(c.pathlength)
     out += ["#### Design", "", *fields(c.design), ""]
     out += ["#### Runs", "", *table(c.runs.columns, c.runs.rows), ""]
     out += ["#### Warnings", ""]

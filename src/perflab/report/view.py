@@ -15,9 +15,10 @@ from typing import Any
 
 from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
-from perflab.report import discussion
+from perflab.report import discussion, pathlength_diff
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
+from perflab.report.pathlength_diff import PathlengthView
 from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 #: The legacy continuity column of statistics-and-capacity.md §5.5 (same text as
@@ -74,6 +75,7 @@ class ComparisonView:
     design: list[tuple[str, str]]
     runs: Table
     warnings: list[str]
+    pathlength: PathlengthView | None = None   # where the pathlength went (report/pathlength_diff.py)
 
 
 @dataclass
@@ -561,6 +563,7 @@ def comparison_view(study: StudyDocument, comparison: ComparisonRecord, index: i
         discussion=discussion.paragraphs(discussion.discuss(study, comparison)),
         data=data_table(study, comparison), design=design_fields(study, comparison),
         runs=runs_table(study, configs), warnings=warnings_of(study, comparison),
+        pathlength=pathlength_diff.view(study, comparison, "" if index == 0 else f"-{index + 1}"),
     )
 
 

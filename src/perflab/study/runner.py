@@ -37,6 +37,7 @@ from perflab.records.study import (
     SweepPoint,
     SweepRecord,
 )
+from perflab.reduce.function_diff import study_diffs
 from perflab.reduce.reduce import reduce_run
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.noise import power
@@ -598,6 +599,7 @@ class StudyRunner:
             self.builder.warn(caveat)
         if self.options.aa:
             doc.aa = aa_result(doc)
+        doc.pathlength_diffs = study_diffs(doc, self.store.run_dir)   # where the pathlength went
         doc.status = "interrupted" if self.interrupted else "complete"
         doc.reason = self.interrupted
         doc.finished = now_iso()

@@ -49,4 +49,5 @@ class MachineCode:
         self._page.write(code)
         address = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
         _PAGES.append((address, len(code), name))
+        self.address = address   # the page's first byte: another entry into it is address + offset
         self.function: Callable[..., Any] = ctypes.CFUNCTYPE(restype, *argtypes)(address)

@@ -102,7 +102,7 @@ def _count(inputs: PassInputs, method: PathlengthMethod, record: PathlengthRecor
     command = (worker_command(spec_path, callgrind_file) if method == "client_requests"
                else [sys.executable, "-m", "perflab.drive.pathlength.worker", str(spec_path)])
     log = pass_dir / "worker.log"
-    code = _run(command, log, settings.timeout)
+    code = _run(command, log, settings.timeout, inputs.seed)
     if code is None:
         record.reason = f"the counted pass did not finish within {settings.timeout:g} s (pathlength.timeout)"
         return
@@ -230,12 +230,18 @@ def _prepare(workload: Workload, data: dict, inputs: PassInputs, pass_dir: Path)
         adapter_class(workload.target.kind).prepare(workload, inputs.workload_dir, pass_dir)
 
 
-def _run(command: list[str], log: Path, timeout: float) -> int | None:
+def _run(command: list[str], log: Path, timeout: float, seed: int) -> int | None:
     """The worker's exit status, or None when it outlasted `timeout` (its process group killed).
-    perflab itself is put on its import path: the worker is a plain subprocess, not a spawned one."""
+    perflab itself is put on its import path: the worker is a plain subprocess, not a spawned one;
+    its hash seed is the run's."""
     env = dict(os.environ)
     source = str(Path(perflab.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH")) if p)
+    # Python's string hashes from the run's seed, not the process's chance: dictionaries probe
+    # the same way in both configurations of a block (same seed), so a count moves only with
+    # the code (the noise of a per-function count, docs/workloads.md#pathlength); the blocks'
+    # seeds still vary it. A workload that sets PYTHONHASHSEED itself keeps its own.
+    env.setdefault("PYTHONHASHSEED", str(seed % 4294967296))
     with open(log, "wb") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)

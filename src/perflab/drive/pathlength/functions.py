@@ -7,8 +7,9 @@ during that call (callgrind's `calls=` lines). This module reads those parts bac
 function -- so the per-function count costs the pass no second run, only this reading -- and
 writes two tables beside pathlength.parquet:
 
-* `pathlength_functions.parquet`: per transaction name and function, the exclusive and inclusive
-  instructions summed over that name's counted transactions;
+* `pathlength_functions.parquet`: per counted transaction and function, its exclusive and
+  inclusive instructions (and the part of the exclusive ones in the function's inner
+  activations, below): a study pairs the two configurations' counts transaction by transaction;
 * `pathlength_calls.parquet`: per transaction name, caller and callee, the calls and the
   callee's instructions during them (what a flame graph is drawn from).
 
@@ -24,10 +25,15 @@ they were cloned from, as a release that stops cloning it has not removed it. Co
 that perflab itself wrote (sut/machine_code.py: the known loop, the client requests) is named by
 the map of that code the counted worker hands back.
 
-Inclusive counts are callgrind's: a function's own instructions plus those of the calls it made
-to other functions. A function that re-enters itself through another (Python's interpreter:
-`_PyEval_EvalFrameDefault` -> ... -> `_PyEval_EvalFrameDefault`) has the inner calls counted again,
-as callgrind_annotate counts them; a function that calls itself directly does not.
+Inclusive counts are exact, recursion included. callgrind keeps a function's first activation on
+the stack apart from the ones inside it (`--separate-recs`, 2 by default: `f` and `f'2`, whether
+f re-entered itself directly or through others, as Python's interpreter does:
+`_PyEval_EvalFrameDefault` -> `_PyFunction_Vectorcall` -> `_PyEval_EvalFrameDefault'2`). A
+function's inclusive count is its first activations' own instructions and their calls' -- the
+inner activations are inside those calls -- so nothing is counted twice. Summing `f` and `f'2`'s
+calls instead would count the inner ones again (by half as much again for the main job's
+debit-credit). The calls table keeps the two apart (`caller_recursive`, `callee_recursive`), so a
+flame graph drawn from it keeps the outermost frames apart from the inner ones.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ _CLONE = re.compile(r"\.(?:constprop|isra|part|cold|lto_priv|localalias)(?:\.\d+
 _ADDRESS = re.compile(r"^0x([0-9a-fA-F]+)")
 
 Key = tuple[str, str]   # (object, function)
+Context = tuple[str, str, bool]   # (object, function, an inner activation: callgrind's f'2)
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,10 @@ class PartFunctions:
 
     trigger: str
     total: int = 0
-    own: dict[Key, int] = field(default_factory=lambda: defaultdict(int))
-    calls: dict[tuple[Key, Key], list[int]] = field(default_factory=dict)   # [calls, inclusive]
+    own: dict[Key, int] = field(default_factory=lambda: defaultdict(int))        # every activation's
+    inner: dict[Key, int] = field(default_factory=lambda: defaultdict(int))      # the inner activations' own
+    inclusive: dict[Key, int] = field(default_factory=lambda: defaultdict(int))  # the first activations'
+    calls: dict[tuple[Context, Context], list[int]] = field(default_factory=dict)   # [calls, inclusive]
     files: dict[Key, str] = field(default_factory=dict)                     # the source file of each function
 
 
@@ -126,21 +135,23 @@ def read_parts(path: Path, code: Sequence[CodeRange] = ()) -> list[PartFunctions
 
 def _parts(path: Path, code: Sequence[CodeRange]) -> Iterator[PartFunctions]:
     objects, files, functions = _Names(), _Names(), _Names()
-    renamed: dict[tuple[str, str], Key] = {}
+    renamed: dict[tuple[str, str], Context] = {}
 
-    def key(obj: str, fn: str) -> Key:
+    def context(obj: str, fn: str) -> Context:
         cached = renamed.get((obj, fn))
         if cached is None:
-            cached = renamed[(obj, fn)] = _key(obj, fn, code)
+            key = _key(obj, fn, code)
+            cached = renamed[(obj, fn)] = (key[0], key[1], bool(_RECURSION.search(fn)))
         return cached
 
     part: PartFunctions | None = None
     positions, ir_index = 1, 0
     ob = fl = ""
-    current: Key = (NO_OBJECT, "???")
+    current: Context = (NO_OBJECT, "???", False)
+    current_key: Key = current[:2]
     cob: str | None = None
     cfn: str | None = None
-    pending_call: tuple[Key, int] | None = None
+    pending_call: tuple[Context, int] | None = None
     with open(path, errors="replace") as handle:
         for line in handle:
             first = line[:1]
@@ -158,19 +169,26 @@ def _parts(path: Path, code: Sequence[CodeRange]) -> Iterator[PartFunctions]:
                     else:
                         entry[0] += count
                         entry[1] += value
+                    if not current[2] and callee != current:
+                        part.inclusive[current_key] += value
                 else:
-                    part.own[current] += value
+                    part.own[current_key] += value
+                    if current[2]:
+                        part.inner[current_key] += value
+                    else:
+                        part.inclusive[current_key] += value
                 continue
             if line.startswith("fn="):
-                current = key(ob, functions.read(line[3:]))
+                current = context(ob, functions.read(line[3:]))
+                current_key = (current[0], current[1])
                 if part is None:
                     part = PartFunctions("")
-                if current not in part.files:
-                    part.files[current] = fl
+                if current_key not in part.files:
+                    part.files[current_key] = fl
             elif line.startswith("cfn="):
                 cfn = functions.read(line[4:])
             elif line.startswith("calls="):
-                callee = key(cob if cob is not None else ob, cfn or "???")
+                callee = context(cob if cob is not None else ob, cfn or "???")
                 pending_call = (callee, int(line[6:].split()[0]))
                 cob = cfn = None
             elif line.startswith("cob="):
@@ -217,32 +235,34 @@ def _key(obj: str, fn: str, code: Sequence[CodeRange]) -> Key:
 
 @dataclass
 class Profile:
-    """Per transaction name: each function's exclusive instructions and each call's, summed over
-    the name's counted transactions (the empty call's part subtracted from each)."""
+    """Each counted transaction's functions -- their own instructions (and the part in inner
+    activations) and inclusive ones, the empty call's part subtracted -- by its number in the
+    pass; and per transaction name, each call's instructions summed over that name's transactions."""
 
-    own: dict[str, dict[Key, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
-    calls: dict[str, dict[tuple[Key, Key], list[float]]] = field(default_factory=lambda: defaultdict(dict))
+    names: dict[int, str] = field(default_factory=dict)
+    own: dict[int, dict[Key, float]] = field(default_factory=dict)
+    inner: dict[int, dict[Key, float]] = field(default_factory=dict)
+    inclusive: dict[int, dict[Key, float]] = field(default_factory=dict)
+    calls: dict[str, dict[tuple[Context, Context], list[float]]] = field(default_factory=lambda: defaultdict(dict))
     files: dict[Key, str] = field(default_factory=dict)
-    transactions: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, name: str, part: PartFunctions, empty: PartFunctions | None) -> None:
-        own, calls = self.own[name], self.calls[name]
-        for k, v in part.own.items():
-            own[k] += v
-        for edge, (count, inclusive) in part.calls.items():
-            entry = calls.setdefault(edge, [0.0, 0.0])
-            entry[0] += count
-            entry[1] += inclusive
-        if empty is not None:
-            for k, v in empty.own.items():
-                own[k] -= v
-            for edge, (count, inclusive) in empty.calls.items():
+    def add(self, index: int, name: str, part: PartFunctions, empty: PartFunctions | None) -> None:
+        self.names[index] = name
+        calls = self.calls[name]
+        tables = (self.own.setdefault(index, defaultdict(float)), self.inner.setdefault(index, defaultdict(float)),
+                  self.inclusive.setdefault(index, defaultdict(float)))
+        for sign, source in ((1, part), (-1, empty)):
+            if source is None:
+                continue
+            for mine, theirs in zip(tables, (source.own, source.inner, source.inclusive)):
+                for k, v in theirs.items():
+                    mine[k] += sign * v
+            for edge, (count, inclusive) in source.calls.items():
                 entry = calls.setdefault(edge, [0.0, 0.0])
-                entry[0] -= count
-                entry[1] -= inclusive
+                entry[0] += sign * count
+                entry[1] += sign * inclusive
         for k, f in part.files.items():
             self.files.setdefault(k, f)
-        self.transactions[name] += 1
 
 
 def median_part(parts: Sequence[PartFunctions]) -> PartFunctions | None:
@@ -253,80 +273,56 @@ def median_part(parts: Sequence[PartFunctions]) -> PartFunctions | None:
     return next(p for p in parts if p.total == middle)
 
 
-def profile_of(parts: Sequence[PartFunctions], names: Sequence[str | None], empty: PartFunctions | None) -> Profile:
-    """The profile of the counted transactions: `parts[i]` is transaction i's dump, `names[i]`
-    its name (None: not counted -- it failed, or has no dump)."""
+def profile_of(counted: Sequence[tuple[int, str | None, PartFunctions]], empty: PartFunctions | None) -> Profile:
+    """The profile of the counted transactions: (its number in the pass, its name -- None: not
+    used, it failed or has no count -- and its dump)."""
     profile = Profile()
-    for part, name in zip(parts, names):
+    for index, name, part in counted:
         if name is not None:
-            profile.add(name, part, empty)
+            profile.add(index, name, part, empty)
     return profile
-
-
-def inclusive(own: dict[Key, float], calls: dict[tuple[Key, Key], list[float]]) -> dict[Key, float]:
-    """callgrind's inclusive count: own instructions plus the calls' to other functions."""
-    out = dict(own)
-    for (caller, callee), (_count, cost) in calls.items():
-        if caller != callee:
-            out[caller] = out.get(caller, 0.0) + cost
-    return out
 
 
 def write_profile(profile: Profile, run_dir: Path) -> int:
     """pathlength_functions.parquet and pathlength_calls.parquet; the functions written."""
-    t_names: list[str] = []
-    objects: list[str] = []
-    functions: list[str] = []
-    files: list[str] = []
-    own_values: list[float] = []
-    incl_values: list[float] = []
-    for name in sorted(profile.own):
-        own = profile.own[name]
-        incl = inclusive(own, profile.calls.get(name, {}))
+    rows: dict[str, list] = {k: [] for k in ("transaction", "index", "object", "function", "file", "exclusive",
+                                             "exclusive_inner", "inclusive")}
+    for index in sorted(profile.own):
+        own, inner, incl = profile.own[index], profile.inner[index], profile.inclusive[index]
         for k in sorted(set(own) | set(incl)):
             if own.get(k, 0.0) == 0 and incl.get(k, 0.0) == 0:
                 continue   # only in the empty call, taken out whole
-            t_names.append(name)
-            objects.append(k[0])
-            functions.append(k[1])
-            files.append(profile.files.get(k, ""))
-            own_values.append(float(own.get(k, 0.0)))
-            incl_values.append(float(incl.get(k, 0.0)))
-    counts = [profile.transactions[n] for n in t_names]
+            for column, value in zip(rows, (profile.names[index], index, k[0], k[1], profile.files.get(k, ""),
+                                            float(own.get(k, 0.0)), float(inner.get(k, 0.0)),
+                                            float(incl.get(k, 0.0)))):
+                rows[column].append(value)
     pq.write_table(pa.table({
-        "transaction": arrow_arrays.strings(t_names),
-        "transactions": arrow_arrays.numbers(counts, pa.int32()),
-        "object": arrow_arrays.strings(objects),
-        "function": arrow_arrays.strings(functions),
-        "file": arrow_arrays.strings(files),
-        "exclusive": arrow_arrays.numbers(own_values, pa.float64()),
-        "inclusive": arrow_arrays.numbers(incl_values, pa.float64()),
+        "transaction": arrow_arrays.strings(rows["transaction"]),
+        "index": arrow_arrays.numbers(rows["index"], pa.int32()),
+        "object": arrow_arrays.strings(rows["object"]),
+        "function": arrow_arrays.strings(rows["function"]),
+        "file": arrow_arrays.strings(rows["file"]),
+        "exclusive": arrow_arrays.numbers(rows["exclusive"], pa.float64()),
+        "exclusive_inner": arrow_arrays.numbers(rows["exclusive_inner"], pa.float64()),
+        "inclusive": arrow_arrays.numbers(rows["inclusive"], pa.float64()),
     }), run_dir / FUNCTIONS_FILE)
-    c_names: list[str] = []
-    c_objects: list[str] = []
-    c_callers: list[str] = []
-    e_objects: list[str] = []
-    e_callees: list[str] = []
-    c_counts: list[float] = []
-    c_costs: list[float] = []
+    columns: dict[str, list] = {k: [] for k in ("transaction", "caller_object", "caller", "caller_recursive",
+                                                 "callee_object", "callee", "callee_recursive", "calls", "inclusive")}
     for name in sorted(profile.calls):
         for (caller, callee), (count, cost) in sorted(profile.calls[name].items()):
             if caller == callee or (count == 0 and cost == 0):
                 continue
-            c_names.append(name)
-            c_objects.append(caller[0])
-            c_callers.append(caller[1])
-            e_objects.append(callee[0])
-            e_callees.append(callee[1])
-            c_counts.append(float(count))
-            c_costs.append(float(cost))
+            for column, value in zip(columns, (name, *caller, *callee, float(count), float(cost))):
+                columns[column].append(value)
     pq.write_table(pa.table({
-        "transaction": arrow_arrays.strings(c_names),
-        "caller_object": arrow_arrays.strings(c_objects),
-        "caller": arrow_arrays.strings(c_callers),
-        "callee_object": arrow_arrays.strings(e_objects),
-        "callee": arrow_arrays.strings(e_callees),
-        "calls": arrow_arrays.numbers(c_counts, pa.float64()),
-        "inclusive": arrow_arrays.numbers(c_costs, pa.float64()),
+        "transaction": arrow_arrays.strings(columns["transaction"]),
+        "caller_object": arrow_arrays.strings(columns["caller_object"]),
+        "caller": arrow_arrays.strings(columns["caller"]),
+        "caller_recursive": arrow_arrays.booleans(columns["caller_recursive"]),
+        "callee_object": arrow_arrays.strings(columns["callee_object"]),
+        "callee": arrow_arrays.strings(columns["callee"]),
+        "callee_recursive": arrow_arrays.booleans(columns["callee_recursive"]),
+        "calls": arrow_arrays.numbers(columns["calls"], pa.float64()),
+        "inclusive": arrow_arrays.numbers(columns["inclusive"], pa.float64()),
     }), run_dir / CALLS_FILE)
-    return len(set(zip(objects, functions)))
+    return len(set(zip(rows["object"], rows["function"])))

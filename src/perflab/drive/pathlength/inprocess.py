@@ -61,6 +61,5 @@ def write_functions(callgrind_file: Path, names: list[str | None], code: list[Co
     empty = median_part([parts[f"null-{n}"] for n in range(nulls) if f"null-{n}" in parts])
     if empty is None:
         raise ValueError(f"{callgrind_file.name} has no dump of the client requests")
-    counted = [(parts[f"tx-{n}"], name) for n, name in enumerate(names) if f"tx-{n}" in parts]
-    profile = profile_of([p for p, _ in counted], [name for _, name in counted], empty)
+    profile = profile_of([(n, name, parts[f"tx-{n}"]) for n, name in enumerate(names) if f"tx-{n}" in parts], empty)
     return write_profile(profile, run_dir)

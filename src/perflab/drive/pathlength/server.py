@@ -89,7 +89,8 @@ def write_backend_functions(backend_file: Path, names: list[str | None], run_dir
     dumps = [p for p in read_parts(backend_file) if p.trigger == _TRIGGER]
     if len(dumps) != 2 + nulls + len(names):
         raise ValueError(f"the backend's file has {len(dumps)} dumps at {MARKER_FUNCTION}(), not {2 + nulls + len(names)}")
-    profile = profile_of(dumps[2 + nulls:], names, median_part(dumps[2:2 + nulls]))
+    profile = profile_of([(n, name, part) for n, (name, part) in enumerate(zip(names, dumps[2 + nulls:]))],
+                         median_part(dumps[2:2 + nulls]))
     return write_profile(profile, run_dir)
 
 

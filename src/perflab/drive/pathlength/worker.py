@@ -79,6 +79,7 @@ class _CommandFunctions:
         self.pending: Any = None
         self.seconds = 0.0
         self.error: str | None = None
+        self.counted = 0     # the counted transaction's number in the pass
         adapter.count_functions(self.read)   # the command adapter's callgrind mode
 
     def read(self, paths: list[Path]) -> None:
@@ -96,8 +97,10 @@ class _CommandFunctions:
             self.error = f"{type(exc).__name__}: {exc}"[:300]
             return
         for part in parts:
-            for key, value in part.own.items():
-                whole.own[key] += value
+            for mine, theirs in ((whole.own, part.own), (whole.inner, part.inner),
+                                 (whole.inclusive, part.inclusive)):
+                for key, value in theirs.items():
+                    mine[key] += value
             for edge, (count, cost) in part.calls.items():
                 entry = whole.calls.setdefault(edge, [0, 0])
                 entry[0] += count
@@ -110,8 +113,9 @@ class _CommandFunctions:
 
     def take(self, tx_index: int, used: bool) -> None:
         if self.pending is not None and used:
-            self.profile.add(self.names[tx_index], self.pending, None)
+            self.profile.add(self.counted, self.names[tx_index], self.pending, None)
         self.pending = None
+        self.counted += 1
 
     def write(self, run_dir: Path, out: str) -> None:
         import time
