@@ -173,3 +173,19 @@ def test_a_study_without_per_function_counts_has_no_section_and_no_script():
     assert "Where the pathlength went" not in render_markdown(doc)
     html = render_html(doc)
     assert "<script" not in html and "script-src" not in html
+
+
+def test_a_page_generates_its_tables_of_where_the_pathlength_went_from_the_record():
+    from perflab.errors import InputError
+    from perflab.report.book.tables import make_table
+
+    doc = _document(_diff(loop=2002.0))
+    functions = make_table("pathlength-functions", doc, [])
+    assert functions.columns[:5] == ["function", "library", "object", "A", "B"]
+    assert functions.rows[0][:6] == ["perflab_known_loop", "perflab (its machine code)", "(perflab machine code)", "0",
+                                     "2,002", "+2,002"]
+    assert make_table("pathlength-libraries", doc, []).rows[0][0] == "perflab (its machine code)"
+    assert make_table("pathlength-transactions", doc, []).rows == [["tx", "4", "1,170", "3,172", "+171.1%"]]
+    doc.pathlength_diffs = []
+    with pytest.raises(InputError, match="no per-function counts"):
+        make_table("pathlength-inclusive", doc, [])

@@ -11,7 +11,10 @@ Kinds:
 * `medians`: per configuration, the median of its valid runs' values of the chosen metrics (a
   page's "medians of the runs");
 * `runs`: the run rows themselves (run id, configuration, block, validity, the chosen metrics);
-* `suite`: the LSPR table of a suite: a row per workload and the Average.
+* `suite`: the LSPR table of a suite: a row per workload and the Average;
+* `pathlength-libraries`, `pathlength-functions`, `pathlength-inclusive`, `pathlength-transactions`:
+  where the pathlength went (report/pathlength_diff.py), the report's own tables of it -- by
+  library, by function (its own instructions, or inclusive) and by transaction.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ from perflab.errors import InputError
 from perflab.records.study import StudyDocument
 from perflab.records.suite import SuiteDocument
 from perflab.report import numbers as fmt
+from perflab.report.pathlength_diff import build
 from perflab.report.suite import summary_table
 from perflab.report.view import interval_cell, verdict_cell
 
-KINDS = ("comparison", "medians", "runs", "suite")
+#: where the pathlength went: each kind's table of report/pathlength_diff.py's view
+PATHLENGTH_KINDS = {"pathlength-libraries": "libraries", "pathlength-functions": "exclusive",
+                    "pathlength-inclusive": "inclusive", "pathlength-transactions": "transactions"}
+KINDS = ("comparison", "medians", "runs", "suite", *PATHLENGTH_KINDS)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,24 @@ def suite_table(suite: SuiteDocument) -> PageTable:
     return PageTable(made.columns, made.rows)
 
 
+def pathlength_table(study: StudyDocument, kind: str) -> PageTable:
+    """One of where the pathlength went's tables, for each comparison counted per function (a
+    first column names the comparison when there are several)."""
+    if not study.pathlength_diffs:
+        raise InputError("the study's record has no per-function counts (where the pathlength went): its runs were "
+                         "not counted per function", field="kind")
+    several = len(study.pathlength_diffs) > 1
+    columns: list[str] = []
+    rows: list[list[str]] = []
+    for diff in study.pathlength_diffs:
+        made = getattr(build(diff), PATHLENGTH_KINDS[kind])
+        if made is None:
+            continue
+        columns = (["comparison"] if several else []) + list(made.columns)
+        rows += [([f"{diff.base} → {diff.new}"] if several else []) + list(row) for row in made.rows]
+    return PageTable(columns, rows)
+
+
 def make_table(kind: str, record: StudyDocument | SuiteDocument, metrics: list[str]) -> PageTable:
     if kind == "suite":
         if not isinstance(record, SuiteDocument):
@@ -111,4 +136,6 @@ def make_table(kind: str, record: StudyDocument | SuiteDocument, metrics: list[s
         return medians_table(record, metrics)
     if kind == "runs":
         return runs_table(record, metrics)
+    if kind in PATHLENGTH_KINDS:
+        return pathlength_table(record, kind)
     raise InputError(f"unknown table kind {kind!r}: expected one of {', '.join(KINDS)}", field="kind")
