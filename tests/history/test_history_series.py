@@ -235,3 +235,30 @@ def test_a_host_change_among_the_last_runs_is_reported_but_does_not_fail_the_gat
     doc = json.loads(result.stdout)
     cp = doc["series"][0]["change_points"][0]
     assert cp["recent"] and cp["cause"] == "host" and "1 recent change point(s) of the host's" in doc["meaning"]
+
+
+def test_relative_values_are_each_run_over_its_blocks_base_run(tmp_path):
+    # A duet study of model runs: each run's point carries its block's base run (the host's state
+    # then), and --relative analyses the run over it -- the pair's ratio, in which the host's
+    # speed of that block cancels.
+    from perflab.drive.model_driver import Model
+
+    workload_file(tmp_path)
+    (tmp_path / "study.yaml").write_text(f"name: pair\nworkload: known-cost.yaml\nconfigurations:\n  - {{name: a}}\n"
+                                         f"  - {{name: b, set: {{{KNOB}: 2.1}}}}\nduet: true\nblocks: 4\n")
+    done = perflab_model("study", tmp_path / "study.yaml", model=Model(noise=0.002, block_noise=0.03),
+                         store=tmp_path / "store")
+    assert done.returncode == EXIT_OK, done.stderr[-2000:]
+    raw = build_history(tmp_path / "store", HistoryOptions(ignore=[KNOB])).series
+    rel = build_history(tmp_path / "store", HistoryOptions(ignore=[KNOB], relative=True)).series
+    (raw,), (rel,) = raw, rel
+    assert raw.key.arrangement == "duet" and rel.relative
+    by_run = {p.run_id: p for p in raw.points}
+    bases = [p for p in rel.points if p.label == "a"]
+    news = [p for p in rel.points if p.label == "b"]
+    assert len(bases) == len(news) == 4
+    assert all(p.value is None and "base run itself" in p.excluded[0] for p in bases)
+    for p in news:
+        base = by_run[p.host.base.run_id]
+        assert base.label == "a" and base.block == p.block
+        assert p.value == pytest.approx(by_run[p.run_id].raw / base.raw, rel=1e-12)

@@ -143,7 +143,11 @@ def _point(run: RunInfo, metric: str, reduced: dict[str, Reduced | InputError],
                                                                                            metric))
     value = raw
     if relative:
-        if base is None or base.value is None or base.value <= 0:
+        if base_run is not None and base_run.run_id == run.run_id:
+            if not excluded:
+                excluded.append("the block's base run itself (--relative: the other configurations over it)")
+            value = None
+        elif base is None or base.value is None or base.value <= 0:
             if not excluded:
                 excluded.append("no base run in its study block to be relative to (--relative)")
             value = None
