@@ -237,6 +237,23 @@ def run_validation(count: int, otava_python: Path | None, significance: float = 
     return results
 
 
+def oracle_power(cv: float, shift: float, pre: int = PRE, post: int = POST, alpha: float = 0.05) -> float:
+    """The power of a two-sided t-test at level alpha told where the shift is (the runs before
+    against the runs after): what no detector that must also find the place can beat at that
+    level. Normal log values of SD `cv`, a step of ln(1 + shift)."""
+    from scipy import stats
+
+    if shift == 0:
+        return alpha
+    df = pre + post - 2
+    delta = math.log(1.0 + shift) / (cv * math.sqrt(1.0 / pre + 1.0 / post))
+    critical = float(stats.t.ppf(1.0 - alpha / 2.0, df))
+    power = float(stats.nct.sf(critical, df, delta) + stats.nct.cdf(-critical, df, delta))
+    if not math.isfinite(power):    # scipy's noncentral t fails far out in the tail: the power is 1 there
+        power = float(stats.norm.sf(critical - delta) + stats.norm.cdf(-critical - delta))
+    return power
+
+
 def render(results: dict) -> str:
     """The validation as a Markdown section (between the markers of docs/history.md)."""
     columns = results["columns"]
@@ -249,11 +266,14 @@ def render(results: dict) -> str:
                 "the change points found in them were the same as in the model's factors for "
                 + ", ".join(f"{v['same']} of {v['of']} ({c.split(' (')[0]})" for c, v in results['stored_agree'].items())
                 + ".", ""] if results.get("stored") else []),
-             "| noise (per-run CV of ITR (S)) | shift | " + " | ".join(columns) + " |",
-             "|---|---:|" + "---:|" * len(columns)]
+             "| noise (per-run CV of ITR (S)) | shift | " + " | ".join(columns)
+             + " | a t-test told where the shift is (the bound) |",
+             "|---|---:|" + "---:|" * (len(columns) + 1)]
     for row in results["power"]:
         cells = [f"{row['detected'][c]:.0%}" for c in columns]
-        lines.append(f"| {row['noise']} ({row['cv']:.2%}) | {row['shift']:.0%} | " + " | ".join(cells) + " |")
+        bound = oracle_power(row["cv"], row["shift"], results["pre"], results["post"])
+        lines.append(f"| {row['noise']} ({row['cv']:.2%}) | {row['shift']:.0%} | " + " | ".join(cells)
+                     + f" | {bound:.0%} |")
     lines += ["", f"False change points in series of {results['null_runs']} runs without a change "
               f"({n} series), per 100 runs:", "",
               "| noise | analysed | " + " | ".join(columns) + " |", "|---|---|" + "---:|" * len(columns)]
@@ -286,7 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-incremental", action="store_true", help="skip the CI view of the null series")
     parser.add_argument("--out", type=Path, help="write the section into this Markdown file (docs/history.md)")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument("--from-json", type=Path, help="run nothing: render the results of an earlier run")
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        section = render(json.loads(args.from_json.read_text()))
+        if args.out:
+            args.out.write_text(with_section(args.out.read_text() if args.out.is_file() else "", section))
+        print(section)
+        return 0
     python = None if args.no_otava else args.otava
     if python is not None and not os.access(python, os.X_OK):
         print(f"no Otava at {python}: `python3 -m venv ~/.cache/perflab/otava-venv && "

@@ -116,6 +116,14 @@ def chart(series: Series) -> Chart:
         words = f"{p.run_id}: {fmt.value(p.value, series.metric) if not series.relative else fmt.ratio(p.value)}"
         if p.version:
             words += f", {p.version}"
+        host = p.host
+        if host.calibration is not None and host.calibration.users is not None:
+            words += (f"; calibrated: {host.calibration.users:,} users at "
+                      f"{fmt.fixed(host.calibration.util_proc_s, 1)}% UTIL/PROC (S)")
+        if host.base is not None and host.base.value is not None:
+            words += f"; its block's base run: {fmt.value(host.base.value, series.metric)}"
+        if host.reference is not None and host.reference.relative is not None:
+            words += f"; reference {host.reference.workload}: x{fmt.ratio(host.reference.relative)} of its median"
         if p.excluded:
             words += f" (excluded: {'; '.join(p.excluded)})"
         c.dots.append(Dot(x_of(place[p.run_id]), y_of(p.value), p.run_id, bool(p.excluded), words))
