@@ -210,7 +210,9 @@ def history_view(home: Path, query: Any) -> dict[str, Any]:
 
 
 async def history_page(request: web.Request) -> web.Response:
-    from perflab.serve.app import STATE, STORE  # the application that routes here (imported when it runs)
+    # The application that routes here, imported when it runs: the page's geometry above needs no
+    # aiohttp (this module imports without the serve extra).
+    from perflab.serve.app import STATE, STORE, web
 
     home = request.app[STORE].home
     view = await asyncio.to_thread(history_view, Path(home), request.query)
