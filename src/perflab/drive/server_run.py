@@ -126,7 +126,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
     plan, record = life.plan, life.record
     workload = plan.workload
     driver_kind = workload.driver.kind
-    server = recorder = engine = table = window = None
+    server = recorder = engine = table = window = sampler = None
     counts: Any = None  # ConnectionCounts or CommitCounts: what only the driver sees
     try:
         with recording_ending(life.ending) as ending:
@@ -185,6 +185,7 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None, device)
                 # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
                 life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
+                sampler = _start_profile(life, pids, t0)
                 if driver_kind == "native":
                     recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
                                         t0, spill_path=life.run_dir / SPILL_FILE)
@@ -213,6 +214,8 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
     finally:
         life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
+        if sampler is not None:
+            _finish_profile(life, sampler)
         if counts is not None:
             counts.close()  # the monitor, its only other reader, has stopped
         if server is not None:
@@ -244,6 +247,30 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
             if recorder is not None:
                 recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
     return result
+
+
+def _start_profile(life: RunLifecycle, pids: list[int], t0: float) -> Any:
+    """The sampled CPU profile over the window (workload `profile`; drive/profile.py), or None."""
+    settings = life.plan.workload.profile
+    if settings is None:
+        return None
+    from perflab.drive.profile import ProfileSampler
+
+    phases = life.plan.phases
+    sampler = ProfileSampler(list(pids), life.run_dir, settings.frequency, t0 + phases.window_start,
+                             max(0.0, phases.window_end - phases.window_start))
+    sampler.begin()
+    return sampler
+
+
+def _finish_profile(life: RunLifecycle, sampler: Any) -> None:
+    from perflab.records.run import ProfileRecord
+
+    sampler.finish()
+    life.record.profile = ProfileRecord(
+        status="failed" if sampler.reason else "sampled", reason=sampler.reason, frequency=sampler.frequency,
+        pids=sampler.pids, samples=sampler.samples, functions=sampler.functions,
+        seconds=None if sampler.perf_seconds is None else round(sampler.perf_seconds, 3))
 
 
 def _count_pathlength(life: RunLifecycle) -> None:

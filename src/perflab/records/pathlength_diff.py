@@ -101,3 +101,31 @@ class PathlengthDiff(Record):
     @property
     def delta(self) -> float:
         return self.new_total - self.base_total
+
+
+class ShareChange(Record):
+    """One function's share of the SUT's sampled CPU time in both configurations (drive/profile.py):
+    shares with their 95% Wilson intervals, and the change's (Newcombe's), never counts."""
+
+    object: str
+    function: str
+    library: str
+    base: float = Field(description="its share of the base's samples")
+    new: float = Field(description="its share of the new's samples")
+    base_samples: int = 0
+    new_samples: int = 0
+    delta_low: float = Field(description="the change of share's 95% interval: low end")
+    delta_high: float = Field(description="its high end")
+
+
+class ProfileDiff(Record):
+    """Where the CPU went, sampled: each configuration's pooled profile over its runs' windows."""
+
+    base: str
+    new: str
+    runs_base: list[str] = Field(default_factory=list)
+    runs_new: list[str] = Field(default_factory=list)
+    base_samples: int = Field(default=0, description="samples pooled over the base's runs")
+    new_samples: int = Field(default=0, description="samples pooled over the new's runs")
+    functions: list[ShareChange] = Field(default_factory=list, description="the largest changes of share first")
+    libraries: list[ShareChange] = Field(default_factory=list, description="each library's share (function: '')")

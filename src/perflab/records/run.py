@@ -246,6 +246,21 @@ class PathlengthRecord(Record):
         "background writer, ...; postmaster): not in INSTR/CMD (I)")
 
 
+class ProfileRecord(Record):
+    """A sampled CPU profile (drive/profile.py): shares of the SUT's CPU time, never counts."""
+
+    status: Literal["sampled", "failed"] = Field(description="sampled: profile.parquet holds the shares")
+    reason: str | None = Field(default=None, description="why there is no profile")
+    tool: str = Field(default="perf record -e cpu-clock", description="the sampler")
+    frequency: int = Field(default=999, description="samples per second of a process's CPU time")
+    pids: list[int] = Field(default_factory=list, description="the processes sampled (their threads at the "
+                            "window's start)")
+    samples: int = Field(default=0, description="samples taken: a share's sampling error is about "
+                         "sqrt(share (1 - share) / samples)")
+    functions: int = Field(default=0, description="functions seen")
+    seconds: float | None = Field(default=None, description="perf record's wall time (the window's)")
+
+
 class RunRecord(Record):
     format: int = Field(default=RUN_FORMAT, description='format version of this file')
     run_id: str = Field(description='unique id: time, workload, random suffix')
@@ -272,6 +287,8 @@ class RunRecord(Record):
                                             "several hosts; `driver` is then the busiest")
     pathlength: PathlengthRecord | None = Field(default=None, description="the counted pass beside the timed run "
                                                 "(workload `pathlength`): INSTR/CMD (I)")
+    profile: ProfileRecord | None = Field(default=None, description="the sampled CPU profile of the SUT's processes "
+                                          "over the window (workload `profile`): profile.parquet")
     pid: int | None = Field(default=None, description="the driver's pid while running")
     created: str = Field(default="", description='ISO-8601')
     finished: str | None = Field(default=None, description='ISO-8601')

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator, model_validator
 from perflab.caveats import Caveat, as_caveat
 from perflab.records.bias import BiasRoute
 from perflab.records.documents import read_json, validate
-from perflab.records.pathlength_diff import PathlengthDiff
+from perflab.records.pathlength_diff import PathlengthDiff, ProfileDiff
 from perflab.records.run import Record
 
 STUDY_FORMAT = 2
@@ -452,8 +452,15 @@ class StudyDocument(Record):
                                                    "each comparison's change in instructions per command, function by "
                                                    "function, from its runs' counted passes (records/pathlength_diff.py)")
 
+    profile_diffs: list[ProfileDiff] = Field(default_factory=list, description="where the CPU went, sampled: each "
+                                             "comparison's sampled CPU profiles as shares with their sampling error "
+                                             "(drive/profile.py, reduce/profile_diff.py)")
+
     def pathlength_diff(self, base: str, new: str) -> PathlengthDiff | None:
         return next((d for d in self.pathlength_diffs if d.base == base and d.new == new), None)
+
+    def profile_diff(self, base: str, new: str) -> ProfileDiff | None:
+        return next((d for d in self.profile_diffs if d.base == base and d.new == new), None)
 
     _warnings = field_validator("warnings", mode="before")(classmethod(lambda cls, v: _caveat_list(v)))
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from perflab.records.study import StudyDocument
 from perflab.report import view as v
-from perflab.report.pathlength_diff import TITLE, PathlengthView
+from perflab.report.pathlength_diff import PROFILE_TITLE, TITLE, PathlengthView
 from perflab.safe_text import visible
 
 _INLINE = re.compile(
@@ -106,6 +106,13 @@ def comparison(c: v.ComparisonView) -> list[str]:
     out += [f"_{escape(note)}_" for note in c.data.legend] + [""]
     if c.pathlength is not None:
         out += pathlength(c.pathlength)
+    if c.profile is not None:
+        out += [f"#### {escape(PROFILE_TITLE)}", ""]
+        for line in c.profile.summary:
+            out += [escape(line), ""]
+        for t in c.profile.tables:
+            out += [f"{escape(t.title)}:", "", *table(t.columns, t.rows), ""]
+        out += [f"_{escape(note)}_" for note in c.profile.notes] + [""]
     out += ["#### Design", "", *fields(c.design), ""]
     out += ["#### Runs", "", *table(c.runs.columns, c.runs.rows), ""]
     out += ["#### Warnings", ""]

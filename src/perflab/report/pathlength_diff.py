@@ -174,3 +174,48 @@ def flame_json(diff: PathlengthDiff) -> str:
 def flame_script() -> str:
     """The flame graph's script, inlined in the page (the report fetches nothing)."""
     return resources.files("perflab.report").joinpath("static/flame.js").read_text(encoding="utf-8")
+
+
+# -- where the CPU went, sampled (drive/profile.py): shares, never counts -----------------------------
+
+PROFILE_TITLE = "Where the CPU went (sampled)"
+
+
+@dataclass
+class ProfileView:
+    summary: list[str]
+    tables: list[Table]
+    notes: list[str]
+
+
+def _pct(share: float) -> str:
+    return fmt.pct(share, signed=False, decimals=1)
+
+
+def _share_interval(low: float, high: float) -> str:
+    return f"[{fmt.pct(low, decimals=1)}, {fmt.pct(high, decimals=1)}]"
+
+
+def profile_view(study: StudyDocument, comparison: ComparisonRecord) -> ProfileView | None:
+    diff = study.profile_diff(comparison.base, comparison.new)
+    if diff is None:
+        return None
+    summary = [f"The SUT's processes sampled during every window (perf cpu-clock): {diff.base_samples:,} samples of "
+               f"{diff.base} over {len(diff.runs_base)} runs, {diff.new_samples:,} of {diff.new} over "
+               f"{len(diff.runs_new)}. Each row is a share of the sampled CPU time, with its 95% interval, never a "
+               "count of instructions."]
+    columns = [f"{diff.base} share", f"{diff.new} share", "change of share", "95% interval"]
+    libraries = Table(["library", *columns],
+                      [[r.library, _pct(r.base), _pct(r.new), fmt.pct(r.new - r.base, decimals=1),
+                        _share_interval(r.delta_low, r.delta_high)] for r in diff.libraries],
+                      "By library (the kernel is in a sampled profile)")
+    functions = Table(["function", "library", "object", *columns, "samples"],
+                      [[r.function, r.library, r.object, _pct(r.base), _pct(r.new), fmt.pct(r.new - r.base, decimals=1),
+                        _share_interval(r.delta_low, r.delta_high), f"{r.base_samples:,} / {r.new_samples:,}"]
+                       for r in diff.functions],
+                      "By function, the largest changes of share")
+    notes = ["Intervals: Wilson's for a share, Newcombe's for a change of share. Samples a millisecond apart are not "
+             "independent, and the runs differ in more than their samples: the intervals are a floor on the error. "
+             "A share is of the SUT's own CPU time: a configuration that uses less CPU in all can have a larger share "
+             "in a function that did not change."]
+    return ProfileView(summary, [libraries, functions], notes)

@@ -18,7 +18,7 @@ from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocum
 from perflab.report import discussion, pathlength_diff
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
-from perflab.report.pathlength_diff import PathlengthView
+from perflab.report.pathlength_diff import PathlengthView, ProfileView
 from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 #: The legacy continuity column of statistics-and-capacity.md §5.5 (same text as
@@ -76,6 +76,7 @@ class ComparisonView:
     runs: Table
     warnings: list[str]
     pathlength: PathlengthView | None = None   # where the pathlength went (report/pathlength_diff.py)
+    profile: ProfileView | None = None         # where the CPU went, sampled (report/pathlength_diff.py)
 
 
 @dataclass
@@ -564,6 +565,7 @@ def comparison_view(study: StudyDocument, comparison: ComparisonRecord, index: i
         data=data_table(study, comparison), design=design_fields(study, comparison),
         runs=runs_table(study, configs), warnings=warnings_of(study, comparison),
         pathlength=pathlength_diff.view(study, comparison, "" if index == 0 else f"-{index + 1}"),
+        profile=pathlength_diff.profile_view(study, comparison),
     )
 
 

@@ -30,6 +30,7 @@ from perflab.errors import InputError
 from perflab.records.run import read_run_record
 from perflab.records.study import Arrangement, Design, LoadRecord, StudyDocument, StudyRun, read_study_document
 from perflab.reduce.function_diff import study_diffs
+from perflab.reduce.profile_diff import profile_diffs
 from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.window import Window
 from perflab.stats.criteria import Criteria
@@ -278,4 +279,5 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     else:
         builder.judge([(name_a, name_b)])
     doc.pathlength_diffs = study_diffs(doc, store.run_dir)   # where the pathlength went
+    doc.profile_diffs = profile_diffs(doc, store.run_dir)   # where the CPU went, sampled
     return doc

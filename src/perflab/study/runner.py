@@ -38,6 +38,7 @@ from perflab.records.study import (
     SweepRecord,
 )
 from perflab.reduce.function_diff import study_diffs
+from perflab.reduce.profile_diff import profile_diffs
 from perflab.reduce.reduce import reduce_run
 from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
 from perflab.stats.noise import power
@@ -600,6 +601,7 @@ class StudyRunner:
         if self.options.aa:
             doc.aa = aa_result(doc)
         doc.pathlength_diffs = study_diffs(doc, self.store.run_dir)   # where the pathlength went
+        doc.profile_diffs = profile_diffs(doc, self.store.run_dir)   # where the CPU went, sampled
         doc.status = "interrupted" if self.interrupted else "complete"
         doc.reason = self.interrupted
         doc.finished = now_iso()

@@ -480,6 +480,17 @@ class Pathlength(Strict):
         return parse_duration(v)
 
 
+class SampledProfile(Strict):
+    """Where a server's CPU time went, sampled (drive/profile.py): perf's software cpu-clock event
+    over the SUT's processes during the window. Shares of CPU time with their sampling error,
+    never counts of instructions."""
+
+    sampler: Literal["perf"] = Field(default="perf", description="perf record -e cpu-clock (no hardware counters "
+                                     "needed)")
+    frequency: int = Field(default=999, ge=1, le=20_000, description="samples per second of each process's CPU "
+                           "time (perf -F)")
+
+
 # --- a SUT on another host: its monitor, and drivers on several hosts (docs/distributed.md) -----
 
 
@@ -573,6 +584,9 @@ class Workload(Strict):
     pathlength: Pathlength | None = Field(default=None, description="count instructions per transaction under "
                                           "valgrind in a short pass after the timed run (sqlite, python and "
                                           "command targets)")
+    profile: SampledProfile | None = Field(default=None, description="a sampled CPU profile of the SUT's processes "
+                                           "during the window (perf cpu-clock): shares of CPU time, for servers "
+                                           "perflab starts, where counting cannot reach")
     monitor_interval: Duration = 1.0
     thresholds: list[ThresholdExpression] = Field(
         default_factory=list, description="absolute limits on catalog keys that `perflab run` checks (exit 1 when "
