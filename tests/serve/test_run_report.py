@@ -13,9 +13,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from cli_helpers import perflab
+from markdown_it import MarkdownIt
 from rich.console import Console
 
 from perflab.reduce.reduce import reduce_run
+from perflab.report import markdown as md
 from perflab.report import numbers as fmt
 from perflab.report.run.export import render_html, render_json, render_markdown
 from perflab.report.run.model import CLASSES_TITLE, build_report
@@ -86,7 +88,7 @@ def test_every_rendering_shows_the_same_rows(xss_report):
     rows = [row for _, group in report.data.groups for row in group]
     assert len(rows) > 50
     for label, value, unit, key in rows:
-        assert f"| {label} | {value} | {unit} | {key} |" in markdown, key
+        assert f"| {md.cell(label)} | {md.cell(value)} | {md.cell(unit)} | {md.cell(key)} |" in markdown, key
         assert re.search(rf"<th scope=\"row\">{re.escape(label)}</th><td[^>]*>{re.escape(value)}</td>", page), key
         line = next((line for line in terminal_lines if re.search(rf"\s{re.escape(key)}\s*│?\s*$", line)), None)
         assert line is not None and label in line and f" {value} " in line, key
@@ -95,7 +97,7 @@ def test_every_rendering_shows_the_same_rows(xss_report):
         assert [dict(zip(table.columns, row)) for row in table.rows] == document["tables"][titled.title]
         for row in table.rows:
             cells = [html.unescape(c) for c in row]
-            assert "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" in markdown
+            assert "| " + " | ".join(md.cell(c) for c in cells) + " |" in markdown
             line = next(line for line in terminal_lines if line.strip("│ ").startswith(cells[0]))
             assert all(c in line for c in cells[1:]), line
     for gate in report.gates:
@@ -168,11 +170,16 @@ def test_html_is_self_contained_and_escapes_user_text(xss_report):
         assert f'<section id="{section}">' in text
 
 
-def test_markdown_escapes_table_separators(xss_report):
+def test_markdown_escapes_user_text_as_the_study_report_does(xss_report):
+    """report.md of a run goes through report/markdown.py's escaping: the workload's name, the
+    SUT's error text, the transaction and class names stay literal text in a CommonMark reader."""
     _, report = xss_report
     text = render_markdown(report)
-    assert f"| {XSS_WORKLOAD} |" in text
+    assert f"| workload | {md.cell(XSS_WORKLOAD)} |" in text
     assert "## Gates" in text and "## Measurement data" in text
+    page = MarkdownIt("commonmark").enable("table").render(text)
+    for raw in (XSS_WORKLOAD, XSS_ERROR, XSS_TX, XSS_CLASS, XSS_LABEL):
+        assert raw not in page and html.escape(raw, quote=False) in page, raw
 
 
 def test_a_run_in_progress_reports_what_run_json_says(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,24 @@ def clean(value: Any) -> Any:
     return value
 
 
+#: DEL and the C1 controls (U+0080-U+009F: 0x9B is a terminal's CSI), U+2028 and U+2029 (line
+#: ends to some editors and older JavaScript): JSON may carry them raw, but a SUT's error text
+#: holding them would act on the terminal that prints the file.
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def dumps(doc: Any) -> str:
+    """Every report's JSON text (a study's, a run's): `clean` first (NaN is null), other text as
+    UTF-8; JSON writes C0 controls as \\u escapes itself, and the characters above too, so the
+    file carries a SUT's text exactly and prints nothing but text. A value JSON has no type for
+    is written as its string."""
+    text = json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n"
+
+
 def render_json(study: StudyDocument) -> str:
     """The JSON report of a study document: study.json's content plus the generated prose."""
     doc = study.dump()
     doc["report"] = {"format": FORMAT, "version": VERSION, **discussion.generate(study),
                      "metrics": legend(used_keys(study))}
-    return json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return dumps(doc)

@@ -39,7 +39,7 @@ from perflab.report import view as report_view
 from perflab.report.answer import answer_rows
 from perflab.report.html import plain_text
 from perflab.report.run import data as run_data
-from perflab.report.run.export import RENDERERS
+from perflab.report.run.export import EXPORTERS as RUN_EXPORTERS
 from perflab.report.run.model import TRANSACTIONS_TITLE, RunReport, ThresholdRow, build_report, heading, read_record
 from perflab.serve import compare as cmp
 from perflab.serve.data import ID, RUN_FILES, Cache, FileKey, NotFound, RunFilter, StoreView, file_key, study_summary
@@ -231,7 +231,7 @@ def _run_texts(store: StoreView, run_dir: Path, cache: Cache[tuple[str, FileKey]
             except (NotFound, InputError, OSError):
                 study = None
         report = build_report(run_dir, study)
-        return RunTexts({kind: render(report) for kind, (_, render) in RENDERERS.items()}, report)
+        return RunTexts({e.suffix: e.render(report) for e in RUN_EXPORTERS}, report)
 
     return cache.get(key, make)
 
@@ -345,9 +345,9 @@ def _study_texts(store: StoreView, study_dir: Path, cache: Cache[tuple[str, File
     doc = store.study(study_dir.name)
     stored = doc.status != "running" and all((study_dir / e.filename).is_file() for e in EXPORTERS)
     if stored:
-        return {e.filename.rsplit(".", 1)[1]: (study_dir / e.filename).read_text(encoding="utf-8") for e in EXPORTERS}
+        return {e.suffix: (study_dir / e.filename).read_text(encoding="utf-8") for e in EXPORTERS}
     key = (study_dir.name, file_key(study_dir / "study.json"))
-    return cache.get(key, lambda: {e.filename.rsplit(".", 1)[1]: e.render(doc) for e in EXPORTERS})
+    return cache.get(key, lambda: {e.suffix: e.render(doc) for e in EXPORTERS})
 
 
 async def study_page(request: web.Request) -> web.Response:

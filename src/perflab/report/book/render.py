@@ -27,7 +27,7 @@ from perflab.report.html import environment
 from perflab.report.markdown import escape, table
 from perflab.report.markdown import render as render_study_markdown
 from perflab.report.suite import HOW_AVERAGED, member_tables, observations, render_suite_markdown, summary_table
-from perflab.store.atomic import write_atomic
+from perflab.report.write import Exporter, write_exports
 from perflab.tools import find_browser
 
 FINDING_COLUMNS = ["chapter", "change", "metric", "verdict", "interval (the one that decided)"]
@@ -144,19 +144,14 @@ def write_pdf(html: Path, pdf: Path, timeout: float = 300) -> str | None:
     return None
 
 
+#: A book's files (the PDF is printed from book.html after them, where a browser prints).
+EXPORTERS: tuple[Exporter[Book], ...] = (Exporter("markdown", "book.md", render_markdown),
+                                        Exporter("html", "book.html", render_html))
+
+
 def write_book(book: Book, directory: Path, pdf: bool = True) -> tuple[dict[str, Path], list[str]]:
     """book.md, book.html (and book.pdf) in *directory*; the paths, and why a format was not made."""
-    directory.mkdir(parents=True, exist_ok=True)
-    texts = {"markdown": ("book.md", render_markdown(book)), "html": ("book.html", render_html(book))}
-    paths: dict[str, Path] = {}
-    for kind, (name, text) in texts.items():
-        path = directory / name
-
-        def write(tmp: Path, text: str = text) -> None:
-            tmp.write_text(text, encoding="utf-8")
-
-        write_atomic(path, write)
-        paths[kind] = path
+    paths = write_exports(book, directory, EXPORTERS)
     missing: list[str] = []
     if pdf:
         reason = write_pdf(paths["html"], directory / "book.pdf")

@@ -1,17 +1,24 @@
-"""One run's report as files: self-contained HTML, Markdown and JSON, all from one RunReport."""
+"""One run's report as files: self-contained HTML, Markdown and JSON, all from one RunReport.
+
+The same exporter shape (perflab.report.write.Exporter) and the same writers as a study's
+report: Markdown through report/markdown.py's escaping and tables, HTML through report/html.py's
+autoescaping environment, JSON through report/json_export.py's `dumps`; a SUT's error text is
+escaped the same way in a run's report as in a study's.
+"""
 
 from __future__ import annotations
 
-import json
-import math
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
+from perflab.caveats import Caveat
 from perflab.report import charts as ch
+from perflab.report.json_export import dumps
+from perflab.report.markdown import data_table, escape, table
 from perflab.report.run.model import CLASSES_TITLE, OPEN_GROUPS, TRANSACTIONS_TITLE, RunReport, build_report, study_of
+from perflab.report.write import Exporter, write_exports
 
 
 def stylesheet() -> str:
@@ -30,55 +37,50 @@ def render_html(report: RunReport) -> str:
         transactions_title=TRANSACTIONS_TITLE, open_groups=OPEN_GROUPS)
 
 
-def md_cell(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+def _pairs(columns: list[str], pairs: list[tuple[str, str]]) -> list[str]:
+    return [*table(columns, [list(p) for p in pairs]), ""]
 
 
-def md_table(columns: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(md_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
-    return lines + [""]
+def _caveats(columns: list[str], caveats: list[Caveat]) -> list[str]:
+    return [*table(columns, [[c.code.value, c.text] for c in caveats]), ""]
 
 
 def render_markdown(report: RunReport) -> str:
-    out = [f"# {md_cell(report.title)}", ""]
-    out += md_table(["field", "value"], [list(p) for p in report.header])
+    out = [f"# {escape(report.title)}", "", *_pairs(["field", "value"], report.header)]
     if report.problem:
-        out += [f"**{md_cell(report.problem)}**", ""]
-    out += ["## Summary", ""] + md_table(["metric", "value"], [list(p) for p in report.summary])
-    out += ["## Gates", "", f"{md_cell(report.gate_verdict)} ({md_cell(report.gate_source)}).", ""]
-    out += md_table(["gate", "measured", "limit", "result"], [[g.name, g.measured, g.limit, g.result] for g in report.gates])
+        out += [f"**{escape(report.problem)}**", ""]
+    out += ["## Summary", "", *_pairs(["metric", "value"], report.summary)]
+    out += ["## Gates", "", f"{escape(report.gate_verdict)} ({escape(report.gate_source)}).", ""]
+    out += [*table(["gate", "measured", "limit", "result"],
+                   [[g.name, g.measured, g.limit, g.result] for g in report.gates]), ""]
     if report.exclusions:
-        out += md_table(["exclusion", "why"], [[c.code.value, c.text] for c in report.exclusions])
+        out += _caveats(["exclusion", "why"], report.exclusions)
     if report.invalid:
-        out += ["Invalid (run.json):", ""]
-        out += md_table(["code", "why"], [[c.code.value, c.text] for c in report.invalid])
+        out += ["Invalid (run.json):", "", *_caveats(["code", "why"], report.invalid)]
     out += ["## Thresholds", ""]
     if report.thresholds:
         out += [f"{report.thresholds_violated} of {len(report.thresholds)} violated.", ""]
-        out += md_table(["threshold", "measured", "result"],
-                        [[t.expression, t.measured, t.result + (f" ({t.why})" if t.why else "")]
-                         for t in report.thresholds])
+        out += [*table(["threshold", "measured", "result"],
+                       [[t.expression, t.measured, t.result + (f" ({t.why})" if t.why else "")]
+                        for t in report.thresholds]), ""]
     else:
         out += ["None declared.", ""]
     if report.data is not None:
-        out += ["## Measurement data", ""]
-        rows = []
-        for group, group_rows in report.data.groups:
-            rows.append([f"**{group}**", "", "", ""])
-            rows += group_rows
-        out += md_table(report.data.columns, rows) + [*report.data.legend, ""]
+        out += ["## Measurement data", "", *data_table(report.data), ""]
+        out += [escape(note) for note in report.data.legend] + [""]
     for titled in report.tables:
-        out += [f"## {titled.title}", ""] + md_table(titled.table.columns, titled.table.rows)
+        out += [f"## {escape(titled.title)}", "", *table(titled.table.columns, titled.table.rows), ""]
     if report.little:
-        out += [md_cell(report.little), ""]
+        out += [escape(report.little), ""]
     if report.errors is not None:
         out += ["## Errors", ""]
-        out += md_table(report.errors.columns, report.errors.rows) if report.errors.rows else ["None.", ""]
-    out += ["## Warnings", ""] + ([f"- {md_cell(w.text)} (`{w.code.value}`)" for w in report.warnings] or ["None."]) + [""]
+        out += [*table(report.errors.columns, report.errors.rows), ""] if report.errors.rows else ["None.", ""]
+    out += ["## Warnings", ""]
+    out += [f"- {escape(w.text)} (`{w.code.value}`)" for w in report.warnings] or ["None."]
+    out.append("")
     for title, pairs in (("Workload", report.workload), ("Configuration", report.config),
                          ("Hardware", report.hardware), ("Software", report.software)):
-        out += [f"## {title}", ""] + md_table(["field", "value"], [list(p) for p in pairs])
+        out += [f"## {title}", "", *_pairs(["field", "value"], pairs)]
     out += ["Charts: see report.html.", ""]
     return "\n".join(out)
 
@@ -107,28 +109,21 @@ def render_json(report: RunReport) -> str:
         "charts": [c.to_dict() for c in report.charts],
         "warnings": [w.model_dump(mode="json") for w in report.warnings],
     }
-    return json.dumps(doc, indent=2, default=_jsonable) + "\n"
+    return dumps(doc)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
-
-
-#: Each format's file name in a run directory and its renderer.
-RENDERERS = {"html": ("report.html", render_html), "md": ("report.md", render_markdown),
-             "json": ("report.json", render_json)}
+#: A run's reports, by format: the files `perflab show --html` writes into its directory and
+#: the dashboard serves.
+EXPORTERS: tuple[Exporter[RunReport], ...] = (
+    Exporter("html", "report.html", render_html),
+    Exporter("markdown", "report.md", render_markdown),
+    Exporter("json", "report.json", render_json),
+)
+HTML = EXPORTERS[0]
 
 
 def write_run_html(run_dir: Path) -> Path:
     """`perflab show RUN --html`: write <run_dir>/report.html (atomically) and return its path."""
-    from perflab.store.atomic import write_atomic
-
     run_dir = Path(run_dir)
-    text = render_html(build_report(run_dir, study_of(run_dir)))
-    path = run_dir / "report.html"
-    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return path
+    return write_exports(build_report(run_dir, study_of(run_dir)), run_dir, (HTML,))[HTML.format]
+
