@@ -5,7 +5,8 @@
     .venv/bin/python bench/run_all.py --render        # only rewrite docs/performance.md
     .venv/bin/python bench/run_all.py --smoke         # perflab's side once at tiny size (the CI smoke test)
 
-Parts: driver (null target and HTTP), memory, schedule, monitor, reduce, profile.
+Parts: pairs (driver cost paired, as users get it: driver_cost_pairs.py), driver (null target and
+HTTP), tcp, pg, memory, schedule, monitor, reduce, profile.
 Results go to bench/results/results.json (each number with its repetitions, command and
 machine); docs/performance.md is rendered from that file by bench/render.py.
 """
@@ -26,7 +27,7 @@ from common import BENCH, REPO, find_tool, log, machine, summarize  # noqa: E402
 
 RESULTS = BENCH / "results" / "results.json"
 DOC = REPO / "docs" / "performance.md"
-PARTS = ("driver", "tcp", "pg", "memory", "schedule", "monitor", "reduce", "profile")
+PARTS = ("pairs", "driver", "tcp", "pg", "memory", "schedule", "monitor", "reduce", "profile")
 SUMMARY_KEYS = ("cpu_us_per_tx", "tx_per_core_s", "tps", "gen_util_pct", "target_util_pct", "driver_core_busy_pct",
                 "bytes_per_user", "p50_ms", "p99_ms", "max_ms", "rate_per_s", "dropped", "pct_of_core",
                 "sampling_cpu_per_s", "monitor_cpu_s", "wall_s", "cpu_s", "background_cores", "driver_util_pct",
@@ -231,7 +232,17 @@ def part_profile(reps: int, smoke: bool) -> dict[str, Any]:
     return out
 
 
-RUNNERS = {"driver": part_driver, "tcp": part_tcp, "pg": part_pg, "memory": part_memory, "schedule": part_schedule,
+def part_pairs(reps: int, smoke: bool) -> dict[str, Any]:
+    """Driver cost as users get it, paired, and the compiled loop's lateness and memory
+    (driver_cost_pairs.py: at least 5 repetitions; docs/performance.md's goal rows read it)."""
+    if smoke:
+        return {"note": "not in a smoke run: python bench/driver_cost_pairs.py --smoke"}
+    import driver_cost_pairs
+
+    return driver_cost_pairs.measure_all(reps, smoke)
+
+
+RUNNERS = {"pairs": part_pairs, "driver": part_driver, "tcp": part_tcp, "pg": part_pg, "memory": part_memory, "schedule": part_schedule,
            "monitor": part_monitor, "reduce": part_reduce, "profile": part_profile}
 
 

@@ -363,7 +363,9 @@ class NativeEngine(Engine):
             self.core.cut()
         while not self.stopping:
             now = time.monotonic()
-            if now >= self.stop_at or users_done.done():
+            # the run's time line holds whatever the users do (every one may have stopped early: its
+            # next think outlasting the window); a loop that failed ends it at once
+            if now >= self.stop_at or (users_done.done() and users_done.exception() is not None):
                 break
             await sleep_until(min(now + tick_s, self.stop_at))
             self._pump()
