@@ -17,6 +17,7 @@ present() {  # a program is there: an absolute path that is executable, or a nam
   case "$where" in
     python3-dev) python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null ;;
     python3-venv) python3 -c 'import ensurepip' 2>/dev/null ;;
+    /*.h) [ -f "$where" ] ;;  # a header (a build input: OpenSSL's for the compiled loop's TLS)
     /*) [ -x "$where" ] ;;
     *) command -v "$where" >/dev/null || [ -x "$(go_path)/bin/$where" ] ;;
   esac

@@ -50,6 +50,8 @@ def location(name: str) -> str | None:
         return str(header) if header.exists() else None
     if program.where == "python3-venv":
         return "ensurepip" if _importable("ensurepip") else None
+    if program.where.startswith("/") and program.where.endswith(".h"):  # a header: a build input
+        return program.where if os.path.isfile(program.where) else None
     if program.where.startswith("/"):
         return program.where if os.access(program.where, os.X_OK) else None
     if program.how.startswith("go"):
@@ -77,10 +79,11 @@ def needs(*names: str) -> pytest.MarkDecorator:
 
 
 def needs_compiled_loop() -> list[pytest.MarkDecorator]:
-    """perflab's compiled loop (drive/load/http_loop.c), built at install where gcc and Python's
-    headers are: the set-up installs both before `make test` builds the environment, so a loop
-    that is not built fails the test (reinstall: .venv/bin/pip install -e .), never skips it."""
-    return [needs("gcc", "python-headers"), pytest.mark.needs_compiled_loop]
+    """perflab's compiled loop (drive/load/loop/), built at install where gcc and Python's
+    headers are (and OpenSSL's, for https): the set-up installs them before `make test` builds the
+    environment, so a loop that is not built fails the test (reinstall: .venv/bin/pip install -e
+    .), never skips it."""
+    return [needs("gcc", "python-headers", "openssl-headers"), pytest.mark.needs_compiled_loop]
 
 
 def compiled_loop_missing(item: pytest.Item) -> str | None:

@@ -90,6 +90,7 @@ LAB_SHARED = (
     "tests/net/test_native_hostile.py::",
     "tests/net/test_native_open_loop.py::",
     "tests/net/test_native_sanitized.py::",  # the same, on the loop built under ASan and UBSan
+    "tests/net/test_native_tls.py::",  # https in the compiled loop: rows, handshakes and words
     # a seed's determinism: the same script choices and think times, user by user, over a prefix
     # (> 50 per user of ~300 a user completes in the window)
     "tests/core/test_driver.py::test_same_seed_same_sequence",

@@ -140,3 +140,27 @@ def test_the_loop_is_chosen_only_where_it_runs_as_the_python_path(tmp_path, part
     else:
         assert not choice.native and choice.reason is not None and choice.reason.startswith(reason), choice
         assert choice.fingerprint().startswith("python (")
+
+
+def test_validate_tells_the_core_a_run_will_get_with_what_only_a_run_has_stood_in_for(tmp_path):
+    """`perflab validate` says which loop will run the users: a service's {service_port} and a CA
+    file the service makes at the run's start do not change it, and a fallback says why."""
+    from perflab.drive.load.native_http import core_for
+    from perflab.workload.loader import load_workload
+
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent("""
+        name: w
+        target: {kind: http, base_url: "https://127.0.0.1:{service_port}", tls: {ca_file: "{run_dir}/cert.pem"}}
+        service: {command: ["{python}", -c, pass], ready: {tcp: "{service_port}"}}
+        transactions: [{name: a, http: {path: /a}}]
+        scripts: [{name: s, steps: [a]}]
+        think: 0
+        load: {users: 2}
+    """))
+    choice = core_for(load_workload(path))
+    assert choice.known and choice.native == (native_http.NOT_BUILT is None), choice
+    path.write_text(path.read_text().replace("tls: {", "client: aiohttp, tls: {"))
+    choice = core_for(load_workload(path))
+    assert choice.known and not choice.native and choice.sentence().startswith(
+        "the Python path runs this workload's users: client: aiohttp")

@@ -46,8 +46,8 @@ static size_t ssl_words(SSL *ssl, char *out, size_t size) {
     long verify = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
     int n;
     if (verify != X509_V_OK)
-        n = snprintf(out, size, "ConnectionError: TLS handshake failed: certificate verify failed: %s",
-                     X509_verify_cert_error_string(verify));
+        n = snprintf(out, size, "ConnectionError: TLS handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate "
+                     "verify failed: %s", X509_verify_cert_error_string(verify)); /* as Python's ssl words it */
     else
         n = snprintf(out, size, "ConnectionError: TLS handshake failed: %s", reason[0] ? reason : "the server closed "
                      "the connection");
