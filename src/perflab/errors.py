@@ -7,6 +7,7 @@ is a bug or a failure of the system under test and is handled where it happens.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,29 @@ EXIT_NO_COMPARISON = 4    # study/compare: a primary metric has no valid pair of
 EXIT_INVALID = 5          # run: complete, but excluded by the validity rule (hung, driver saturated, errors...)
 EXIT_CHANGE_POINT = 6     # history --gate: a change point of the software among a series' last --recent runs
 EXIT_INTERRUPTED = 130    # run: interrupted (Ctrl-C or SIGTERM); the run is stored, marked interrupted
+
+
+#: How many entries of a list a message names before it gives the count of the rest.
+SHOWN_ENTRIES = 5
+
+
+def some_of(entries: Sequence[object], shown: int = SHOWN_ENTRIES) -> str:
+    """A list in a message, named in full when short, else its first few and the count:
+    "'t0', 't1', 't2', 't3', 't4' and 1,995 more (2,000 in all)". A message about a generated
+    file of thousands of entries stays one readable line."""
+    named = ", ".join(repr(e) for e in entries[:shown])
+    if len(entries) <= shown:
+        return named
+    return f"{named} and {len(entries) - shown:,} more ({len(entries):,} in all)"
+
+
+def repeated(names: list[str]) -> dict[str, list[int]]:
+    """Each name given more than once, with the indexes of its entries (in one pass: a list of
+    10,000 names is checked in milliseconds, not by counting each name in the whole list)."""
+    seen: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        seen.setdefault(name, []).append(i)
+    return {name: where for name, where in seen.items() if len(where) > 1}
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from perflab import caveats as cav
 from perflab import limits
 from perflab.catalog.registry import REGISTRY, base_key, class_key
+from perflab.errors import repeated, some_of
 from perflab.stats.criteria import DEFAULT_ALPHA, DEFAULT_MARGIN, Criteria
 from perflab.stats.verdict import MIN_BLOCKS
 from perflab.workload.fields import Duration
@@ -242,9 +243,13 @@ def check_study(study: Study, aa: bool = False) -> None:
     its base against itself (`--aa`), so one configuration is enough."""
     from perflab.workload.checks import LocatedError
 
-    names = [c.name for c in study.configurations]
-    if len(set(names)) != len(names):
-        raise LocatedError(("configurations",), f"configuration names must be unique: {names}")
+    twice = repeated([c.name for c in study.configurations])
+    if twice:
+        first = min(twice, key=lambda n: twice[n][1])
+        others = f"; repeated names: {some_of(list(twice))}" if len(twice) > 1 else ""
+        raise LocatedError(("configurations", twice[first][1], "name"),
+                           f"configuration names must be unique: {first!r} is given again (first at "
+                           f"configurations[{twice[first][0]}]){others}")
     if study.sweep is None and len(study.configurations) < (1 if aa else 2):
         raise LocatedError(("configurations",), "a comparison needs at least two configurations (the first is the base)")
     if study.sweep is None and study.blocks < MIN_BLOCKS:

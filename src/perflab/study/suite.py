@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import Field
 
 from perflab.catalog.registry import REGISTRY
-from perflab.errors import EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, InputError
+from perflab.errors import EXIT_INTERRUPTED, EXIT_NO_COMPARISON, EXIT_OK, InputError, repeated
 from perflab.records.study import MetricComparison, StudyDocument, StudyVerdict
 from perflab.records.suite import AverageRow, SuiteDocument, SuiteMember
 from perflab.stats.across_workloads import MemberRatio, average_ratio
@@ -97,9 +97,11 @@ def load_suite(path: Path) -> LoadedSuite:
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
         return InputError(message, file=path, line=line_of(data, loc), field=where)
 
-    names = [e.name for e in suite.studies]
-    if len(set(names)) != len(names):
-        raise located(f"workload names must be unique: {names}", "studies")
+    twice = repeated([e.name for e in suite.studies])
+    if twice:
+        first = min(twice, key=lambda n: twice[n][1])
+        raise located(f"workload names must be unique: {first!r} is given again (first at studies[{twice[first][0]}])",
+                      "studies", twice[first][1], "name")
     for i, key in enumerate(suite.metrics):
         if REGISTRY.get(key) is None:
             raise located(f"unknown metric {key!r} (perflab metrics lists the keys)", "metrics", i)

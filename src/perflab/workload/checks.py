@@ -11,6 +11,7 @@ import json
 import re
 from urllib.parse import urlsplit
 
+from perflab.errors import repeated, some_of
 from perflab.workload.kinds import KINDS, words
 from perflab.workload.model import (
     BatchBeside,
@@ -46,9 +47,8 @@ def check_references(workload: Workload) -> None:
     Raises LocatedError with the field path so the loader can point at the line.
     """
     names = [t.name for t in workload.transactions]
-    dupes = {n for n in names if names.count(n) > 1}
-    if dupes:
-        raise LocatedError(("transactions",), f"duplicate transaction names: {sorted(dupes)}")
+    _unique("transaction", "transactions", names)
+    _unique("script", "scripts", [s.name for s in workload.scripts])
     known = set(names)
     scripts = {s.name for s in workload.scripts}
     for i, script in enumerate(workload.scripts):
@@ -56,10 +56,11 @@ def check_references(workload: Workload) -> None:
             if step.transaction not in known:
                 raise LocatedError(
                     ("scripts", i, "steps", j, "transaction"),
-                    f"unknown transaction {step.transaction!r}; defined: {sorted(known)}",
+                    f"unknown transaction {step.transaction!r}; defined: {some_of(names)}",
                 )
     if workload.init_script is not None and workload.init_script not in scripts:
-        raise LocatedError(("init_script",), f"unknown script {workload.init_script!r}; defined: {sorted(scripts)}")
+        raise LocatedError(("init_script",), f"unknown script {workload.init_script!r}; defined: "
+                                             f"{some_of([s.name for s in workload.scripts])}")
     if sum(s.weight for s in workload.scripts if s.name != workload.init_script) <= 0:
         raise LocatedError(("scripts",), "at least one script needs a weight above 0")
     kind = KINDS.of(workload.target)
@@ -97,13 +98,25 @@ def check_references(workload: Workload) -> None:
         _check_pathlength(workload)
 
 
+def _unique(what: str, field: str, names: list[str]) -> None:
+    """Names that must differ: the first one given again is located at its second entry's name,
+    and the message names a few of the repeated ones and their count."""
+    twice = repeated(names)
+    if twice:
+        first = min(twice, key=lambda n: twice[n][1])
+        again = twice[first][1]
+        others = f"; repeated names: {some_of(list(twice))}" if len(twice) > 1 else ""
+        raise LocatedError((field, again, "name"), f"{what} name {first!r} is given again (first at "
+                                                   f"{field}[{twice[first][0]}]){others}")
+
+
 def _check_mixed(workload: Workload, batch: BatchBeside) -> None:
     """A job stream beside the users: its scripts exist, are not the users' logon, and leave the
     users a script of their own; perflab's own driver on one host runs both."""
     names = [s.name for s in workload.scripts]
     for i, name in enumerate(batch.scripts):
         if name not in names:
-            raise LocatedError(("load", "batch", "scripts", i), f"unknown script {name!r}; defined: {sorted(names)}")
+            raise LocatedError(("load", "batch", "scripts", i), f"unknown script {name!r}; defined: {some_of(names)}")
         if name == workload.init_script:
             raise LocatedError(("load", "batch", "scripts", i), f"{name!r} is the users' init script, not a job")
     chosen = set(batch.scripts)

@@ -37,6 +37,8 @@ from perflab.extras import check
 from perflab.files import read_text_file
 from perflab.tools import find_tool
 from perflab.workload.checks import LocatedError, check_references
+from perflab.workload.fast_yaml import events as yaml_events
+from perflab.workload.fast_yaml import load_round_trip
 from perflab.workload.kinds import KINDS
 from perflab.workload.model import (
     CommandTarget,
@@ -57,8 +59,14 @@ def read_yaml(path: Path) -> Any:
     FIFO, a device or a directory is refused before reading); control characters, nesting
     deeper than MAX_YAML_DEPTH and aliases that expand beyond MAX_YAML_NODES are refused
     before the document is built. Every problem is one InputError naming the line.
+
+    The last document read is kept: a file read again unchanged (`perflab validate` reads a
+    study to tell it from a workload, then the study loader reads it) is not parsed again. The
+    document returned is shared: read it, never change it (plain() copies).
     """
     text = read_text_file(Path(path))
+    if _LAST_READ and _LAST_READ[0][0] == text:
+        return _LAST_READ[0][1]
     bad = Reader.NON_PRINTABLE.search(text)
     if bad is not None:
         raise InputError(f"control character U+{ord(bad.group()):04X} is not allowed in YAML "
@@ -66,7 +74,7 @@ def read_yaml(path: Path) -> Any:
                          line=text.count("\n", 0, bad.start()) + 1)
     try:
         _check_structure(text, path)
-        data = YAML(typ="rt").load(text)
+        data = load_round_trip(text)
     except InputError:
         raise
     except MarkedYAMLError as exc:
@@ -81,7 +89,12 @@ def read_yaml(path: Path) -> Any:
                          line=_line_of_bad_tagged_scalar(text)) from None
     if not isinstance(data, CommentedMap):
         raise InputError("expected a mapping of fields at the top level", file=path, line=1)
+    _LAST_READ[:] = [(text, data)]
     return data
+
+
+#: The last document read_yaml built, with its text.
+_LAST_READ: list[tuple[str, CommentedMap]] = []
 
 
 def _line_of_bad_tagged_scalar(text: str) -> int | None:
@@ -112,7 +125,7 @@ def _check_structure(text: str, path: Path) -> None:
     open_nodes: list[list] = []          # [anchor, expanded size so far] per open collection
     sizes: dict[str, int] = {}           # anchor -> expanded size of its node
     expanded = 0
-    for event in YAML(typ="rt").parse(text):
+    for event in yaml_events(text):
         line = event.start_mark.line + 1 if event.start_mark is not None else None
         if isinstance(event, (MappingStartEvent, SequenceStartEvent)):
             open_nodes.append([event.anchor, 1])
@@ -256,10 +269,13 @@ def validate_model(model: type[M], data: Any, path: Path) -> M:
         raise InputError(_describe(error, data), file=path, line=line_of(data, error["loc"]), field=field) from None
 
 
-def load_workload(path: Path | str) -> Workload:
-    """Read, validate and resolve a workload file. Raises InputError (exit 2) on any problem."""
+def load_workload(path: Path | str, data: Any = None) -> Workload:
+    """Read, validate and resolve a workload file. Raises InputError (exit 2) on any problem.
+    `data`: the file as read_yaml read it already (`perflab validate` reads it once to tell a
+    workload from a study)."""
     path = Path(path)
-    data = read_yaml(path)
+    if data is None:
+        data = read_yaml(path)
     workload = validate_model(Workload, data, path)
     try:
         check_references(workload)
