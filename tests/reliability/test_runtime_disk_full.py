@@ -124,3 +124,66 @@ def test_a_full_disk_before_a_run_is_one_message_and_the_store_keeps_its_runs(tm
     assert listed[first.stdout.strip()]["status"] == "complete"
     # the refused run left nothing that claims to be running
     assert all(r["status"] != "running" for r in listed.values())
+
+
+STUDY = """
+name: disk-full-study
+workload: workload.yaml
+configurations:
+  - {name: a, set: {seed: 1}}
+  - {name: b, set: {seed: 2}}
+blocks: 3
+"""
+
+
+def test_a_disk_that_fills_during_a_study_stops_it_failed_with_the_reason(tmp_path, small_fs):
+    """Issue 40: the store's disk fills in the window of a study's third run. That run is kept
+    (failed with the reason, unless its record fit in its reserve); the study stops at the next
+    run it cannot store -- one line, exit 1
+    (not 2: the study file was good), study.json marking it failed with the reason and the runs
+    measured; the runs before stay complete and listed."""
+    store = small_fs / "store"
+    write_workload(tmp_path, WORKLOAD.replace("3s", "2s"))
+    study = write_workload(tmp_path, STUDY, name="study.yaml")
+    env = {**os.environ, "PERFLAB_HOME": str(store)}
+    proc = subprocess.Popen([*PERFLAB, "study", str(study), "--no-monitor"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not _in_window_of_run(store, order=2):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.05)
+        fill(small_fs)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    one_clear_line(stderr)
+    assert proc.returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "the study stopped: study.json marks it failed, with the 3 runs measured" \
+        in last, last
+    (study_dir,) = store.glob("studies/*")
+    doc = json.loads((study_dir / "study.json").read_text())
+    assert doc["status"] == "failed" and "No space left on device" in doc["reason"], doc["reason"]
+    # the run in whose window the disk filled: its last record fits in the space each run keeps
+    # for it (drive/lifecycle.py's reserve), so it is complete, or else failed with the reason
+    assert [r["status"] for r in doc["runs"][:2]] == ["complete", "complete"] and len(doc["runs"]) == 3
+    third = doc["runs"][2]
+    assert third["status"] == "complete" or (
+        "No space left on device" in third["reason"] and third["exclusions"][0]["code"] == "run_not_complete"), third
+    for leftover in ("filler", "filler-small"):
+        (small_fs / leftover).unlink()
+    listed = catalog_intact(store)
+    assert {r["run_id"]: r["status"] for r in doc["runs"]} == {k: v["status"] for k, v in listed.items()}
+
+
+def _in_window_of_run(store: Path, order: int) -> bool:
+    for path in store.glob("runs/*/run.json"):
+        try:
+            run = json.loads(path.read_text())
+        except ValueError:   # being replaced
+            continue
+        if (run.get("config") or {}).get("order") == order and (path.parent / "live.json").exists():
+            return True
+    return False

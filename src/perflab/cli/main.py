@@ -39,6 +39,7 @@ from perflab.errors import (
     EXIT_OK,
     EXIT_USAGE,
     InputError,
+    StorageError,
     SutFailure,
 )
 from perflab.safe_text import console
@@ -376,6 +377,9 @@ def study(
     except KeyboardInterrupt:
         err.print("interrupted before the study had begun: nothing was measured")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except StorageError as exc:
+        progress.close()
+        _store_full(runner, exc)
     finally:
         progress.close()
     # A Ctrl-C or SIGTERM while the reports are written is remembered, not raised: the reports
@@ -391,6 +395,30 @@ def study(
     code = doc.verdict.exit_code if doc.verdict is not None else EXIT_OK
     if gate or code == EXIT_NO_COMPARISON:
         raise typer.Exit(code)
+
+
+def _store_full(runner, exc: StorageError) -> None:
+    """The store could not be written during a study (its disk is full): the study stops, marked
+    failed with the reason where study.json can still be written (else it keeps its last state,
+    "running", with the runs measured until then), in one line and exit 1 -- not exit 2, the
+    study file was good. The runs before are kept; the run that met the full disk is marked
+    failed with the reason (drive/lifecycle.py)."""
+    from perflab.errors import storage_reason
+    from perflab.store.atomic import write_json_atomic
+    from perflab.study.document import now_iso
+
+    doc = getattr(runner, "doc", None)
+    said = "nothing was measured"
+    if doc is not None:
+        doc.status, doc.reason, doc.finished = "failed", f"the store could not be written: {exc.message}", now_iso()
+        try:
+            write_json_atomic(runner.dir / "study.json", doc.dump())
+            said = f"study.json marks it failed, with the {len(doc.runs)} runs measured"
+        except OSError as again:
+            said = (f"study.json could not be updated either ({storage_reason(again)}): it keeps the "
+                    f"{len(doc.runs)} runs measured until then")
+    err.print(f"[red]error:[/red] {escape(exc)}; the study stopped: {escape(said)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()
