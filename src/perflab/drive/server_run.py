@@ -102,7 +102,12 @@ async def _setup_sql(dsn: str, statements: list[str], want_version: bool) -> dic
             await conn.execute(sql)
         # A clean start: what setup dirtied is written out now, not during the window.
         await conn.execute("CHECKPOINT")
-        return {"sut_version": await conn.fetchval("SELECT version()")} if want_version else {}
+        if not want_version:
+            return {}
+        # A server perflab does not start may restart between the runs of a study (a cold cache
+        # after it): when it last started is a fact of the run the study compares run to run.
+        started = await conn.fetchval("SELECT pg_postmaster_start_time()")
+        return {"sut_version": await conn.fetchval("SELECT version()"), "sut_started": started.isoformat()}
     except Exception as exc:
         raise SutFailure(f"setup SQL failed: {type(exc).__name__}: {exc}") from None
     finally:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perflab import caveats as cav
 from perflab.caveats import Caveat
 from perflab.records.run import RunRecord
 from perflab.records.study import (
@@ -92,6 +93,7 @@ class StudyDocumentBuilder:
         self.keys = list(keys)
         self.design = design
         self.paired = paired
+        self._server_started: tuple[str, str, int | None] | None = None   # (when, run, block) of the last run
         doc.design.gates = GatesRecord(max_error_rate=gates.max_error_rate, max_etr_trend=gates.max_etr_trend,
                                        util_band=gates.util_band)
         doc.design.margin, doc.design.confidence = criteria.margin, criteria.confidence
@@ -119,6 +121,7 @@ class StudyDocumentBuilder:
                        per_class=metrics.per_class, per_interval=metrics.per_interval,
                        caveats=[c for c in metrics.caveats if c not in shown])
         self.doc.runs.append(run)
+        self._note_restart(record, block)
         conf = self.doc.configuration(config)
         if conf is not None and not conf.software:
             conf.hardware, conf.software = split_fingerprint(record.fingerprint)
@@ -128,6 +131,22 @@ class StudyDocumentBuilder:
             if self.doc.design.placement is None:
                 self.doc.design.placement = record.fingerprint.get("placement")
         return run
+
+    def _note_restart(self, record: RunRecord, block: int | None) -> None:
+        """A server the study does not start (a DSN) that restarted between two of its runs: the
+        runs after it began on a cold server (its caches empty), which the report says. The
+        server's start time is a fact of each run (`sut_started`, drive/server_run.py)."""
+        started = record.fingerprint.get("sut_started")
+        if not started:
+            return
+        before = self._server_started
+        self._server_started = (str(started), record.run_id, block)
+        if before is not None and before[0] != str(started):
+            where = "" if block is None or before[2] is None else f" (block {before[2]} -> block {block})"
+            self.warn(cav.note(f"the server under test restarted between run {before[1]} and run {record.run_id}"
+                               f"{where}: it started again at {started}, so the runs from {record.run_id} on began "
+                               "on a cold server (its caches empty)", before=before[1], after=record.run_id,
+                               started=str(started)))
 
     def rejudge_steadiness(self) -> None:
         """The study's second judgement of steadiness, once every run is in (`StudyJudge`): each

@@ -137,7 +137,8 @@ MACHINE_KEYS = ("cpu_model", "cores", "online_cpus", "memory_bytes", "memory_lim
 
 
 def split_fingerprint(fingerprint: dict) -> tuple[dict, dict]:
-    """(hardware, software) parts of a run's fingerprint; the placement belongs to neither."""
+    """(hardware, software) parts of a run's fingerprint; the placement and when an existing
+    server last started (`sut_started`: a state of the server, not its software) belong to neither."""
     hardware = {k: v for k, v in fingerprint.items() if k in MACHINE_KEYS}
-    software = {k: v for k, v in fingerprint.items() if k not in MACHINE_KEYS and k != "placement"}
+    software = {k: v for k, v in fingerprint.items() if k not in MACHINE_KEYS and k not in ("placement", "sut_started")}
     return hardware, software
