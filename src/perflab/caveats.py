@@ -26,6 +26,12 @@ DRIVER_SATURATION_PCT = 90.0
 LITTLE_TOLERANCE_PCT = 5.0
 #: Default largest share of transactions that may end in an error in a valid run.
 MAX_ERROR_RATE = 0.01
+#: A whole interval of the window with no completed transaction, in a run that completes at least
+#: this many an interval on average, is a stall: the SUT or the network to it stopped answering
+#: (a link down, a server paused). Completions that arrive at random at this mean leave an
+#: interval empty with probability e^-30 (1e-13); a run that waits on a few long transactions
+#: (a job stream, a slow open loop) completes fewer and is not judged so.
+STALL_MIN_EXPECTED = 30.0
 #: Default largest relative change across the window before a run is "not steady": closed loop,
 #: the line through ETR (T); open loop, the shortfall of completions against arrivals.
 MAX_DRIFT = 0.05
@@ -61,6 +67,7 @@ class Code(StrEnum):
     HUNG_TRANSACTIONS = "hung_transactions"
     CONCURRENT_RUN = "concurrent_run"      # another perflab run used some of this run's CPUs meanwhile
     ERROR_RATE = "error_rate"
+    STALLED = "stalled"                    # an interval of the window without a completion: nothing answered
     NO_TRANSACTIONS = "no_transactions"
     NOT_STEADY = "not_steady"
     FELL_BEHIND = "fell_behind"
@@ -218,6 +225,17 @@ def concurrent_run(run_ids: list[str], cpus: list[int]) -> Caveat:
 def error_rate(rate: float, limit: float) -> Caveat:
     return Caveat(code=Code.ERROR_RATE, text=f"error rate {100 * rate:.1f}% above {100 * limit:.1f}%",
                   values={"rate": rate, "limit": limit})
+
+
+def stalled(intervals: list[tuple[float, float]], expected: float) -> Caveat:
+    """Whole intervals of the window in which no transaction completed, while the run completed
+    `expected` an interval on average."""
+    first = intervals[0]
+    more = f" and {len(intervals) - 1} more interval(s)" if len(intervals) > 1 else ""
+    return Caveat(code=Code.STALLED,
+                  text=f"no transaction completed from {first[0]:.1f} s to {first[1]:.1f} s{more}, against "
+                       f"{expected:.0f} an interval on average: the SUT or the network to it stopped answering",
+                  values={"intervals": [list(i) for i in intervals], "expected": expected})
 
 
 def no_transactions() -> Caveat:

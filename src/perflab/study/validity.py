@@ -264,6 +264,9 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
     else:
         out.gates.append(GateResult("completed transactions in the window", "pass", _num(values.get("tx_ok")),
                                     unit="transactions", bound="more than 0"))
+        stall = _stall_gate(per_interval, record)
+        if stall is not None:
+            out.gates.append(stall)
         out.gates += steady_gates(values, per_interval, record.config.users is not None, gates,
                                   primary or [REGISTRY.role("capacity")[0]], partner, scales)
     util = _num(values.get("util_proc_s"))
@@ -274,6 +277,26 @@ def judge_run(record: RunRecord, values: Mapping[str, Any], per_interval: Sequen
                                     util, high, "%", None if inside else cav.util_out_of_band(util, low, high),
                                     f"{low:g}-{high:g}%", WINDOW_ONLY))
     return out
+
+
+def _stall_gate(per_interval: Sequence[Mapping[str, Any]] | None, record: RunRecord) -> GateResult | None:
+    """Whole intervals of the window without a completed transaction, in a run that completes
+    many an interval (caveats.STALL_MIN_EXPECTED): the SUT, or the network to it, stopped
+    answering for a while -- a measurement of the outage, not of the SUT (issue 40: a remote
+    SUT's link dropped for three seconds left a run complete and valid). Not judged (None) when
+    the run completes too few an interval for an empty one to mean anything."""
+    window = record.window
+    rows = [r for r in per_interval or [] if _num(r.get("tx_ok")) == _num(r.get("tx_ok"))
+            and (window is None or (r["t_start"] >= window.start - 1e-9 and r["t_end"] <= window.end + 1e-9))]
+    if len(rows) < 2:
+        return None
+    expected = sum(_num(r["tx_ok"]) for r in rows) / len(rows)
+    if expected < cav.STALL_MIN_EXPECTED:
+        return None
+    empty = [(float(r["t_start"]), float(r["t_end"])) for r in rows if _num(r["tx_ok"]) == 0]
+    return GateResult("no interval without a completion", "fail" if empty else "pass", float(len(empty)), 0.0,
+                      "intervals", cav.stalled(empty, expected) if empty else None,
+                      f"none, at {cav.STALL_MIN_EXPECTED:g} or more an interval", WINDOW_ONLY)
 
 
 def _driver_saturated(caveat: Caveat) -> GateResult:
