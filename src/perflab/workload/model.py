@@ -444,9 +444,10 @@ class Driver(Strict):
     protocol: Literal["simple", "extended", "prepared"] = Field(default="prepared", description="pgbench -M")
     options: list[str] = Field(default_factory=list, description="more command-line options for the tool")
     core: Literal["auto", "python"] = Field(
-        default="auto", description="perflab's own driver: `auto` runs closed-loop users of one fixed HTTP request "
-        "per transaction in its compiled loop (drive/load/native_http.py), about half the CPU per request; `python` "
-        "keeps the Python path for every workload")
+        default="auto", description="perflab's own driver: `auto` runs the users (and arrivals) of HTTP, TCP and "
+        "PostgreSQL targets in its compiled loop wherever it runs them as the Python path would (drive/load/"
+        "native_http.py; the run says why where it does not), about half the CPU per request; `python` keeps the "
+        "Python path for every workload")
 
 
 class Placement(Strict):
