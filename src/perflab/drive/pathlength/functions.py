@@ -145,7 +145,8 @@ def _parts(path: Path, code: Sequence[CodeRange]) -> Iterator[PartFunctions]:
         return cached
 
     part: PartFunctions | None = None
-    positions, ir_index = 1, 0
+    positions, ir_index, events = 1, 0, 1
+    simple = True
     ob = fl = ""
     current: Context = (NO_OBJECT, "???", False)
     current_key: Key = current[:2]
@@ -156,8 +157,12 @@ def _parts(path: Path, code: Sequence[CodeRange]) -> Iterator[PartFunctions]:
         for line in handle:
             first = line[:1]
             if first.isdigit() or first in "+-*":
-                fields = line.split()
-                value = int(fields[positions + ir_index]) if len(fields) > positions + ir_index else 0
+                if simple:   # "position Ir": the counted pass's own format, read without a split
+                    space = line.find(" ")
+                    value = int(line[space + 1:]) if space > 0 else 0
+                else:
+                    fields = line.split()
+                    value = int(fields[positions + ir_index]) if len(fields) > positions + ir_index else 0
                 if part is None:
                     part = PartFunctions("")
                 if pending_call is not None:
@@ -213,9 +218,12 @@ def _parts(path: Path, code: Sequence[CodeRange]) -> Iterator[PartFunctions]:
                 part.total = int(line.split()[1])
             elif line.startswith("positions:"):
                 positions = len(line.split()[1:]) or 1
+                simple = positions == 1 and events == 1
             elif line.startswith("events:"):
                 names = line.split()[1:]
                 ir_index = names.index("Ir") if "Ir" in names else 0
+                events = len(names)
+                simple = positions == 1 and events == 1
     if part is not None:
         yield part
 
