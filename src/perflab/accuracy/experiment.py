@@ -12,6 +12,7 @@ shuffled (seeded) so that a slow hour of the host does not fall on one arrangeme
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import random
@@ -117,6 +118,9 @@ class Plan:
     #: host's bound is fitted from (their raw ratios are what is fitted); a check of the
     #: in-study route sets it on.
     self_calibration: Literal["auto", "on", "off"] = "off"
+    #: A page whose stored reports keep every study's (docs/accuracy.md: docs/reports/<id>/), so
+    #: that each study the results file names traces to its report (tests/docs/test_published.py).
+    keep: Path | None = None
     #: A session's name (default: the day): its knob, truth and studies go together, and a
     #: session stopped half-way goes on where it stopped when called again with the same name.
     #: A second session on another day measures the host in another state.
@@ -308,6 +312,15 @@ def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob:
         doc = runner.run()
         if doc.status == "interrupted":
             raise KeyboardInterrupt  # the experiment stops here; a second call goes on with this study
+        # Its report beside its record, as `perflab study` leaves them (no charts: Markdown and
+        # JSON), so that a page citing the study can keep it (plan.keep).
+        from perflab.report.write import EXPORTERS, write_reports
+
+        write_reports(doc, runner.dir, tuple(e for e in EXPORTERS if e.format != "html"))
+        if plan.keep is not None:
+            from perflab.report.book.layout import keep_report
+
+            keep_report(runner.dir, plan.keep)
         seconds = time.monotonic() - started
     comparison = doc.comparisons[0] if doc.comparisons else None
     entry = comparison.entry(KEY) if comparison is not None else None
@@ -374,6 +387,22 @@ def fixed_users(calibrated: int | None, arrangement: str) -> int | None:
     return max(1, calibrated // 2) if arrangement == "duet" else calibrated
 
 
+def keep_runs(store: Store, run_ids: list[str], page: Path) -> None:
+    """Each run's own report (Markdown and JSON, from the one run report) kept beside `page` as a
+    study's is (docs/reports/<run id>/): the knob's and the truth's runs, which no study lists."""
+    from perflab.report.book.layout import reports_dir
+    from perflab.report.run.export import render_json, render_markdown
+    from perflab.report.run.model import build_report
+    from perflab.store.atomic import write_atomic
+
+    for run_id in run_ids:
+        report = build_report(store.run_dir(run_id), None, charts=False)
+        target = reports_dir(page) / run_id
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in (("report.md", render_markdown(report)), ("report.json", render_json(report))):
+            write_atomic(target / name, functools.partial(Path.write_text, data=text, encoding="utf-8"))
+
+
 def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
                    on_progress: Callable[[str], None] = print) -> list[StudyResult]:
     """Every study of the plan not yet in `results`; returns all results (old and new)."""
@@ -399,6 +428,8 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
             on_progress(f"{name}: measuring the knob's cost (4 short runs)")
             knobs[key] = calibrate_knob(case, examples, store).model_copy(update={"host": host, "session": session})
             _append(results, knobs[key])
+            if plan.keep is not None:
+                keep_runs(store, knobs[key].runs, plan.keep)
         knob = knobs[key]
         on_progress(f"{name}: {knob.base_ms:.4f} ms per transaction at knob 0, {1e6 * knob.per_unit_ms:.2f} ns per "
                     f"knob unit: +3% = {knob.value_for(0.03)}, +5% = {knob.value_for(0.05)}, "
@@ -407,6 +438,8 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
             measured = measure_truth(case, examples, store, knob, on_progress)
             truths[key] = measured.model_copy(update={"host": host, "session": session})
             _append(results, truths[key])
+            if plan.keep is not None:
+                keep_runs(store, truths[key].runs, plan.keep)
         truth = truths[key]
         if truth.users is not None:
             users[name] = truth.users

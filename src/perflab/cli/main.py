@@ -570,6 +570,8 @@ def accuracy(
                                   help="with --studies: the checkout's examples directory"),
     summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; fit the bounds and "
                                       "rewrite the section from the results file"),
+    keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="with --studies: store each study's report "
+                                     "beside PAGE (docs/accuracy.md: docs/reports/<id>/), as the page's citations need"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Measure perflab against systems of known cost; write docs/accuracy.md.
@@ -590,7 +592,7 @@ def accuracy(
 
     if studies:
         _accuracy_studies(Store(store), output, StudyPlanOptions(quick, check, cases, arrangements, effects, repeats,
-                                                                  blocks, session, self_calibration),
+                                                                  blocks, session, self_calibration, keep),
                           results, examples, summary_only)
         return
     from perflab.accuracy.metrics import run_accuracy
@@ -619,6 +621,7 @@ class StudyPlanOptions:
     blocks: int | None
     session: str | None
     self_calibration: str | None = None
+    keep: Path | None = None
 
     def plan(self) -> Any:
         from perflab.accuracy.experiment import CHECK, QUICK, Plan
@@ -645,7 +648,7 @@ class StudyPlanOptions:
             raise InputError(f"expected auto, on or off, got {calibration!r}", field="--self-calibration")
         return dataclasses.replace(base, cases=cases, arrangements=chosen, effects=effect_values, repeats=repeats,
                                    blocks=blocks, role="check" if self.check else "fit", session=self.session or "",
-                                   self_calibration=cast(Literal["auto", "on", "off"], calibration))
+                                   self_calibration=cast(Literal["auto", "on", "off"], calibration), keep=self.keep)
 
 
 def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, results: Path, examples: Path,
