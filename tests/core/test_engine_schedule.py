@@ -113,9 +113,14 @@ def open_workload(tmp_path, rate, arrival="constant", measure="2s", seed=1, name
 
 
 def test_open_loop_batches_keep_the_rate_and_never_start_early(tmp_path, store):
-    """5,000 arrivals/s: gaps of 0.2 ms, five per timer tick, so arrivals start in batches."""
+    """5,000 arrivals/s: gaps of 0.2 ms, five per timer tick, so arrivals start in batches. What
+    is checked is the schedule, which holds on a busy host too; a host busy enough that the SUT
+    fell behind the arrivals makes the run invalid (exit 5, "fell behind") and nothing else."""
     rate = 5000
-    run, tx = run_ok(open_workload(tmp_path, rate), store)
+    result = perflab("run", open_workload(tmp_path, rate), "-q", "--no-monitor", store=store)
+    run, tx = load_run(run_dir_of(store, result.stdout.strip().splitlines()[-1]))
+    said = result.stdout + result.stderr
+    assert result.returncode == 0 or (result.returncode == 5 and "fell behind" in said), said
     assert run["status"] == "complete"
     arrivals = first_steps(tx)
     w = run["window"]
