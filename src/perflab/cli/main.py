@@ -571,7 +571,7 @@ def accuracy(
     summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; fit the bounds and "
                                       "rewrite the section from the results file"),
     keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="with --studies: store each study's report "
-                                     "beside PAGE (docs/accuracy.md: docs/reports/<id>/), as the page's citations need"),
+                                     "beside PAGE (for docs/accuracy.md: docs/reports/ID/), as the page's citations need"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Measure perflab against systems of known cost; write docs/accuracy.md.
