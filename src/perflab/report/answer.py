@@ -1,6 +1,7 @@
 """The study's answer as the study page shows it: each primary verdict with what decided it --
 the two configurations' values, the ratio new/base, its interval at the level that decided, and
-the margin -- so the page answers "by how much, and how sure" beside "which way".
+the margin -- so the page answers "by how much, and how sure" beside "which way"; the same answer
+in one line (the studies list); an A/A study's result as fields.
 
 Every number is the comparison's own (study.json's `comparisons`), printed by
 perflab.report.numbers as the study report prints it.
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perflab.catalog.registry import REGISTRY
 from perflab.records.study import MetricComparison, StudyDocument
 from perflab.report import numbers as fmt
+from perflab.report import view as v
 
 
 @dataclass(frozen=True)
@@ -57,3 +60,26 @@ def answer_rows(doc: StudyDocument) -> list[AnswerRow]:
             level=fmt.percent_level(level), margin=fmt.margin(doc.design.margin),
             verdict=p.verdict or "no verdict", reason=p.reason or (m.no_comparison if m is not None else "") or ""))
     return rows
+
+
+def answer_text(doc: StudyDocument) -> str | None:
+    """The study's answer in one line: each primary verdict, and the exit code that carries them
+    (None while there is none: a study still running, a sweep)."""
+    verdict = doc.verdict
+    if verdict is None or not verdict.primary:
+        return None
+    calls = [f"{p.new} vs {p.base}: {REGISTRY.label_of(p.key)} {p.verdict or 'no verdict'}" for p in verdict.primary]
+    return "; ".join(calls) + f" (exit code {verdict.exit_code})"
+
+
+def aa_rows(doc: StudyDocument) -> list[tuple[str, str]]:
+    """An A/A study's result as (field, value) pairs: the noise, the false claims, the blocks
+    (none for a study that is not one)."""
+    aa = doc.aa
+    if aa is None:
+        return []
+    return [("metric", fmt.label_of(aa.metric)), ("CV (between runs)", fmt.pct(aa.cv, signed=False, decimals=2)),
+            ("blocks", v.text(aa.n_blocks)), ("claims of a change (each false)", v.text(aa.false_claims)),
+            ("claims", v.text(aa.claims) if aa.claims else "none"),
+            (f"blocks needed for {fmt.margin(aa.margin)}", v.text(aa.blocks_needed)),
+            (f"P(EQUIVALENT) at {aa.n_blocks} blocks", fmt.fixed(aa.power, 2))]

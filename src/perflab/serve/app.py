@@ -32,11 +32,10 @@ import jinja2
 from perflab.errors import InputError
 from perflab.extras import require
 from perflab.records.live import LiveStatus
-from perflab.records.study import StudyDocument
 from perflab.reduce.reduce import TRANSACTION_KEYS
 from perflab.report import numbers as fmt
 from perflab.report import view as report_view
-from perflab.report.answer import answer_rows
+from perflab.report.answer import aa_rows, answer_rows
 from perflab.report.html import plain_text
 from perflab.report.run import data as run_data
 from perflab.report.run.export import EXPORTERS as RUN_EXPORTERS
@@ -359,20 +358,7 @@ async def study_page(request: web.Request) -> web.Response:
     return _page(request, "study.html.j2", title=f"Study {study_id}", study_id=study_id, doc=doc, status=status,
                  summary=study_summary(doc, study_id), current=current,
                  live=store.live(current.row.run_id) if current else None, noise=report_view.noise_table(doc),
-                 aa=_aa_rows(doc), answer=answer_rows(doc), units=json.dumps(run_data.units()))
-
-
-def _aa_rows(doc: StudyDocument) -> list[tuple[str, str]]:
-    """An A/A study's result as (field, value) pairs: the noise, the false claims, the blocks."""
-    aa = doc.aa
-    if aa is None:
-        return []
-    text = report_view.text
-    return [("metric", fmt.label_of(aa.metric)), ("CV (between runs)", fmt.pct(aa.cv, signed=False, decimals=2)),
-            ("blocks", text(aa.n_blocks)), ("claims of a change (each false)", text(aa.false_claims)),
-            ("claims", text(aa.claims) if aa.claims else "none"),
-            (f"blocks needed for {fmt.margin(aa.margin)}", text(aa.blocks_needed)),
-            (f"P(EQUIVALENT) at {aa.n_blocks} blocks", fmt.fixed(aa.power, 2))]
+                 aa=aa_rows(doc), answer=answer_rows(doc), units=json.dumps(run_data.units()))
 
 
 async def study_report_file(request: web.Request) -> web.Response:

@@ -92,27 +92,21 @@ def _criteria(query: Mapping[str, str]) -> tuple[float, float] | None:
 
 
 def check_ref(ref: str, which: str) -> str:
-    """A run group as `perflab compare` takes it, except file system paths: a browser names runs
-    in this store only (comma-separated ids or unique prefixes, label:NAME, study:ID:CONFIG)."""
+    """A run group as `perflab compare` takes it (perflab.study.groups.parse_group), except file
+    system paths: a browser names runs in this store only (comma-separated ids or unique
+    prefixes, label:NAME, study:ID:CONFIG)."""
+    from perflab.study.groups import parse_group
+
     if len(ref) > 2000:
         raise InputError("too long", field=which)
-    if ref.startswith("label:"):
-        if not ref[len("label:"):]:
-            raise InputError("expected label:NAME", field=which)
-        return ref
-    if ref.startswith("study:"):
-        parts = ref.split(":", 2)
-        if len(parts) < 3 or not ID.match(parts[1]) or ".." in parts[1] or not parts[2]:
-            raise InputError(f"expected study:ID:CONFIG, got {ref!r}", field=which)
-        return ref
-    parts = [p.strip() for p in ref.split(",") if p.strip()]
-    for part in parts:
+    group = parse_group(ref, which)
+    if group.study is not None and (not ID.match(group.study) or ".." in group.study):
+        raise InputError(f"expected study:ID:CONFIG, got {ref!r}", field=which)
+    for part in group.runs:
         if not ID.match(part) or ".." in part:
             raise InputError(f"expected run ids (or unique prefixes), label:NAME or study:ID:CONFIG; got {part!r}",
                              field=which)
-    if not parts:
-        raise InputError("no run given", field=which)
-    return ",".join(parts)
+    return group.text
 
 
 @dataclass

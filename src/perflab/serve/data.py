@@ -11,20 +11,20 @@ import hashlib
 import json
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from perflab.catalog.registry import REGISTRY
 from perflab.errors import InputError
 from perflab.records.live import LiveStatus, read_live
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import StudyDocument, read_study_document
-from perflab.store.catalog import RunRow, Store, pid_alive
+from perflab.report.answer import answer_text
+from perflab.store.catalog import RunRow, Store, shown_status
 from perflab.store.outcome import OutcomeKind, RunOutcome, record_outcome
+from perflab.store.status import current_run, study_status
 
 #: Run and study ids as new_run_id makes them (and any sane hand-made name): no separators,
 #: no "..", nothing a shell or a glob would read specially.
@@ -155,10 +155,8 @@ class StoreView:
 
     @staticmethod
     def run_status(record: RunRecord) -> str:
-        """As the catalog shows it: a `running` run whose driver is gone is `abandoned`."""
-        if record.status == "running" and not pid_alive(record.pid):
-            return "abandoned"
-        return record.status
+        """As the catalog shows it (perflab.store.status)."""
+        return shown_status(record.status, record.pid)
 
     def live(self, run_id: str) -> LiveStatus | None:
         try:
@@ -238,35 +236,13 @@ class StoreView:
         return self.version((s.study_id, s.status, s.runs) for s in studies)
 
     def study_status(self, doc: StudyDocument) -> str:
-        """A study's status; `running` only while one of its runs is (a killed study stays
-        `running` in study.json forever, as a killed run does in run.json)."""
-        if doc.status != "running":
-            return doc.status
-        if self.current_run(doc) is not None:
-            return "running"
-        # Between two runs (reduction, calibration steps) no run is running for a moment: a
-        # study.json rewritten in the last minute still counts as alive.
-        if not doc.study_id or not ID.match(doc.study_id) or ".." in doc.study_id:
-            return "abandoned"
-        path = self.studies_dir / doc.study_id / "study.json"
-        try:
-            if time.time() - path.stat().st_mtime < 60:
-                return "running"
-        except OSError:
-            pass
-        return "abandoned"
+        """As every list shows it (perflab.store.status: `abandoned` once nothing of it runs)."""
+        return study_status(self.store, doc)
 
     def current_run(self, doc: StudyDocument) -> RunEntry | None:
         """The study's run in progress, from the catalog (runs record their study id)."""
-        study_id = doc.study_id
-        if not study_id:
-            return None
-        for row in self.store.rows():
-            if row.study == study_id and row.status == "running":
-                entry = RunEntry(row, row.shown_status)
-                if entry.running:
-                    return entry
-        return None
+        row = current_run(self.store, doc.study_id)
+        return None if row is None else RunEntry(row, row.shown_status)
 
     def refs(self) -> list[str]:
         """Suggestions for the compare form: run ids, label:NAME, study:ID:CONFIG."""
@@ -276,16 +252,6 @@ class StoreView:
         for s in self.studies()[:50]:
             out += [f"study:{s.study_id}:{c}" for c in s.configs]
         return out + [r.run_id for r in rows if r.status == "complete"]
-
-
-def answer_text(doc: StudyDocument) -> str | None:
-    """The study's answer in one line: each primary verdict, and the exit code that carries them
-    (None while there is none: a study still running, a sweep)."""
-    verdict = doc.verdict
-    if verdict is None or not verdict.primary:
-        return None
-    calls = [f"{p.new} vs {p.base}: {REGISTRY.label_of(p.key)} {p.verdict or 'no verdict'}" for p in verdict.primary]
-    return "; ".join(calls) + f" (exit code {verdict.exit_code})"
 
 
 @dataclass

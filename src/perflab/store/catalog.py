@@ -75,6 +75,12 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
+def shown_status(status: str, pid: int | None) -> str:
+    """A run's status as every list shows it (perflab.store.status): a run still marked
+    `running` whose driver is gone was killed (SIGKILL, power loss), and is `abandoned`."""
+    return "abandoned" if status == "running" and not pid_alive(pid) else status
+
+
 @dataclass
 class RunRow:
     run_id: str
@@ -96,10 +102,7 @@ class RunRow:
 
     @property
     def shown_status(self) -> str:
-        # A run still marked running whose driver is gone was killed (SIGKILL, power loss).
-        if self.status == "running" and not pid_alive(self.pid):
-            return "abandoned"
-        return self.status
+        return shown_status(self.status, self.pid)
 
     @property
     def shown_outcome_fields(self) -> dict:
@@ -360,7 +363,7 @@ class Store:
             record = parse_run_record(json.loads(path.read_text()), path)
         except (OSError, ValueError, InputError):
             return None
-        return record.status == "running" and pid_alive(record.pid)
+        return shown_status(record.status, record.pid) == "running"
 
     def resolve(self, ref: str) -> Path:
         """A run directory from a run id, a unique id prefix, 'last', or a path.

@@ -35,7 +35,7 @@ from perflab.reduce.reduce import RunMetrics, reduce_run
 from perflab.reduce.window import Window
 from perflab.stats.criteria import Criteria
 from perflab.stats.verdict import MIN_BLOCKS
-from perflab.store.catalog import Store, is_plain_name
+from perflab.store.catalog import Store, is_plain_name, shown_status
 from perflab.study.compare import SOLO, default_primary, judge_all
 from perflab.study.document import (
     StudyDocumentBuilder,
@@ -57,32 +57,59 @@ class Group:
     config: str | None = None
 
 
-def _study(store: Store, ref: str, which: str) -> tuple[StudyDocument, str]:
-    parts = ref.split(":", 2)
-    if len(parts) < 3 or not parts[1] or not parts[2]:
-        raise InputError(f"expected study:ID:CONFIG, got {ref!r}", field=which)
-    path = store.home / "studies" / parts[1] / "study.json"
-    if not is_plain_name(parts[1]) or not path.is_file():
-        raise InputError(f"no study {parts[1]!r} in {store.home / 'studies'}", field=which)
+@dataclass(frozen=True)
+class GroupRef:
+    """A run group as `perflab compare` and the dashboard's compare page name it, parsed once:
+    `label:NAME`, `study:ID:CONFIG`, or run references (ids, unique prefixes, paths)."""
+
+    text: str                       # the reference, its run list stripped of blanks
+    label: str | None = None
+    study: str | None = None
+    config: str | None = None
+    runs: tuple[str, ...] = ()
+
+
+def parse_group(ref: str, which: str) -> GroupRef:
+    """The reference `ref` given for group `which` ("A", "B"); InputError naming it when it is
+    not one."""
+    if ref.startswith("label:"):
+        if not ref[len("label:"):]:
+            raise InputError("expected label:NAME", field=which)
+        return GroupRef(ref, label=ref[len("label:"):])
+    if ref.startswith("study:"):
+        parts = ref.split(":", 2)
+        if len(parts) < 3 or not parts[1] or not parts[2]:
+            raise InputError(f"expected study:ID:CONFIG, got {ref!r}", field=which)
+        return GroupRef(ref, study=parts[1], config=parts[2])
+    runs = tuple(p.strip() for p in ref.split(",") if p.strip())
+    if not runs:
+        raise InputError("no run given", field=which)
+    return GroupRef(",".join(runs), runs=runs)
+
+
+def _study(store: Store, ref: GroupRef, which: str) -> tuple[StudyDocument, str]:
+    study_id, config = str(ref.study), str(ref.config)
+    path = store.home / "studies" / study_id / "study.json"
+    if not is_plain_name(study_id) or not path.is_file():
+        raise InputError(f"no study {study_id!r} in {store.home / 'studies'}", field=which)
     doc = read_study_document(path)
-    if doc.configuration(parts[2]) is None:
+    if doc.configuration(config) is None:
         names = [c.name for c in doc.configurations]
-        raise InputError(f"study {parts[1]} has no configuration {parts[2]!r}; it has {names}", field=which)
-    return doc, parts[2]
+        raise InputError(f"study {study_id} has no configuration {config!r}; it has {names}", field=which)
+    return doc, config
 
 
 def resolve_group(store: Store, ref: str, which: str) -> Group:
-    if ref.startswith("label:"):
-        label = ref[len("label:"):]
-        rows = [r for r in reversed(store.rows()) if r.label == label and r.shown_status != "running"]
-        group = Group(label, [Path(r.path) for r in rows])
-    elif ref.startswith("study:"):
-        doc, config = _study(store, ref, which)
+    parsed = parse_group(ref, which)
+    if parsed.label is not None:
+        rows = [r for r in reversed(store.rows()) if r.label == parsed.label and r.shown_status != "running"]
+        group = Group(parsed.label, [Path(r.path) for r in rows])
+    elif parsed.study is not None:
+        doc, config = _study(store, parsed, which)
         group = Group(config, [store.run_dir(r.run_id) for r in doc.runs_of(config)], doc, config)
     else:
-        parts = [p.strip() for p in ref.split(",") if p.strip()]
         name = ref if len(ref) <= 40 else ref[:37] + "..."
-        group = Group(name, [store.resolve(p) for p in parts])
+        group = Group(name, [store.resolve(p) for p in parsed.runs])
     if not group.dirs:
         raise InputError(f"no runs found for {ref!r}", field=which)
     return group
@@ -94,7 +121,7 @@ def _judged(run_dir: Path, config: str, index: int, builder: StudyDocumentBuilde
         metrics = reduce_run(run_dir)
     except InputError as exc:
         # A run killed or still running has no window: kept, excluded, with the reason.
-        status = "abandoned" if record.status == "running" else record.status
+        status = shown_status(record.status, record.pid)
         metrics = RunMetrics(record.run_id, record.status, Window(0.0, 0.0), {}, record=record)
         validity = RunValidity([GateResult("completed", "fail", caveat=cav.run_not_complete(status, exc.message))])
         return builder.add_run(record, metrics, config, record.config.block, index, is_base, validity)
