@@ -130,6 +130,39 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+def run_fingerprint(plan: RunPlan, machine: dict[str, Any]) -> dict[str, Any]:
+    """A run's fingerprint: the machine's (perflab.sut.fingerprint), perflab's version and the
+    run's placement."""
+    info = dict(machine)
+    info.setdefault("python", sys.version.split()[0])
+    info["perflab"] = __version__
+    info["placement"] = plan.placement.describe()
+    return info
+
+
+def opening_record(plan: RunPlan, run_id: str, fingerprint: dict[str, Any]) -> RunRecord:
+    """run.json as a run opens (status `running`): the plan resolved into RunConfig, the
+    workload as written (passwords redacted), the fingerprint, the driver's pid. The one builder
+    of a run record: a run's lifecycle writes it at the start and fills in the rest as the run
+    goes; the model driver (perflab.drive.model_driver) starts from it too."""
+    position, placement, phases = plan.position, plan.placement, plan.phases
+    return RunRecord(
+        run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
+        workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
+        config=RunConfig(
+            users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
+            processors=len(placement.sut_cpus), sut_cpus=placement.sut_cpus,
+            driver_cpus=placement.driver_cpus, shared_cpus=placement.shared,
+            jobs=plan.jobs, initiators=plan.initiators,
+            real_storage_bytes=plan.memory_limit,
+            driver_memory_bytes=limits.driver_memory_bytes(plan.users) if plan.users else None,
+            stagger_s=phases.stagger, stabilization_s=phases.stabilization, measurement_s=phases.measurement,
+            block=position.block, order=position.order, purpose=position.purpose,
+            configuration=position.configuration, duet=plan.duet.key if plan.duet is not None else None,
+            arrangement=plan.duet.arrangement if plan.duet is not None else None),
+        fingerprint=fingerprint, pid=os.getpid(), created=now_iso())
+
+
 class RunLifecycle:
     """One run's record and the resources every run holds, released whatever happens."""
 
@@ -247,23 +280,7 @@ class RunLifecycle:
         (self.run_dir / RESERVE_NAME).unlink(missing_ok=True)
 
     def _open(self, plan: RunPlan, run_id: str) -> RunRecord:
-        position = plan.position
-        record = self._record = RunRecord(
-            run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
-            workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
-            config=RunConfig(
-                users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
-                processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
-                driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
-                jobs=plan.jobs, initiators=plan.initiators,
-                real_storage_bytes=plan.memory_limit,
-                driver_memory_bytes=limits.driver_memory_bytes(plan.users) if plan.users else None,
-                stagger_s=plan.phases.stagger,
-                stabilization_s=plan.phases.stabilization, measurement_s=plan.phases.measurement,
-                block=position.block, order=position.order, purpose=position.purpose,
-                configuration=position.configuration, duet=self._duet_key,
-                arrangement=plan.duet.arrangement if plan.duet is not None else None),
-            fingerprint=self._fingerprint(), pid=os.getpid(), created=now_iso())
+        record = self._record = opening_record(plan, run_id, run_fingerprint(plan, machine_fingerprint()))
         self.save()
         self.store.index(record)
         self._concurrent = {r.run_id: r for r in self.active.register(run_id, self._cpus(), self._duet_key)}
@@ -278,13 +295,6 @@ class RunLifecycle:
     def _cpus(self) -> list[int]:
         placement = self.plan.placement
         return sorted(set(placement.driver_cpus) | set(placement.sut_cpus))
-
-    def _fingerprint(self) -> dict[str, Any]:
-        info = machine_fingerprint()
-        info.setdefault("python", sys.version.split()[0])
-        info["perflab"] = __version__
-        info["placement"] = self.plan.placement.describe()
-        return info
 
     def save(self) -> None:
         write_json_atomic(self.run_dir / "run.json", self.record.dump())

@@ -63,21 +63,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflab import __version__, arrow_arrays, caveats
-from perflab.drive.lifecycle import RunObserver, RunResult, now_iso
+from perflab import arrow_arrays, caveats
+from perflab.drive.lifecycle import RunObserver, RunResult, now_iso, opening_record, run_fingerprint
 from perflab.drive.load.deadline import deadline_text, deadlines_of
 from perflab.drive.load.params import ParamMaker
 from perflab.drive.load.recorder import SCHEMA, THINKS_SCHEMA
 from perflab.drive.plan import RunPlan, RunRequest, resolve_plan
-from perflab.drive.remote.sut_host import redacted
 from perflab.errors import InputError
 from perflab.records.run import (
     Clock,
     DriverRecord,
     MonitorRecord,
     RestartRecord,
-    RunConfig,
-    RunRecord,
     RunStatus,
     SutRecord,
     WindowRecord,
@@ -462,22 +459,10 @@ def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path
         invalid.append(caveats.hung_transactions(sim.hung, sim.deadline))
     if sim.status != "complete":
         invalid.append(caveats.run_not_complete(sim.status, sim.reason))
-    position = plan.position
-    fingerprint = _fingerprint(plan)
+    fingerprint = run_fingerprint(plan, _machine())
     fingerprint["model"] = {**asdict(model), "factor": sim.factor,
                             "servers": max(1, min(plan.workers, len(plan.placement.sut_cpus)))}
-    record = RunRecord(
-        run_id=run_id, label=plan.label, study=position.study, workload_path=str(plan.workload_path),
-        workload=redacted(plan.workload.model_dump(mode="json", by_alias=True)),
-        config=RunConfig(
-            users=plan.users, rate=plan.rate, seed=plan.seed, workers=plan.workers,
-            processors=len(plan.placement.sut_cpus), sut_cpus=plan.placement.sut_cpus,
-            driver_cpus=plan.placement.driver_cpus, shared_cpus=plan.placement.shared,
-            real_storage_bytes=plan.memory_limit, stagger_s=phases.stagger, stabilization_s=phases.stabilization,
-            measurement_s=phases.measurement, block=position.block, order=position.order, purpose=position.purpose,
-            configuration=position.configuration, duet=plan.duet.key if plan.duet is not None else None,
-            arrangement=plan.duet.arrangement if plan.duet is not None else None),
-        fingerprint=fingerprint, pid=os.getpid(), created=now_iso(),
+    record = opening_record(plan, run_id, fingerprint).model_copy(update=dict(
         clock=Clock(t0_monotonic=0.0, t0_epoch=time.time()),
         window=window,
         driver=DriverRecord(pid=os.getpid(), cpu_s=driver_cpu, window_wall_s=wall, util_pct=util, saturated=saturated,
@@ -485,7 +470,7 @@ def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path
         monitor=monitor,
         sut=SutRecord(pids=[], cgroup_note="a model run (perflab.drive.model_driver): no SUT process, its CPU is "
                       "the model's", memory_limit=plan.memory_limit, restart=_restart(model, sim)),
-        status=sim.status, reason=sim.reason, valid=not invalid, invalid=invalid, finished=now_iso())
+        status=sim.status, reason=sim.reason, valid=not invalid, invalid=invalid, finished=now_iso()))
     write_json_atomic(run_dir / "run.json", record.dump())
     store.index(record)
     return RunResult(run_id, run_dir, record.status, record.reason, bool(record.valid), table.num_rows, record)
@@ -511,13 +496,6 @@ def _machine() -> dict[str, Any]:
     from perflab.sut.fingerprint import machine_fingerprint
 
     return machine_fingerprint()
-
-
-def _fingerprint(plan: RunPlan) -> dict[str, Any]:
-    info = dict(_machine())
-    info["perflab"] = __version__
-    info["placement"] = plan.placement.describe()
-    return info
 
 
 def _dictionary(indices: list[int], names: list[str]) -> pa.DictionaryArray:
