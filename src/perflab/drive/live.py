@@ -154,15 +154,13 @@ class LiveWriter:
         mark = _Mark(elapsed, n, int(recorder.completed), int(recorder.errors),
                      self.sut_cpu.seconds(), _driver_cpu_seconds())
         previous, self._mark = self._mark, mark
-        recent = _Recent()
         span = None if previous is None else elapsed - previous.elapsed
+        point = LivePoint(elapsed_s=elapsed, span_s=span)
         if previous is not None and elapsed > previous.elapsed and n >= previous.index:
-            recent = _recent(recorder, previous, mark, self.processors, self.transactions, self.error_counts)
-        if recent.last_error is not None:
-            self.last_error = recent.last_error
-        point = LivePoint(elapsed_s=elapsed, span_s=span, etr_t=recent.etr_t, avg_last_t=recent.avg_last_t,
-                          resp_p50_t=recent.resp_p50_t, resp_p90_t=recent.resp_p90_t, resp_p99_t=recent.resp_p99_t,
-                          util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, errors=recent.errors)
+            point, last_error = _recent(recorder, previous, mark, self.processors, self.transactions,
+                                        self.error_counts)
+            if last_error is not None:
+                self.last_error = last_error
         if previous is not None:
             self.history.add(point)
         now = time.time()
@@ -173,8 +171,8 @@ class LiveWriter:
             users=getattr(engine, "users", None), rate=getattr(engine, "rate", None),
             tx_completed=mark.completed, errors=mark.errors,
             recent_s=span,
-            etr_t=recent.etr_t, avg_last_t=recent.avg_last_t, resp_p90_t=recent.resp_p90_t,
-            util_proc_s=recent.util_proc_s, driver_cpu_pct=recent.driver_cpu_pct, last_error=self.last_error,
+            etr_t=point.etr_t, avg_last_t=point.avg_last_t, resp_p90_t=point.resp_p90_t,
+            util_proc_s=point.util_proc_s, driver_cpu_pct=point.driver_cpu_pct, last_error=self.last_error,
             updated=now, updated_iso=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="seconds"),
             history=self.history.shown(),
             transactions=self.transactions.rows(getattr(recorder, "tx_names", None) or [], span),
@@ -182,31 +180,20 @@ class LiveWriter:
         )
 
 
-@dataclass
-class _Recent:
-    etr_t: float | None = None
-    avg_last_t: float | None = None
-    resp_p50_t: float | None = None
-    resp_p90_t: float | None = None
-    resp_p99_t: float | None = None
-    util_proc_s: float | None = None
-    driver_cpu_pct: float | None = None
-    errors: int = 0
-    last_error: str | None = None
-
-
 def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int, transactions: TransactionStats | None = None,
-            error_counts: ErrorCounts | None = None) -> _Recent:
+            error_counts: ErrorCounts | None = None) -> tuple[LivePoint, str | None]:
     """The figures of the transactions recorded between two marks (recorded = completed, so
-    this is the same "completed in the interval" rule as the reduction's per-interval rows);
-    `transactions` and `error_counts` are brought up to date with the same rows."""
+    this is the same "completed in the interval" rule as the reduction's per-interval rows),
+    and the last error among them; `transactions` and `error_counts` are brought up to date
+    with the same rows."""
     span = b.elapsed - a.elapsed
     rows = recorder.recent(a.index, b.index)  # a long run's older rows are spilled to disk
     ok = rows.ok
     all_responses = rows.end - rows.intended
     response = all_responses[ok]
-    out = _Recent(etr_t=(b.completed - a.completed) / span, errors=b.errors - a.errors,
-                  driver_cpu_pct=100.0 * (b.driver_cpu - a.driver_cpu) / span)
+    out = LivePoint(elapsed_s=b.elapsed, span_s=span, etr_t=(b.completed - a.completed) / span,
+                    errors=b.errors - a.errors, driver_cpu_pct=100.0 * (b.driver_cpu - a.driver_cpu) / span)
+    last_error = None
     if len(response):
         out.avg_last_t = float(response.mean())
         out.resp_p50_t, out.resp_p90_t, out.resp_p99_t = nearest_rank(response, (50, 90, 99))
@@ -220,10 +207,10 @@ def _recent(recorder: Any, a: _Mark, b: _Mark, processors: int, transactions: Tr
     failed = np.flatnonzero(~ok)
     if len(failed):
         message = recorder.error_at(rows.first + int(failed[-1]))
-        out.last_error = None if message is None else str(message)[:ERROR_CHARS]
+        last_error = None if message is None else str(message)[:ERROR_CHARS]
         if error_counts is not None:
             for i in failed:
                 text = recorder.error_at(rows.first + int(i))
                 name = str(names[int(tx[i])]) if tx is not None and 0 <= int(tx[i]) < len(names) else ""
                 error_counts.add(name, None if text is None else str(text)[:ERROR_CHARS])
-    return out
+    return out, last_error
