@@ -15,13 +15,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from perflab.records.fingerprint import identity
 from perflab.records.run import Record
 
 BIAS_FORMAT = 1
 #: The fingerprint fields that make two machines one host for a bias bound: the processor, how
 #: many of it, the kernel (its build names the hypervisor's instance on a cloud VM), the
-#: architecture and whether a hypervisor is there. Memory, hostname and boot id may differ.
-HOST_IDENTITY = ("cpu_model", "cores", "kernel", "arch", "virtualized")
+#: architecture and whether a hypervisor is there (records/fingerprint.py's `bias-host`).
+#: Memory, hostname and boot id may differ. HostIdentity's fields are these.
+HOST_IDENTITY = identity("bias-host")
 #: How a study's verdict intervals were bounded for its arrangement's bias (study.json's
 #: design.bias.route): host -- this host's stored bound; in-study -- the study's own knob blocks;
 #: none -- no bound measured on this host (the arrangement's own interval, said so).

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.catalog.registry import GROUPS, REGISTRY
+from perflab.records import fingerprint as fingerprint_keys
 from perflab.records.study import ComparisonRecord, MetricComparison, StudyDocument, StudyRun
 from perflab.report import discussion, pathlength_diff
 from perflab.report import numbers as fmt
 from perflab.report.capacity_view import CapacityView, capacity_view
 from perflab.report.pathlength_diff import PathlengthView, ProfileView
-from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 #: The legacy continuity column of statistics-and-capacity.md §5.5 (same text as
 #: perflab.stats.verdict.LEGACY_LABEL; repeated so rendering does not import scipy).
@@ -29,16 +29,6 @@ LEGACY_LABEL = "IBM ±3 % on point estimate"
 SECTIONS = (("workload", "1. Workload"), ("hardware", "2. Hardware configuration"),
             ("software", "3. Software configuration"), ("discussion", "4. Measurement discussion"),
             ("data", "5. Measurement data"))
-#: Fingerprint fields first in this order, then any others the machine recorded.
-HARDWARE_ORDER = ("cpu_model", "cores", "online_cpus", "processors", "memory_bytes", "memory_limit_bytes",
-                  "real_storage_bytes", "kernel", "kernel_version", "arch", "os", "virtualized", "cgroup_version",
-                  "perf_counters", "placement", "hostname", "boot_id")
-HARDWARE_NAMES = {"cpu_model": "CPU model", "cores": "cores online", "online_cpus": "online CPUs",
-                  "processors": "processors given to the SUT", "memory_bytes": "memory",
-                  "memory_limit_bytes": "memory limit", "real_storage_bytes": "real storage (SUT)",
-                  "os": "OS", "perf_counters": "CPU counters (I)", "cgroup_version": "cgroup version"}
-SOFTWARE_ORDER = ("sut_version", "adapter", "sqlite_driver", "driver", "python", "perflab")
-SOFTWARE_NAMES = {"sut_version": "SUT version", "adapter": "adapter", "sqlite_driver": "SQLite driver"}
 
 
 @dataclass
@@ -322,12 +312,21 @@ def ordered(keys: Iterable[str], order: tuple[str, ...]) -> list[str]:
     return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
 
 
-def hardware_value(key: str, value: Any) -> str:
-    if key.endswith("_bytes"):
+def fingerprint_value(key: str, value: Any) -> str:
+    """A fingerprint value as its key's entry says to print it (perflab.records.fingerprint)."""
+    form = fingerprint_keys.value_format(key)
+    if form == "bytes":
         return fmt.gib(value)
-    if isinstance(value, Mapping) and "available" in value:  # perf_counters: {available, reason}
+    if form == "availability" and isinstance(value, Mapping):   # a probe's {available, reason}
         return "available" if value.get("available") else f"unavailable ({text(value.get('reason'))})"
     return text(value)
+
+
+def fingerprint_rows(values: Mapping[str, Any], part: fingerprint_keys.Part) -> list[tuple[str, str]]:
+    """A run's part of its fingerprint as (name, value) rows: the table's keys in its order, then
+    any others the run recorded, by name."""
+    return [(fingerprint_keys.display_name(k), fingerprint_value(k, values[k]))
+            for k in ordered(values, fingerprint_keys.order(part))]
 
 
 def _part(study: StudyDocument, config: str, part: str) -> dict[str, Any]:
@@ -335,22 +334,21 @@ def _part(study: StudyDocument, config: str, part: str) -> dict[str, Any]:
     return dict(getattr(conf, part)) if conf is not None else {}
 
 
-def side_by_side(study: StudyDocument, configs: list[str], part: str, order: tuple[str, ...],
-                 names: Mapping[str, str], render) -> Table:
+def side_by_side(study: StudyDocument, configs: list[str], part: fingerprint_keys.Part) -> Table:
     """One row per field; one column when every configuration agrees, else one per configuration."""
     data = [_part(study, c, part) for c in configs]
-    keys = ordered((k for d in data for k in d), order)
+    keys = ordered((k for d in data for k in d), fingerprint_keys.order(part))
     same = all(d == data[0] for d in data)
     columns = ["field"] + (["all configurations"] if same else list(configs))
     rows = []
     for key in keys:
-        values = [render(key, d.get(key)) for d in data]
-        rows.append([names.get(key, key.replace("_", " "))] + (values[:1] if same else values))
+        values = [fingerprint_value(key, d.get(key)) for d in data]
+        rows.append([fingerprint_keys.display_name(key)] + (values[:1] if same else values))
     return Table(columns, rows)
 
 
 def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, list[str]]:
-    table = side_by_side(study, configs, "hardware", HARDWARE_ORDER, HARDWARE_NAMES, hardware_value)
+    table = side_by_side(study, configs, "hardware")
     notes = []
     if study.design.placement:
         notes.append(f"Placement: {study.design.placement}.")
@@ -358,7 +356,8 @@ def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, lis
     notes.append("Shared: the driver's and the SUT's processors overlap, so the SUT's processors also ran the driver."
                  if shared else "Shared: nothing recorded as shared between the driver and the SUT.")
     data = [_part(study, c, "hardware") for c in configs]
-    differ = [HARDWARE_NAMES.get(k, k) for k in MACHINE_IDENTITY if len({text(d.get(k)) for d in data}) > 1]
+    differ = [fingerprint_keys.display_name(k) for k in fingerprint_keys.identity("machine")
+              if len({text(d.get(k)) for d in data}) > 1]
     if differ:
         notes.append(f"The hardware differs between the configurations ({', '.join(differ)}): the comparison "
                      f"measures the hardware too, not only the software.")
@@ -367,9 +366,9 @@ def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, lis
 
 def software_table(study: StudyDocument, configs: list[str]) -> Table:
     confs = [study.configuration(c) for c in configs]
-    keys = ordered((k for conf in confs if conf is not None for k in conf.software), SOFTWARE_ORDER)
-    rows = [[SOFTWARE_NAMES.get(k, k.replace("_", " "))] + [text(conf.software.get(k) if conf else None)
-                                                            for conf in confs] for k in keys]
+    keys = ordered((k for conf in confs if conf is not None for k in conf.software), fingerprint_keys.order("software"))
+    rows = [[fingerprint_keys.display_name(k)] + [text(conf.software.get(k) if conf else None) for conf in confs]
+            for k in keys]
     rows.append(["what changed"] + [changes_text(conf.changes) if conf is not None and conf.changes
                                     else ("nothing (base)" if conf is not None and conf.base else "not recorded")
                                     for conf in confs])

@@ -16,6 +16,7 @@ from typing import Any
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat
+from perflab.records.fingerprint import split_fingerprint
 from perflab.records.run import RunRecord
 from perflab.records.study import (
     ConfigurationRecord,
@@ -43,7 +44,6 @@ from perflab.study.validity import (
     steady_gates,
     steady_series,
 )
-from perflab.sut.fingerprint import split_fingerprint
 
 
 def now_iso() -> str:

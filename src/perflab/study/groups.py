@@ -27,6 +27,7 @@ from typing import cast
 
 from perflab import caveats as cav
 from perflab.errors import InputError
+from perflab.records.fingerprint import identity
 from perflab.records.run import read_run_record
 from perflab.records.study import Arrangement, Design, LoadRecord, StudyDocument, StudyRun, read_study_document
 from perflab.reduce.function_diff import study_diffs
@@ -46,7 +47,6 @@ from perflab.study.document import (
     workload_summary,
 )
 from perflab.study.validity import GateResult, GateSettings, RunValidity
-from perflab.sut.fingerprint import MACHINE_IDENTITY
 
 
 @dataclass
@@ -282,7 +282,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     doc.design.blocks = max(len(group_a.dirs), len(group_b.dirs))
     doc.design.schedule = [(r.block, r.config) for r in doc.runs]
     doc.design.placement = first.fingerprint.get("placement")
-    identities = {tuple(r.fingerprint.get(k) for k in MACHINE_IDENTITY) for r in records.values()}
+    identities = {tuple(r.fingerprint.get(k) for k in identity("machine")) for r in records.values()}
     if len(identities) > 1:
         builder.warn(cav.note("the runs come from different machines or kernels (fingerprints differ): the comparison "
                               "mixes hardware with software"))

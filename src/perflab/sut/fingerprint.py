@@ -2,7 +2,9 @@
 
 Results are only comparable on the same machine (or on machines known to differ in a stated
 way), so every run carries this fingerprint and comparisons can refuse -- or at least flag --
-runs from different machines. The adapters add the SUT's own version.
+runs from different machines. The adapters add the SUT's own version. What each key is -- its
+name in a report, its order, how it is printed, which identities it belongs to -- is the one
+table of perflab.records.fingerprint.
 """
 
 from __future__ import annotations
@@ -11,10 +13,6 @@ import os
 import platform
 import socket
 from pathlib import Path
-
-#: The fields that identify a machine (`perflab compare` and the reports check them); other
-#: fingerprint fields (a database path, a boot id) may differ between runs of the same machine.
-MACHINE_IDENTITY = ("cpu_model", "cores", "memory_bytes", "kernel", "arch", "processors")
 
 
 def machine_fingerprint() -> dict:
@@ -126,19 +124,3 @@ def _hypervisor_flag() -> bool | None:
         if line.startswith("flags"):
             return "hypervisor" in line.split()
     return None
-
-
-# The fingerprint keys that identify the machine (the report's hardware section). Everything
-# else a run's fingerprint holds -- SUT version, server binary, settings, paths -- describes the
-# software under test.
-MACHINE_KEYS = ("cpu_model", "cores", "online_cpus", "memory_bytes", "memory_limit_bytes", "kernel", "kernel_version",
-                "arch", "os", "virtualized", "cgroup_version", "perf_counters", "clock_ticks_per_s", "page_size",
-                "hostname", "boot_id")
-
-
-def split_fingerprint(fingerprint: dict) -> tuple[dict, dict]:
-    """(hardware, software) parts of a run's fingerprint; the placement and when an existing
-    server last started (`sut_started`: a state of the server, not its software) belong to neither."""
-    hardware = {k: v for k, v in fingerprint.items() if k in MACHINE_KEYS}
-    software = {k: v for k, v in fingerprint.items() if k not in MACHINE_KEYS and k not in ("placement", "sut_started")}
-    return hardware, software

@@ -20,6 +20,7 @@ from perflab.catalog.registry import GROUPS, REGISTRY
 from perflab.catalog.thresholds import ThresholdResult, evaluate
 from perflab.caveats import Caveat
 from perflab.errors import InputError
+from perflab.records.fingerprint import split_fingerprint
 from perflab.records.run import RunRecord, read_run_record
 from perflab.records.study import Design, LoadRecord, StudyDocument, read_study_document
 from perflab.reduce.reduce import CLASS_KEYS, TRANSACTION_KEYS, RunMetrics, reduce_run
@@ -31,7 +32,6 @@ from perflab.report.run.drivers import drivers_table
 from perflab.report.run.errors import error_table
 from perflab.report.run.gates import Gate, judge
 from perflab.store.outcome import RunOutcome
-from perflab.sut.fingerprint import split_fingerprint
 
 #: The seeds' groups, then perflab's raw window totals (what every other row is derived from).
 DATA_GROUPS = tuple(g for g in GROUPS if g not in ("Measurement", "Servers")) + ("Measurement",)
@@ -278,8 +278,7 @@ def config_rows(record: RunRecord) -> list[tuple[str, str]]:
 def hardware_rows(record: RunRecord) -> list[tuple[str, str]]:
     fingerprint = record.fingerprint
     hardware, _ = split_fingerprint(fingerprint)
-    keys = v.ordered(hardware, v.HARDWARE_ORDER)
-    rows = [(v.HARDWARE_NAMES.get(k, k.replace("_", " ")), v.hardware_value(k, hardware[k])) for k in keys]
+    rows = v.fingerprint_rows(hardware, "hardware")
     if fingerprint.get("placement"):
         rows.append(("placement", v.text(fingerprint["placement"])))
     return rows
@@ -287,7 +286,7 @@ def hardware_rows(record: RunRecord) -> list[tuple[str, str]]:
 
 def software_rows(record: RunRecord) -> list[tuple[str, str]]:
     _, software = split_fingerprint(record.fingerprint)
-    return [(v.SOFTWARE_NAMES.get(k, k.replace("_", " ")), v.text(software[k])) for k in v.ordered(software, v.SOFTWARE_ORDER)]
+    return v.fingerprint_rows(software, "software")
 
 
 def study_of(run_dir: Path, store_home: Path | None = None) -> StudyDocument | None:
