@@ -31,13 +31,14 @@ from typing import Any, Literal
 
 from perflab.errors import InputError
 from perflab.history.model import Calibration, SeriesKey, Skipped
+from perflab.records.fingerprint import identity
 from perflab.records.run import RunRecord, parse_run_record
 from perflab.records.study import StudyDocument, read_study_document
 
 VersionFrom = Literal["auto", "release", "label", "sut"]
 VERSION_SOURCES: tuple[str, ...] = ("auto", "release", "label", "sut")
-#: The machine's identity: a series never spans two of them.
-HOST_IDENTITY = ("hostname", "cpu_model", "cores", "memory_bytes", "arch")
+#: The machine's identity: a series never spans two of them (records/fingerprint.py's `series-host`).
+HOST_IDENTITY = identity("series-host")
 #: The host's software: its state, carried by each point (a change of it is the host's change).
 HOST_SOFTWARE = ("kernel", "os", "python")
 #: Workload fields that are not the configuration: the version, words, limits checked after the
