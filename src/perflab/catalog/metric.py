@@ -138,6 +138,38 @@ def F(expression: str, approx: float | None = None, optional: Iterable[str] = ()
 
 
 @dataclass(frozen=True)
+class Sampled:
+    """Where a raw metric's value comes from in samples.parquet (the reduction reads it here and
+    nowhere else). `columns`: groups of columns in order of preference -- the first group with
+    a column present is used (every column of it, with `need_all`; else those present), the
+    difference of their sum across the window, times `factor` to the registry's unit; absent:
+    na, never 0. `gauge`: the mean of the one column over the window instead (a lag, a queue's
+    size). `whole`: a count rounded to a whole number (a counter interpolated at the window's
+    edges can put a fraction of a burst inside it). `driver`: the driver reads the counter
+    itself at the window's edges too (run.json driver.window_counts, by the column's name
+    without `driver.`), and that exact count replaces the sampled one."""
+
+    columns: tuple[tuple[str, ...], ...]
+    factor: float = 1.0
+    need_all: bool = False
+    gauge: bool = False
+    whole: bool = False
+    driver: bool = False
+
+    @property
+    def driver_count(self) -> str | None:
+        """The name of the driver's own count (DriverRecord.window_counts), when it keeps one."""
+        return self.columns[0][0].removeprefix("driver.") if self.driver else None
+
+
+def S(*groups: str | tuple[str, ...], factor: float = 1.0, need_all: bool = False, gauge: bool = False,
+      whole: bool = False, driver: bool = False) -> Sampled:
+    """Short constructor used by the catalog: each argument a column, or a tuple of columns summed."""
+    return Sampled(tuple((g,) if isinstance(g, str) else tuple(g) for g in groups), factor, need_all, gauge, whole,
+                   driver)
+
+
+@dataclass(frozen=True)
 class Metric:
     """One row of the catalog.
 
@@ -171,6 +203,7 @@ class Metric:
     # Counted, not timed (instructions): a partner sharing the machine cannot stretch it, so a
     # duet's bias bound does not widen it (study/compare.py). Cycles and CPI are time: not counted.
     counted: bool = False
+    sampled: Sampled | None = None  # a raw metric's sample columns (`Sampled`), when it has them
 
     @property
     def raw(self) -> bool:
@@ -368,6 +401,11 @@ class Registry:
 
     def in_group(self, group: str, origin: Origin | None = Origin.PERFLAB) -> list[Metric]:
         return [m for m in self if m.group == group and (origin is None or m.origin is origin)]
+
+    def sampled(self) -> list[Metric]:
+        """The metrics whose values the reduction takes from samples.parquet by their `sampled`
+        columns, in the catalog's order."""
+        return [m for m in self if m.sampled is not None]
 
     def perflab_keys(self, per_component: bool = False) -> list[str]:
         """The perflab catalog: numeric metrics every reduced run reports (na when unmeasured)."""

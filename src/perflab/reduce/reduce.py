@@ -307,114 +307,49 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
     emul_sut = samples.cpu_fields(sut_cpus, EMUL_FIELDS, "user") if sut_cpus else None
     if cp_sut is not None and emul_sut is not None:
         measured["busy_sec_hs"] = samples.delta(cp_sut + emul_sut, window, "SUT PROC BUSY SEC (H)")
-    for key, column, scale in (("lock_waits", "sut.busy_waits", 1.0), ("lock_wait_sec", "sut.busy_wait_us", 1e-6),
-                               ("checkpoints", "sut.checkpoints", 1.0), ("checkpoint_sec", "sut.checkpoint_us", 1e-6)):
-        if samples.has(column):
-            total = samples.delta([column], window, column)
-            measured[key] = None if total is None else total * scale
-    if samples.has("driver.cpu_user") and samples.has("driver.cpu_sys"):
-        measured["driver_sec"] = samples.delta(["driver.cpu_user", "driver.cpu_sys"], window, "DRIVER SEC")
-    if samples.has("monitor.cpu_user") and samples.has("monitor.cpu_sys"):
-        measured["monitor_sec"] = samples.delta(["monitor.cpu_user", "monitor.cpu_sys"], window, "MONITOR SEC")
     if samples.has("i.instructions"):
         measured["instructions_i"] = samples.delta(["i.instructions"], window, "INSTRUCTIONS (I)")
-    if samples.has("i.cycles"):
-        measured["cycles_i"] = samples.delta(["i.cycles"], window, "CYCLES (I)")
-    paging = "h.vm.pgmajfault" if samples.has("h.vm.pgmajfault") else "h.vm.pswpin"
-    if samples.has(paging):
-        measured["page_reads"] = samples.delta([paging], window, "PAGE READS")
-    if samples.has("h.vm.pswpout"):
-        measured["page_writes"] = samples.delta(["h.vm.pswpout"], window, "PAGE WRITES")
-    if samples.has("s.minflt"):
-        measured["minflt_s"] = samples.delta(["s.minflt"], window, "MINFLT (S)")
     measured["disk_ios"] = samples.device_sum("h.disk.", ("reads", "writes"), window, "DISK IOS")
     measured["disk_bytes"] = samples.device_sum("h.disk.", ("read_bytes", "write_bytes"), window, "DISK BYTES")
     measured["net_bytes"] = samples.device_sum("h.net.", ("rx_bytes", "tx_bytes"), window, "NET BYTES")
     busy_ms = samples.device_max("h.disk.", "busy_ms", window, "DISK BUSY")
     measured["disk_busy_s"] = None if busy_ms is None else busy_ms / 1000.0
-    if samples.has("s.read_bytes") and samples.has("s.write_bytes"):
-        measured["io_bytes_s"] = samples.delta(["s.read_bytes", "s.write_bytes"], window, "IO BYTES (S)")
-    if samples.has("s.syscr") and samples.has("s.syscw"):
-        measured["syscalls_io_s"] = samples.delta(["s.syscr", "s.syscw"], window, "SYSCALL IO (S)")
     resident = samples.gauge_mean("s.pss_bytes", window)
     if resident is None:
         resident = samples.gauge_mean("s.rss_bytes", window)
     measured["wkset_s"] = None if resident is None else resident / MB
-    for key, (column, factor) in _REPLICATION_GAUGES.items():
-        mean = samples.gauge_mean(column, window)
-        measured[key] = None if mean is None else mean * factor
     counter = samples.tx_counter(run.sut.tx_counter if run.sut is not None else None)
     if counter is not None:
         measured["sut_tx"] = samples.delta([counter], window, "SUT TRANSACTIONS")
-    _memory_and_connection_totals(samples, window, measured)
+    _sampled_totals(samples, window, measured)
     _exact_driver_counts(run, measured)
 
 
-# Columns of each raw count, by preference: the first group present is used (absent: na, never 0).
-# Refaults: the per-type counters, or the single one of kernels before 5.9. Major faults: the
-# cgroup's own count (it keeps the faults of exited processes), else the process tree's.
-_WINDOW_COUNTS: dict[str, list[tuple[str, ...]]] = {
-    "refaults_s": [("s.cgroup_refault_file", "s.cgroup_refault_anon"), ("s.cgroup_refault",)],
-    "refaults_h": [("h.vm.workingset_refault_file", "h.vm.workingset_refault_anon"), ("h.vm.workingset_refault",)],
-    "majflt_s": [("s.cgroup_pgmajfault",), ("s.majflt",)],
-    "blks_read": [("sut.blks_read",)],
-    "blks_hit": [("sut.blks_hit",)],
-    "connects_t": [("driver.connects",)],
-    "handshakes_t": [("driver.tls_handshakes",)],
-    "resumed_t": [("driver.tls_resumed",)],
-    "wal_lsn_bytes": [("sut.wal_lsn",)],
-    "wal_bytes": [("sut.wal_bytes",)],
-    "wal_records": [("sut.wal_records",)],
-    "wal_fpi": [("sut.wal_fpi",)],
-    "wal_writes": [("sut.wal_write",)],
-    "wal_syncs": [("sut.wal_sync",)],
-    "commits_t": [("driver.commits",)],
-    "dev_ios": [("dev.reads", "dev.writes", "dev.flushes")],
-    "dev_flushes": [("dev.flushes",)],
-    "dev_bytes": [("dev.read_bytes", "dev.write_bytes")],
-}
-# A primary's view of its standby (pg_stat_replication), sampled: key -> (column, factor to the unit).
-_REPLICATION_GAUGES = {"write_lag_ms": ("sut.write_lag_s", 1000.0), "flush_lag_ms": ("sut.flush_lag_s", 1000.0),
-                       "replay_lag_ms": ("sut.replay_lag_s", 1000.0), "replay_lag_bytes": ("sut.replay_lag_bytes", 1.0)}
-# Counts kept in another unit: (columns, factor to the registry's unit). Every column must be there.
-_SCALED_COUNTS = {
-    "wal_sync_sec": (("sut.wal_sync_time",), 1e-3),
-    "wal_write_sec": (("sut.wal_write_time",), 1e-3),
-    "commit_sec_t": (("driver.commit_us",), 1e-6),
-    "dev_busy_sec": (("dev.busy_ms",), 1e-3),
-    "dev_io_sec": (("dev.read_ms", "dev.write_ms", "dev.flush_ms"), 1e-3),
-}
-
-
-_WHOLE_COUNTS = frozenset({"connects_t", "handshakes_t", "resumed_t"})
-
-
-def _memory_and_connection_totals(samples: Samples, window: Window, measured: dict[str, float | None]) -> None:
-    """Page-cache refaults and major faults (storage-constrained runs), the database's block
-    reads, and the driver's connection and TLS handshake counts, over the window."""
-    for key, choices in _WINDOW_COUNTS.items():
-        for columns in choices:
+def _sampled_totals(samples: Samples, window: Window, measured: dict[str, float | None]) -> None:
+    """Every metric the registry says is taken from sample columns (catalog.metric.Sampled):
+    the window's difference of the first group of its columns present (or a gauge's mean), in
+    the registry's unit; absent columns leave it na, never 0."""
+    for metric in REGISTRY.sampled():
+        spec = metric.sampled
+        assert spec is not None
+        if spec.gauge:
+            mean = samples.gauge_mean(spec.columns[0][0], window)
+            measured[metric.key] = None if mean is None else mean * spec.factor
+            continue
+        for columns in spec.columns:
             present = [c for c in columns if samples.has(c)]
-            if present:
-                value = samples.delta(present, window, REGISTRY[key].label)
-                if key in _WHOLE_COUNTS and value is not None:
+            if not present or (spec.need_all and len(present) < len(columns)):
+                continue
+            value = samples.delta(present, window, metric.label)
+            if value is not None:
+                value *= spec.factor
+                if spec.whole:
                     # Counters sampled once a second are interpolated at the window's edges: a
                     # burst of connections before the window (the users' logons) would leave a
                     # fraction of one inside it, and a fraction of a connection is none.
                     value = float(round(value))
-                measured[key] = value
-                break
-    for key, (columns, factor) in _SCALED_COUNTS.items():
-        if all(samples.has(c) for c in columns):
-            total = samples.delta(list(columns), window, REGISTRY[key].label)
-            measured[key] = None if total is None else total * factor
-
-
-# The driver's own counts as it read them at the window's edges (DriverRecord.window_counts), and
-# the factor to the registry's unit.
-_DRIVER_COUNT_KEYS = {"connects_t": ("connects", 1.0), "handshakes_t": ("tls_handshakes", 1.0),
-                      "resumed_t": ("tls_resumed", 1.0), "commits_t": ("commits", 1.0),
-                      "commit_sec_t": ("commit_us", 1e-6)}
+            measured[metric.key] = value
+            break
 
 
 def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> None:
@@ -425,9 +360,11 @@ def _exact_driver_counts(run: RunRecord, measured: dict[str, float | None]) -> N
     counts = run.driver.window_counts if run.driver is not None else None
     if not counts:
         return
-    for key, (name, factor) in _DRIVER_COUNT_KEYS.items():
-        if name in counts:
-            measured[key] = float(counts[name]) * factor
+    for metric in REGISTRY.sampled():
+        spec = metric.sampled
+        name = spec.driver_count if spec is not None else None
+        if spec is not None and name is not None and name in counts:
+            measured[metric.key] = float(counts[name]) * spec.factor
 
 
 # A server's restart after the load (run.json sut.restart): registry key -> its field.
