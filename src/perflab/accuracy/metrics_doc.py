@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 
 from perflab.accuracy.metrics import IO_WRITES, SYS_MS, TICK_HZ, USER_MS, sampling_error
+from perflab.values import formatted
 
 
 def _known_vio(result: dict):
@@ -14,13 +15,12 @@ def _known_vio(result: dict):
 
 
 def _err(measured, known) -> str:
-    if measured is None or known in (None, 0):
-        return "na"
-    return f"{100 * (measured / known - 1):+.2f}%"
+    error = None if measured is None or not known else measured / known - 1
+    return formatted(error, "+.2f", scale=100.0, suffix="%")
 
 
 def _num(value, digits=3) -> str:
-    return "na" if value is None else f"{value:.{digits}f}"
+    return formatted(value, f".{digits}f")
 
 
 #: Sections of docs/accuracy.md measured by other experiments (the known-cost knobs,

@@ -9,13 +9,14 @@ from pathlib import Path
 from perflab.accuracy.cases import CASES
 from perflab.accuracy.summary import Cell, CheckRow
 from perflab.records.bias import HostBound
+from perflab.values import NA, formatted
 
 BEGIN = "<!-- accuracy studies: `perflab accuracy --studies` rewrites from here -->"
 END = "<!-- accuracy studies: end -->"
 
 
 def _pct(value: float | None, digits: int = 0) -> str:
-    return "na" if value is None else f"{100 * value:.{digits}f}%"
+    return formatted(value, f".{digits}f", scale=100.0, suffix="%")
 
 
 def _share(count: int, total: int) -> str:
@@ -67,9 +68,9 @@ def render(table: list[Cell], knobs: dict, where: str, truths: dict | None = Non
                      "| ± (pts) | excluded runs | min |")
         lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for c in (c for c in table if c.case == case):
-            truth = "na" if c.truth is None else (f"{c.truth.ratio:.4f}" + (f" ± {c.truth.se:.4f}" if c.truth.se else ""))
-            mean = "na" if c.mean_log is None else f"{math.exp(c.mean_log):.4f}"
-            bias = "na" if c.bias_points is None else f"{c.bias_points:+.2f}"
+            truth = NA if c.truth is None else (f"{c.truth.ratio:.4f}" + (f" ± {c.truth.se:.4f}" if c.truth.se else ""))
+            mean = formatted(None if c.mean_log is None else math.exp(c.mean_log), ".4f")
+            bias = formatted(c.bias_points, "+.2f")
             covered = _share(c.covered, c.judged) + (f" ({_share(c.covered_design, c.judged)})"
                                                      if c.covered_design != c.covered else "")
             width = "na" if not c.widths else f"{sum(c.widths) / len(c.widths):.2f}"

@@ -19,15 +19,12 @@ if TYPE_CHECKING:
     from perflab.capacity.usl import USLFit
     from perflab.capacity.uslsweep import LevelResidual
 from perflab.safe_text import terminal as escape
+from perflab.values import finite, formatted
 
 
 def num(v, fmt: str = ".4g") -> str:
-    """A number as text, "na" for None/NaN, "inf" for infinity."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "na"
-    if isinstance(v, float) and math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return format(v, fmt)
+    """A number as text, "na" for None/NaN, "inf" for infinity (perflab.values.formatted)."""
+    return formatted(v, fmt)
 
 
 def _zero(v: float) -> float:
@@ -36,7 +33,7 @@ def _zero(v: float) -> float:
 
 
 def pct(v, digits: int = 1) -> str:
-    return "na" if v is None or not math.isfinite(v) else f"{100 * v:+.{digits}f}%"
+    return formatted(finite(v), f"+.{digits}f", scale=100.0, suffix="%")
 
 
 def interval(lo, hi, fmt: str = ".4g") -> str:

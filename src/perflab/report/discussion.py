@@ -410,10 +410,10 @@ def study_notes(study: StudyDocument) -> list[str]:
                      f"chart give each metric against the factor.")
     if study.aa is not None:
         aa = study.aa
-        cv = "na" if aa.cv is None else fmt.pct(aa.cv, signed=False, decimals=2)
+        cv = fmt.pct(aa.cv, signed=False, decimals=2)
         notes.append(f"A/A study: the base against itself. Observed CV of {REGISTRY.label_of(aa.metric)} {cv} over "
                      f"{aa.n_blocks} blocks; {aa.false_claims} claim(s) of a change (each one false); "
-                     f"{aa.blocks_needed if aa.blocks_needed is not None else 'na'} blocks needed for EQUIVALENT at "
+                     f"{fmt.fixed(aa.blocks_needed, 0)} blocks needed for EQUIVALENT at "
                      f"{fmt.margin(aa.margin)} with 80% probability.")
     hint = duet_hint(study)
     if hint:

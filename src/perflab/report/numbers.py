@@ -19,11 +19,10 @@ from typing import Any
 
 from perflab.catalog.registry import REGISTRY, Metric, delta, percent_change
 from perflab.records.study import MetricComparison
-from perflab.values import finite
 
-NA = "na"
-# Hyphen-minus, not the typographic minus: numbers copied out of a report must parse.
-MINUS = "-"
+# The bare number's rules (perflab.values), which every report module reads from here.
+from perflab.values import MINUS, NA, finite, fixed, formatted  # noqa: F401
+
 #: Decimals of a ratio (ITRR, B/A) and its bounds: the seeds print ITRR with three.
 RATIO_DECIMALS = 3
 #: Decimals of a relative change in percent ("5.0%").
@@ -81,25 +80,6 @@ def label_of(key: str | None, entry: MetricComparison | None = None) -> str:
         return entry.label
     metric = metric_of(key)
     return metric.label if metric is not None else str(key)
-
-
-def fixed(value: Any, decimals: int, *, signed: bool = False, significant: int = 1) -> str:
-    """A number with `decimals` places and thousands separators, widened when needed to show
-    `significant` digits of a value below 1 (so a nonzero is never printed as 0). Negative
-    `decimals` round to tens, hundreds...: 19,287 with -1 is 19,290."""
-    x = number(value)
-    if x is None:
-        return NA
-    places = decimals
-    if x != 0 and abs(x) < 1:
-        places = max(places, min(12, significant - 1 - math.floor(math.log10(abs(x)))))
-    if places < 0:
-        x = round(x, places)
-        places = 0
-    text = f"{x:{'+' if signed else ''},.{places}f}"
-    if text.lstrip("+-").strip("0.,") == "":  # -0.000 and +0.000 read as plain zero
-        text = f"{0:.{places}f}"
-    return text.replace("-", MINUS)
 
 
 def interval_decimals(halfwidth: Any) -> int | None:

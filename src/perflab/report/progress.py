@@ -16,6 +16,7 @@ from perflab.safe_text import terminal as escape
 from perflab.safe_text import visible
 from perflab.study.events import CalibrationStepDone, Notice, RunEnded, RunStarted, StudyEvent
 from perflab.study.events import Progress as ScheduleProgress
+from perflab.values import formatted
 
 #: A study's runs say the memory their users need from this many users on (its small runs, one
 #: line each, do not).
@@ -151,14 +152,14 @@ class StudyProgress:
                 self.run_progress.close()
                 self.run_progress = None
             if isinstance(event, CalibrationStepDone):
-                self.console.print(f"  UTIL/PROC (S) {_fmt(event.util_proc_s, '.1f')}%  "
-                                   f"ETR (T) {_fmt(event.etr_t, ',.1f')}/s")
+                self.console.print(f"  UTIL/PROC (S) {formatted(event.util_proc_s, '.1f')}%  "
+                                   f"ETR (T) {formatted(event.etr_t, ',.1f')}/s")
             else:
                 note = ("  [yellow]excluded: " + escape("; ".join(event.reasons)) + "[/yellow]"
                         if event.excluded else "")
                 primary = escape(REGISTRY.label_of(event.primary_key))
-                self.console.print(f"  ETR (T) {_fmt(event.etr_t, ',.1f')}/s  UTIL/PROC (S) "
-                                   f"{_fmt(event.util_proc_s, '.1f')}%  {primary} {_fmt(event.primary, ',.3g')}"
+                self.console.print(f"  ETR (T) {formatted(event.etr_t, ',.1f')}/s  UTIL/PROC (S) "
+                                   f"{formatted(event.util_proc_s, '.1f')}%  {primary} {formatted(event.primary, ',.3g')}"
                                    f"{note}")
 
     def close(self) -> None:
@@ -166,6 +167,3 @@ class StudyProgress:
             self.run_progress.close()
             self.run_progress = None
 
-
-def _fmt(value, spec: str) -> str:
-    return "na" if value is None else format(value, spec)

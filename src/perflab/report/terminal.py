@@ -175,10 +175,9 @@ def render_verdicts(doc: StudyDocument, console: Console) -> None:
                 console.print(f"[red]{escape(m.label)}: {escape(m.no_comparison)}[/red]")
     if doc.aa is not None:
         aa = doc.aa
-        cv = "na" if aa.cv is None else f"{100 * aa.cv:.2f}%"
-        console.print(f"A/A: {escape(REGISTRY.label_of(aa.metric))} CV {cv} over {aa.n_blocks} blocks; "
-                      f"{aa.false_claims} false claim(s) of a change; blocks needed for ±"
-                      f"{100 * (aa.margin or DEFAULT_MARGIN):g}%: {aa.blocks_needed if aa.blocks_needed is not None else 'na'}"
+        console.print(f"A/A: {escape(REGISTRY.label_of(aa.metric))} CV {fmt.pct(aa.cv, signed=False, decimals=2)} over "
+                      f"{aa.n_blocks} blocks; {aa.false_claims} false claim(s) of a change; blocks needed for "
+                      f"{fmt.margin(aa.margin or DEFAULT_MARGIN)}: {fmt.fixed(aa.blocks_needed, 0)}"
                       + ("" if aa.power is None else f" (P(EQUIVALENT) at {aa.n_blocks} blocks: {aa.power:.2f})"))
     if doc.verdict is not None:
         colour = {0: "green", 1: "red", 3: "yellow", 4: "red"}.get(doc.verdict.exit_code, "yellow")

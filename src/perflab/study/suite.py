@@ -35,6 +35,7 @@ from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
 from perflab.study.document import now_iso
 from perflab.study.model import Study
+from perflab.values import formatted
 from perflab.workload.loader import line_of, read_yaml, validate_model
 from perflab.workload.model import Strict, Workload
 
@@ -160,7 +161,7 @@ def suite_verdict(doc: SuiteDocument) -> StudyVerdict:
     if primary is None or primary.verdict is None:
         why = primary.reason if primary is not None and primary.reason else "no average"
         return StudyVerdict(exit_code=EXIT_NO_COMPARISON, meaning=f"no average of {doc.metrics[0]}: {why}")
-    change = f"{100 * (primary.ratio - 1):+.1f}%" if primary.ratio is not None else "na"
+    change = formatted(None if primary.ratio is None else primary.ratio - 1, "+.1f", scale=100.0, suffix="%")
     return StudyVerdict(exit_code=GATE_CODES[primary.verdict],
                         meaning=f"{primary.label} averaged over {len(doc.members)} workloads: {change}, "
                                 f"{primary.verdict}")

@@ -21,7 +21,7 @@ def drivers_table(record: RunRecord) -> Table | None:
     span = record.window.end if record.window is not None else None
     rows = []
     for d in record.drivers:
-        share = f"{d.users:,} users" if d.users is not None else (f"{d.rate:,.1f}/s" if d.rate is not None else "na")
+        share = f"{d.users:,} users" if d.users is not None else fmt.formatted(d.rate, ",.1f", suffix="/s")
         rate = d.transactions / span if span else None
         rows.append([str(d.index), d.node or "?", ",".join(map(str, d.cpus)) or "-", share, f"{d.transactions:,}",
                      fmt.NA if rate is None else f"{rate:,.1f}/s",
