@@ -197,18 +197,11 @@ class SutCgroup:
                     dirs[controller], origins[controller] = shared, origin
                     continue
                 group = origin / GROUP_DIR
-                if not group.exists():
-                    group.mkdir()
-                    created.append(group)
+                _make_dir(group, created)
                 if controller == "cpuset":
                     _init_cpuset(group, origin)
                 target = group / name
-                if target.exists():
-                    if _read(target / "cgroup.procs"):
-                        raise CgroupUnavailable(f"{target} already exists and has processes")
-                else:
-                    target.mkdir()
-                    created.append(target)
+                _make_dir(target, created, empty=True)
                 dirs[controller], origins[controller] = target, origin
             if cpus is not None:
                 _set_cpuset(dirs["cpuset"], origins["cpuset"], cpus)
@@ -238,19 +231,12 @@ class SutCgroup:
         group = top / GROUP_DIR
         created: list[Path] = []
         try:
-            if not group.exists():
-                group.mkdir()
-                created.append(group)
+            _make_dir(group, created)
             for d in (top, group):
                 if enable:
                     _write(d / "cgroup.subtree_control", " ".join("+" + c for c in enable))
             target = group / name
-            if target.exists():
-                if _read(target / "cgroup.procs"):
-                    raise CgroupUnavailable(f"{target} already exists and has processes")
-            else:
-                target.mkdir()
-                created.append(target)
+            _make_dir(target, created, empty=True)
             if cpus is not None:
                 _write(target / "cpuset.cpus", ",".join(str(c) for c in cpus))
             if memory_limit_bytes is not None:
@@ -385,6 +371,18 @@ def remove_stale(run_is_live: Callable[[str], bool | None]) -> list[Path]:
         removed.append(d)
         _rmdir_quietly(d.parent)
     return removed
+
+
+def _make_dir(path: Path, created: list[Path], *, empty: bool = False) -> None:
+    """A cgroup directory, made and remembered in `created` (removed again if the rest of the
+    set-up fails), or kept when it is there already; with `empty` (the run's own cgroup), one
+    left behind holding processes is refused: another run is using it."""
+    if path.exists():
+        if empty and _read(path / "cgroup.procs"):
+            raise CgroupUnavailable(f"{path} already exists and has processes")
+        return
+    path.mkdir()
+    created.append(path)
 
 
 def _init_cpuset(group: Path, parent: Path) -> None:
