@@ -38,6 +38,7 @@ from .sampler import MonitorSpec
 
 if TYPE_CHECKING:
     from aiohttp import web as aiohttp_web
+from .sources import close_all
 from .sources.procfs import read_bytes, read_pid_stat
 
 
@@ -190,11 +191,7 @@ class Agent:
                 "sources": {**self.status, **{k: {"available": True, "error": v} for k, v in self.errors.items()}}}
 
     def close(self) -> None:
-        for src in self.sources:
-            try:
-                src.close()
-            except Exception:
-                pass
+        close_all(self.sources)
 
 
 def pg_counter_spec(dsn: str):

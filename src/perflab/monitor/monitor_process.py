@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .sampler import MonitorSpec
 from .samples_file import SampleRows, write_samples
-from .sources import SourceUnavailable
+from .sources import SourceUnavailable, close_all
 
 if TYPE_CHECKING:
     from .sources.perf_counters import PerfCounterSource
@@ -260,11 +260,7 @@ class _Monitor:
         }
 
     def close(self) -> None:
-        for src in self.sources:
-            try:
-                src.close()
-            except Exception:
-                pass
+        close_all(self.sources)
 
 
 def _own_cpu_s() -> float:

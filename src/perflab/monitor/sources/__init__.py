@@ -15,6 +15,7 @@ measurement window. Gauges (memory, process counts) are instantaneous.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 
@@ -28,3 +29,13 @@ class Source(Protocol):
     def read(self) -> dict[str, float]: ...
 
     def close(self) -> None: ...
+
+
+def close_all(sources: Iterable[Source]) -> None:
+    """Close every source (the monitor's end, the agent's): one that fails to close must keep
+    neither the others open nor the monitor from writing its rows."""
+    for source in sources:
+        try:
+            source.close()
+        except Exception:
+            pass
