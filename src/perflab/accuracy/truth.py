@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 from perflab.accuracy.cases import Case, knob_changes
 from perflab.errors import InputError
 from perflab.store.catalog import Store
-from perflab.study.knob import TWIN, mixed_run_cost
+from perflab.study.knob import TWIN, mixed_run_cost, twin_scripts
 from perflab.workload.kinds import KINDS
 
 
@@ -89,12 +89,7 @@ def _with_twins(data: dict, case: Case, knob: int) -> dict:
         for part in parts[2:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-    for script in list(out["scripts"]):
-        twin = copy.deepcopy(script)
-        twin["name"] = script["name"] + TWIN
-        twin["steps"] = [(s + TWIN) if isinstance(s, str) else {**s, "transaction": s["transaction"] + TWIN}
-                         for s in script["steps"]]
-        out["scripts"].append(twin)
+    twin_scripts(out)
     return out
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import TypeVar
 
 Schedule = list[tuple[int, str]]
+T = TypeVar("T")
 
 
 def interleaved_schedule(configs: Sequence[str], blocks: int, seed: int) -> Schedule:
@@ -48,7 +50,7 @@ def interleaved_schedule(configs: Sequence[str], blocks: int, seed: int) -> Sche
     return out
 
 
-def _shuffled(items: list[str], rng: random.Random) -> list[str]:
+def _shuffled(items: list[T], rng: random.Random) -> list[T]:
     order = list(items)
     for i in range(len(order) - 1, 0, -1):
         j = int(rng.random() * (i + 1))
@@ -84,15 +86,7 @@ def balanced_sides(blocks: int, seed: int) -> list[int]:
     sides = [block % 2 for block in range(blocks)]
     if blocks % 2 and rng.random() < 0.5:
         sides[-1] = 1  # an odd count: which side gets the extra block is drawn too
-    return _shuffled_ints(sides, rng)
-
-
-def _shuffled_ints(items: list[int], rng: random.Random) -> list[int]:
-    order = list(items)
-    for i in range(len(order) - 1, 0, -1):
-        j = int(rng.random() * (i + 1))
-        order[i], order[j] = order[j], order[i]
-    return order
+    return _shuffled(sides, rng)
 
 
 def sequential_schedule(configs: Sequence[str], blocks: int) -> Schedule:

@@ -92,17 +92,23 @@ def with_twins(workload: Workload, units: int) -> Workload:
         _add_knob(twin, workload, units)
         twins.append(twin)
     data["transactions"] += twins
+    twin_scripts(data)
+    data["pathlength"] = None
+    if KINDS.of(workload.target).network:
+        # the truth is each transaction's backend CPU, read on the Python path (target.backend_cpu)
+        data["target"]["backend_cpu"] = True
+    return _validated(workload, data)
+
+
+def twin_scripts(data: dict[str, Any]) -> None:
+    """Every script of a workload's dump beside a twin of its own that runs the twin transactions,
+    the same weight: users take either half of the time (a mixed run's mix)."""
     for script in list(data["scripts"]):
         twin = copy.deepcopy(script)
         twin["name"] = script["name"] + TWIN
         twin["steps"] = [(s + TWIN) if isinstance(s, str) else {**s, "transaction": s["transaction"] + TWIN}
                          for s in script["steps"]]
         data["scripts"].append(twin)
-    data["pathlength"] = None
-    if KINDS.of(workload.target).network:
-        # the truth is each transaction's backend CPU, read on the Python path (target.backend_cpu)
-        data["target"]["backend_cpu"] = True
-    return _validated(workload, data)
 
 
 def _validated(base: Workload, data: dict[str, Any]) -> Workload:
