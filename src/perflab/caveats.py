@@ -83,7 +83,7 @@ class Code(StrEnum):
     MONITOR_GAP = "monitor_gap"            # ... and answered again: a gap inside the window
     DRIVER_LOST = "driver_lost"            # one of several drivers stopped answering: the run failed
     DUET = "duet"              # the study ran each block's two runs at the same time on the same CPUs
-    NOTE = "note"              # a measurement note with no code of its own (coverage, counters...)
+    NOTE = "note"              # a note stored by an older perflab, before each note had a code of its own
     LEGACY = "legacy"          # a reason stored as plain text by an older perflab
     # remarks on something other than one run (`remark`): a comparison row, a calibration, a
     # study's design, a noise estimate, a capacity model's fit
@@ -102,6 +102,28 @@ class Code(StrEnum):
     OTHER_WORK = "other_work"                # other processes used CPU beside the SUT during a level's window
     STEPS_UNCHAINED = "steps_unchained"      # a composition's steps do not chain by name
     BIAS_UNMEASURED = "bias_unmeasured"      # a concurrent arrangement on a host with no bias bound of its own
+    # notes (`note`): what a reader, or a program, should know of a measurement or a study; none
+    # excludes a run. The sentence is made where its numbers are; the code says which note it is.
+    SAMPLES_COVERAGE = "samples_coverage"    # the monitor's samples leave a window edge uncovered
+    COUNTER_UNREAD = "counter_unread"        # one counter's window total is na (a gap at an edge, or it went back)
+    CPU_COLUMNS_MISSING = "cpu_columns_missing"  # no /proc/stat or SUT CPU columns: the (H) or (S) rows are na
+    INSTRUCTIONS = "instructions"            # how INSTRUCTIONS (I) was counted (valgrind, the counted pass), or why not
+    DRIVER_SPILLED = "driver_spilled"        # the driver wrote its spilled transactions to the run directory (or stopped)
+    ERRORS = "errors"                        # transactions ended in an error: ETR (T) and response rows count the others
+    NONE_COMPLETED = "none_completed"        # no transaction completed in the window: the per-command rows are na
+    REFAULTS_UNMEASURED = "refaults_unmeasured"  # a memory limit without refault counters: REFAULTS (S) na
+    REMOTE_SOURCE = "remote_source"          # the (H), (S) and (V) rows came from the SUT host's monitor
+    NEGATIVE_UTIL = "negative_util"          # a difference of busy-time counters read below 0: read it as 0
+    OUTCOME_UNKNOWN = "outcome_unknown"      # a stored outcome this perflab does not know
+    SERVER_RESTARTED = "server_restarted"    # a server the study does not start restarted between two runs
+    DIFFERENT_MACHINES = "different_machines"  # compared runs' fingerprints name different machines or kernels
+    UNPAIRED = "unpaired"                    # compared runs not paired by block: Welch's interval, drift not cancelled
+    PAIR_RULES = "pair_rules"                # compared runs ran as pairs: the pair's rules apply to their rows
+    RESUMED = "resumed"                      # the study was resumed: which blocks were kept, which measured again
+    NAMESPACES = "namespaces"                # each run of a pair in a network namespace of its own (a fixed port)
+    RUN_NOT_STORED = "run_not_stored"        # a run of a block could not be stored
+    PAIR_DRIVERS = "pair_drivers"            # every pair was excluded for its drivers: another arrangement would do
+    ARRANGEMENT = "arrangement"              # why the study ran in the arrangement it ran in
 
 
 class Caveat(BaseModel):
@@ -126,8 +148,19 @@ def as_caveat(item: Caveat | str | dict) -> Caveat:
     return Caveat(code=Code.LEGACY, text=str(item))
 
 
-def note(text: str, **values: Any) -> Caveat:
-    return Caveat(code=Code.NOTE, text=text, values=values)
+NOTE_CODES = frozenset({Code.SAMPLES_COVERAGE, Code.COUNTER_UNREAD, Code.CPU_COLUMNS_MISSING, Code.INSTRUCTIONS,
+                        Code.DRIVER_SPILLED, Code.ERRORS, Code.NONE_COMPLETED, Code.REFAULTS_UNMEASURED,
+                        Code.REMOTE_SOURCE, Code.NEGATIVE_UTIL, Code.OUTCOME_UNKNOWN, Code.SERVER_RESTARTED,
+                        Code.DIFFERENT_MACHINES, Code.UNPAIRED, Code.PAIR_RULES, Code.RESUMED, Code.NAMESPACES,
+                        Code.RUN_NOT_STORED, Code.PAIR_DRIVERS, Code.ARRANGEMENT})
+
+
+def note(code: Code, text: str, **values: Any) -> Caveat:
+    """A note of a measurement or a study that excludes nothing. Its sentence is made where its
+    numbers are, once; its code says which note it is, so no program reads the sentence."""
+    if code not in NOTE_CODES:
+        raise ValueError(f"{code} is not a note: use its own constructor")
+    return Caveat(code=code, text=text, values=values)
 
 
 REMARK_CODES = frozenset({Code.INTERVAL_METHOD, Code.NO_INTERVAL, Code.NOISY, Code.DRIFT, Code.OUTLIER,
@@ -304,7 +337,8 @@ def scatter(run_id: str, metric: str, ratio: float) -> Caveat:
 
 
 def refaults_unmeasured() -> Caveat:
-    return note("the SUT ran under a memory limit, but its cgroup's memory.stat has no workingset_refault "
+    return note(Code.REFAULTS_UNMEASURED,
+                "the SUT ran under a memory limit, but its cgroup's memory.stat has no workingset_refault "
                 "counters (a kernel before 4.20, or no memory accounting): REFAULTS (S) rows are na; MAJFLT (S) "
                 "and BLKS READ still show what the limit cost")
 
@@ -346,7 +380,8 @@ def remote_source(monitor: str, url: str, host: str | None, offset_s: float | No
              f"{1000 * (error_s or 0):.1f} ms" + ("" if drift_s is None else f", drifting {1000 * drift_s:+.2f} ms "
                                                   f"over the run") + ")")
     losses = "" if not failures else f"; {failures} of {(samples or 0) + failures} samples unanswered"
-    return note(f"the (H), (S) and (V) rows come from the SUT host {host or '(unnamed)'} through its {monitor} at "
+    return note(Code.REMOTE_SOURCE,
+                f"the (H), (S) and (V) rows come from the SUT host {host or '(unnamed)'} through its {monitor} at "
                 f"{url}{clock}{losses}", monitor=monitor, url=url, host=host, clock_offset_s=offset_s,
                 clock_error_s=error_s, clock_drift_s=drift_s, samples=samples, failures=failures)
 
@@ -356,7 +391,8 @@ def negative_utilization(label: str, value: float, remote: bool) -> Caveat:
     where = ("the SUT host's /proc/stat and the SUT's own counters are read by its monitor a little apart in time, "
              "and each sample's network round trip shifts one against the other" if remote else
              "/proc/stat counts the processors' time in ticks (1/HZ), the SUT's cgroup in nanoseconds")
-    return note(f"{label} reads {value:.1f}%: below 0, it means the SUT used all the time the machine counted on its "
+    return note(Code.NEGATIVE_UTIL,
+                f"{label} reads {value:.1f}%: below 0, it means the SUT used all the time the machine counted on its "
                 f"processors -- read it as 0 ({where})", label=label, value=value)
 
 

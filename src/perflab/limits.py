@@ -73,16 +73,20 @@ def _over(limit: Limit) -> str:
     return f"at most {value:,.0f} {limit.name}{hint}" if limit.integer else f"at most {value:,g} {limit.name}{hint}"
 
 
+class NotFinite(ValueError):
+    """A value that is not a finite number; the message quotes it already."""
+
+
 def finite(value: float) -> float:
     """`value` if it is a finite number; ValueError otherwise (inf, nan)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected a number, got {value!r}")
+        raise NotFinite(f"expected a number, got {value!r}")
     try:
         number = float(value)
     except OverflowError:
         raise ValueError("the number is too large") from None
     if not math.isfinite(number):
-        raise ValueError(f"expected a finite number, got {value!r}")
+        raise NotFinite(f"expected a finite number, got {value!r}")
     return value
 
 
@@ -125,5 +129,5 @@ def check_option(check, value, option: str):
     try:
         return check(value)
     except ValueError as exc:
-        message = str(exc) if "got " in str(exc) else f"{exc} (got {value!r})"
+        message = str(exc) if isinstance(exc, NotFinite) else f"{exc} (got {value!r})"
         raise InputError(message, field=option) from None

@@ -75,7 +75,7 @@ def reports(tmp_path_factory):
     run_files = write_exports(report, root / "run", run_export.EXPORTERS)
     doc = comparison_document(store, "label:A", "label:B")
     doc.runs[0].reason = "SUT error: " + HOSTILE          # a failed run's reason is the SUT's own text
-    doc = doc.model_copy(update={"title": HOSTILE, "warnings": [*doc.warnings, cav.note(HOSTILE)]})
+    doc = doc.model_copy(update={"title": HOSTILE, "warnings": [*doc.warnings, cav.note(cav.Code.RUN_NOT_STORED, HOSTILE)]})
     study_files = write_reports(doc, root / "study")
     terminal = Console(record=True, width=300, color_system=None, emoji=False)
     render_run(report, terminal)

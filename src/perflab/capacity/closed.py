@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -104,12 +105,17 @@ class ClosedModel:
         return d
 
 
+#: The seeds' two rules for the users a configuration supports: its processor at a target
+#: utilization, or its response time at a limit.
+Rule = Literal["utilization", "response"]
+
+
 @dataclass(frozen=True)
 class Supported:
     """Users supported under one rule: *users* (None when beyond MAX_USERS) with the interval
     [low, high] the demand's interval implies, and the model's x, r, u there."""
 
-    rule: str
+    rule: Rule
     limit: float
     users: int | None
     low: int | None
@@ -257,7 +263,7 @@ def supported_at_response(model: ClosedModel, limit: float) -> Supported:
     return _supported(model, "response", limit)
 
 
-def _last_within(demand: float, model: ClosedModel, rule: str, limit: float) -> Prediction | None:
+def _last_within(demand: float, model: ClosedModel, rule: Rule, limit: float) -> Prediction | None:
     """The largest population whose utilization (or response) is within *limit*: Prediction(0)
     when even one user exceeds it, None when MAX_USERS still do not. The MVA recursion inline,
     without objects per step, because a response limit can be a million users away."""
@@ -278,7 +284,7 @@ def _last_within(demand: float, model: ClosedModel, rule: str, limit: float) -> 
     return None
 
 
-def _supported(model: ClosedModel, rule: str, limit: float) -> Supported:
+def _supported(model: ClosedModel, rule: Rule, limit: float) -> Supported:
     at = _last_within(model.demand, model, rule, limit)
     users = None if at is None else at.n
     low = high = None

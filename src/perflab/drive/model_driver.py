@@ -186,6 +186,7 @@ class _Simulated:
     deadline: float | None
     busy: list[tuple[float, float, float, float]]   # (start, end, user CPU, system CPU) per served transaction
     issued: list[float]          # when the driver issued each transaction
+    dropped: int = 0             # arrivals dropped (open loop: max_in_flight already in flight)
 
 
 NAN = float("nan")
@@ -256,6 +257,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         return 1.0 + model.drift * min(1.0, max(0.0, (t - window_start) / phases.measurement))
 
     records: list[tuple] = []   # one row per transaction, in _ROW order
+    dropped: list[float] = []   # when each arrival was dropped (open loop, too many in flight)
 
     def transact(uid: int, script: int, ti: int, intended: float, think: float, prng: UserRandom) -> float:
         nonlocal hung, longest_deadline
@@ -373,6 +375,7 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
                     ti = scripts[script][0][0]
                     records.append((n, script, ti, class_of[ti], t, t, t, False,
                                     f"dropped: {cap} transactions already in flight", NAN, NAN, -1))
+                    dropped.append(t)
                 else:
                     advance(_with_prng(_tracked(run_script(n, script, rng, t, t, False), in_flight), prng), None)
                 n += 1
@@ -384,11 +387,12 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
     if ending is not None:
         # Cut short: what had ended by the stop is recorded; the rest was lost with the run.
         records = [r for r in records if r[6] <= stop]
+        dropped = [t for t in dropped if t <= stop]
         busy = [b for b in busy if b[0] < stop]
         thinks = {k: [] for k in thinks}
     rows = {key: list(column) for key, column in zip(_ROW, zip(*records))} if records else {k: [] for k in _ROW}
     return _Simulated(rows, thinks, classes, factor, stop, ending[0] if ending else "complete",
-                      ending[1] if ending else None, hung, longest_deadline, busy, issued)
+                      ending[1] if ending else None, hung, longest_deadline, busy, issued, len(dropped))
 
 
 def _with_prng(script: _Process, prng: UserRandom) -> _Process:
@@ -466,7 +470,7 @@ def _store(plan: RunPlan, model: Model, store: Store, run_id: str, run_dir: Path
         clock=Clock(t0_monotonic=0.0, t0_epoch=time.time()),
         window=window,
         driver=DriverRecord(pid=os.getpid(), cpu_s=driver_cpu, window_wall_s=wall, util_pct=util, saturated=saturated,
-                            dropped=sum(1 for e in sim.rows["error"] if e and e.startswith("dropped")) or None),
+                            dropped=sim.dropped or None),
         monitor=monitor,
         sut=SutRecord(pids=[], cgroup_note="a model run (perflab.drive.model_driver): no SUT process, its CPU is "
                       "the model's", memory_limit=plan.memory_limit, restart=_restart(model, sim)),

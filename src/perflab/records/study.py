@@ -193,6 +193,8 @@ class Design(Record):
     gates: GatesRecord = Field(default_factory=GatesRecord, description='the validity gates used')
     load: LoadRecord = Field(default_factory=LoadRecord, description='the load and how it was chosen')
     placement: str | None = Field(default=None, description='driver and SUT CPUs')
+    shared_cpus: bool | None = Field(default=None, description="the driver and the SUT shared a CPU (run.json "
+                                     "config.shared_cpus); None: not recorded")
     aa: bool = Field(default=False, description="an A/A study: the base against itself")
     duet: bool = Field(default=False, description="each block's two runs ran at the same time (a duet or a split "
                                                   "duet: study/duet.py)")
@@ -207,6 +209,14 @@ class Design(Record):
     sides: list[int] = Field(default_factory=list, description="a split duet: the side of the machine (0: the first "
                              "half of the CPUs, 1: the second) the base's SUT took in each block; the other "
                              "configuration took the other")
+
+    @model_validator(mode="after")
+    def _shared_in_older_files(self) -> Design:
+        # A study.json from before `shared_cpus` said it only in its placement, in the words
+        # sut/placement.py's describe() wrote: read once here, where the file is read.
+        if self.shared_cpus is None and self.placement is not None and "(shared:" in self.placement:
+            self.shared_cpus = True
+        return self
 
 
 class ConfigurationRecord(Record):

@@ -159,7 +159,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
         samples = Samples.read(samples_path)
         samples.interval = monitor_interval
         covered, notes = coverage(samples.t, window, monitor_interval)
-        warnings += [cav.note(n) for n in notes]
+        warnings += [cav.note(cav.Code.SAMPLES_COVERAGE, n) for n in notes]
     else:
         warnings.append(cav.samples_missing())
 
@@ -192,7 +192,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
         measured["harness_sec"] = harness_total(tx)
         measured["instructions_i"], note = instructions_total(tx)
         if note:
-            warnings.append(cav.note(note))
+            warnings.append(cav.note(cav.Code.INSTRUCTIONS, note))
     if samples is not None and covered:
         _sample_totals(samples, window, h_cpus, run, measured, warnings)
         if samples.uncovered and host is not None and host.lost_at is not None:
@@ -200,7 +200,7 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
             warnings.append(cav.monitor_lost(host.monitor, host.url, host.lost_at, host.lost_reason,
                                              samples.uncovered))
         else:
-            warnings += [cav.note(n) for n in samples.notes]
+            warnings += [cav.note(cav.Code.COUNTER_UNREAD, n) for n in samples.notes]
         if host is not None:
             inside = [(max(float(g["from"]), window.start), min(float(g["to"]), window.end), g.get("reason"))
                       for g in host.gaps if g.get("to") is not None and g.get("from") is not None
@@ -215,11 +215,13 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
         _driver_from_run(run, measured)
     _restart_values(run, measured)
     if run.driver is not None and run.driver.spilled_bytes:
-        warnings.append(cav.note(f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
+        warnings.append(cav.note(cav.Code.DRIVER_SPILLED,
+                                 f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
                                  f"directory during the run (its transactions, spilled): the device rows (MB/SEC, "
                                  f"VIO RATE, DISK BUSY %) include them; a store on another device keeps them apart"))
     if run.driver is not None and run.driver.spill_error:
-        warnings.append(cav.note(f"the driver stopped spilling its transactions ({run.driver.spill_error}): it kept "
+        warnings.append(cav.note(cav.Code.DRIVER_SPILLED,
+                                 f"the driver stopped spilling its transactions ({run.driver.spill_error}): it kept "
                                  f"the rest in memory"))
 
     values_all = REGISTRY.evaluate(measured)
@@ -266,11 +268,12 @@ def _pathlength(run: RunRecord, run_dir: Path, tx: WindowTransactions,
         return []
     path = run_dir / PATHLENGTH_FILE
     if record.status != "counted" or not path.exists():
-        return [cav.note(f"pathlength was not counted ({record.status}: {record.reason or 'no pathlength.parquet'}):"
+        return [cav.note(cav.Code.INSTRUCTIONS,
+                         f"pathlength was not counted ({record.status}: {record.reason or 'no pathlength.parquet'}):"
                          f" INSTR/CMD (I) is not the counted pass's")]
     total, note = counted_instructions(path, tx)
     measured["instructions_i"] = total
-    return [cav.note(note)]
+    return [cav.note(cav.Code.INSTRUCTIONS, note)]
 
 
 _number = finite
@@ -292,7 +295,8 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
     if cp is None or emul is None:
         missing = [c for c in h_cpus if not samples.has(f"h.cpu{c}.user")] or h_cpus
         where = f"CPU(s) {', '.join(map(str, missing))}" if missing else "any CPU"
-        warnings.append(cav.note(f"samples have no /proc/stat columns for {where}: (H) rows are na"))
+        warnings.append(cav.note(cav.Code.CPU_COLUMNS_MISSING,
+                                 f"samples have no /proc/stat columns for {where}: (H) rows are na"))
     else:
         measured["cp_sec_h"] = samples.delta(cp, window, "CP SEC (H)")
         measured["emul_sec_h"] = samples.delta(emul, window, "EMUL SEC (H)")
@@ -301,7 +305,8 @@ def _sample_totals(samples: Samples, window: Window, h_cpus: list[int], run: Run
         measured["cp_sec_s"] = samples.delta(["s.cpu_sys"], window, "CP SEC (S)")
         measured["emul_sec_s"] = samples.delta(["s.cpu_user"], window, "EMUL SEC (S)")
     else:
-        warnings.append(cav.note("samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na"))
+        warnings.append(cav.note(cav.Code.CPU_COLUMNS_MISSING,
+                                 "samples have no SUT CPU columns (s.cpu_user, s.cpu_sys): (S) rows are na"))
     sut_cpus = [int(c) for c in run.config.sut_cpus]
     cp_sut = samples.cpu_fields(sut_cpus, CP_FIELDS, "system") if sut_cpus else None
     emul_sut = samples.cpu_fields(sut_cpus, EMUL_FIELDS, "user") if sut_cpus else None
@@ -546,9 +551,10 @@ def _caveats(values: dict[str, float | None], run: RunRecord, already: list[Cave
     notes: list[Caveat] = []
     tx_ok, errors = values.get("tx_ok"), values.get("errors_t")
     if tx_ok == 0:
-        notes.append(cav.note("no transactions completed in the window: per-command rows are na"))
+        notes.append(cav.note(cav.Code.NONE_COMPLETED, "no transactions completed in the window: per-command rows are na"))
     if errors:
-        notes.append(cav.note(f"{errors:.0f} transactions ended in an error ({values.get('error_pct_t') or 0:.2f}% of "
+        notes.append(cav.note(cav.Code.ERRORS,
+                              f"{errors:.0f} transactions ended in an error ({values.get('error_pct_t') or 0:.2f}% of "
                               f"those finished in the window): ETR (T) and the response rows count completed "
                               f"transactions only", errors=errors))
     driver_cpu = values.get("driver_cpu")

@@ -89,7 +89,7 @@ def sweep_capacity(study: StudyDocument) -> CapacityView | None:
     if summary.supported:
         rows = []
         for s in summary.supported:
-            rule = (f"UTIL/PROC (S) ≤ {100 * summary.target_util:g}%" if s.rule.startswith("util")
+            rule = (f"UTIL/PROC (S) ≤ {100 * summary.target_util:g}%" if s.rule == "utilization"
                     else f"AVG LAST (T) ≤ {summary.response_limit:g} s")
             shown = _users(s.users) + (" (extrapolated)" if s.extrapolated else "")
             rows.append([rule, shown, _interval(s.low, s.high), s.note or ""])

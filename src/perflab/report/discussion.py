@@ -294,19 +294,11 @@ def headline(study: StudyDocument, comparison: ComparisonRecord) -> MetricCompar
     return None
 
 
-def shared_cpus(study: StudyDocument, configs: Iterable[str]) -> str | None:
-    """How the driver and the SUT shared processors, if they did (the placement says so)."""
-    wanted = set(configs)
-    texts = [study.design.placement]
-    for conf in study.configurations:
-        if conf.name in wanted:
-            texts.append(conf.hardware.get("placement"))
-            if conf.hardware.get("shared_cpus"):
-                return str(texts[-1] or "driver and SUT on the same CPUs")
-    for text in texts:
-        if text and "shared" in str(text).lower():
-            return str(text)
-    return None
+def shared_cpus(study: StudyDocument) -> str | None:
+    """How the driver and the SUT shared processors, if they did (the runs' records say so)."""
+    if not study.design.shared_cpus:
+        return None
+    return study.design.placement or "driver and SUT on the same CPUs"
 
 
 def caveats(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
@@ -325,7 +317,7 @@ def caveats(study: StudyDocument, comparison: ComparisonRecord) -> list[str]:
             text = f"{fmt.label_of(entry.key, entry)}: {warning.text}"
             if text not in notes:
                 notes.append(text)
-    shared = shared_cpus(study, (comparison.base, comparison.new))
+    shared = shared_cpus(study)
     if shared:
         notes.append(f"driver and SUT shared processors: {shared}")
     util = entry_for(comparison, REGISTRY.role("utilization"))

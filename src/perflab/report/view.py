@@ -352,7 +352,7 @@ def hardware_table(study: StudyDocument, configs: list[str]) -> tuple[Table, lis
     notes = []
     if study.design.placement:
         notes.append(f"Placement: {study.design.placement}.")
-    shared = discussion.shared_cpus(study, configs)
+    shared = discussion.shared_cpus(study)
     notes.append("Shared: the driver's and the SUT's processors overlap, so the SUT's processors also ran the driver."
                  if shared else "Shared: nothing recorded as shared between the driver and the SUT.")
     data = [_part(study, c, "hardware") for c in configs]

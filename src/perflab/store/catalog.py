@@ -162,7 +162,7 @@ class Store:
                     raise
                 return conn
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                if not _busy(exc) or time.monotonic() >= deadline:
                     raise self._error(exc, "open") from None
                 time.sleep(0.05)
             except (sqlite3.Error, OSError) as exc:
@@ -394,6 +394,13 @@ class Store:
         raise InputError(f"no run {ref!r} in {self.runs_dir}", field="RUN")
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """Another connection holds the database ("database is locked"): SQLite's own code, its
+    primary part (an extended code such as SQLITE_BUSY_RECOVERY is a kind of it)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def is_plain_name(ref: str) -> bool:
     """A run or study id (or a prefix of one): one path component, nothing a filesystem reads
     as a path or refuses (/, NUL, . and .., longer than a file name can be)."""
@@ -429,6 +436,6 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if name not in have:
             try:
                 conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
-            except sqlite3.OperationalError as exc:
-                if "duplicate column" not in str(exc):
+            except sqlite3.OperationalError:
+                if name not in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}:
                     raise

@@ -169,7 +169,8 @@ def outcome_of(kind: str | None, reasons: list | None = None, judged: bool = Tru
         # (None, no outcome stored, is as unknown as a newer kind: OutcomeKind("") is refused too)
         return RunOutcome(OutcomeKind(kind or ""), caveats, judged)
     except ValueError:
-        return RunOutcome(OutcomeKind.INVALID, (cav.note(f"outcome {kind!r} unknown to this perflab"), *caveats),
+        return RunOutcome(OutcomeKind.INVALID, (cav.note(cav.Code.OUTCOME_UNKNOWN,
+                                                         f"outcome {kind!r} unknown to this perflab"), *caveats),
                           False)
 
 

@@ -130,6 +130,10 @@ class StudyDocumentBuilder:
             conf.hardware["real_storage_bytes"] = record.config.real_storage_bytes
             if self.doc.design.placement is None:
                 self.doc.design.placement = record.fingerprint.get("placement")
+            if record.config.shared_cpus:
+                self.doc.design.shared_cpus = True
+            elif self.doc.design.shared_cpus is None:
+                self.doc.design.shared_cpus = False
         return run
 
     def _note_restart(self, record: RunRecord, block: int | None) -> None:
@@ -143,7 +147,8 @@ class StudyDocumentBuilder:
         self._server_started = (str(started), record.run_id, block)
         if before is not None and before[0] != str(started):
             where = "" if block is None or before[2] is None else f" (block {before[2]} -> block {block})"
-            self.warn(cav.note(f"the server under test restarted between run {before[1]} and run {record.run_id}"
+            self.warn(cav.note(cav.Code.SERVER_RESTARTED,
+                               f"the server under test restarted between run {before[1]} and run {record.run_id}"
                                f"{where}: it started again at {started}, so the runs from {record.run_id} on began "
                                "on a cold server (its caches empty)", before=before[1], after=record.run_id,
                                started=str(started)))

@@ -252,7 +252,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
         doc.design.arrangement, doc.design.duet = cast(Arrangement, pair_arrangement), True
         doc.design.bias = _bias_of(store, pair_arrangement, first_record)
         if pair_note:
-            builder.warn(cav.note(pair_note))
+            builder.warn(cav.note(cav.Code.PAIR_RULES, pair_note))
     study_of: dict[str, str | None] = {}
     for group, name in ((group_a, name_a), (group_b, name_b)):
         for index, run_dir in enumerate(group.dirs):
@@ -273,7 +273,7 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
                 _judged(run_dir, name, index, builder, is_base=False)
     note = pair_by_block(doc.runs, study_of, (name_a, name_b))
     if note:
-        builder.warn(cav.note(note))
+        builder.warn(cav.note(cav.Code.UNPAIRED, note))
         builder.paired = False
     first = records[group_a.dirs[0]]
     doc.workload = workload_summary(first.workload, first.workload_path,
@@ -282,9 +282,11 @@ def comparison_document(store: Store, a: str, b: str, criteria: Criteria | None 
     doc.design.blocks = max(len(group_a.dirs), len(group_b.dirs))
     doc.design.schedule = [(r.block, r.config) for r in doc.runs]
     doc.design.placement = first.fingerprint.get("placement")
+    doc.design.shared_cpus = any(r.config.shared_cpus for r in records.values())
     identities = {tuple(r.fingerprint.get(k) for k in identity("machine")) for r in records.values()}
     if len(identities) > 1:
-        builder.warn(cav.note("the runs come from different machines or kernels (fingerprints differ): the comparison "
+        builder.warn(cav.note(cav.Code.DIFFERENT_MACHINES,
+                              "the runs come from different machines or kernels (fingerprints differ): the comparison "
                               "mixes hardware with software"))
     configs_a = {run.config for d in group_a.dirs if (run := stored_runs[d]) is not None}
     configs_b = {run.config for d in group_b.dirs if (run := stored_runs[d]) is not None}

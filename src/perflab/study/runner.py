@@ -483,7 +483,7 @@ class StudyRunner:
         done, redone = complete_blocks(doc, schedule)
         doc.runs = [r for r in doc.runs if r.block in done]
         doc.resumed.append(now_iso())
-        self.builder.warn(cav.note(f"resumed at {doc.resumed[-1]}: {len(done)} block(s) kept as measured"
+        self.builder.warn(cav.note(cav.Code.RESUMED, f"resumed at {doc.resumed[-1]}: {len(done)} block(s) kept as measured"
                                    + (f", block(s) {', '.join(map(str, sorted(redone)))} measured again (a run of "
                                       f"each had not been stored, or was interrupted)" if redone else "")))
         self.on_event(Notice(f"resuming {doc.study_id}: {len(done)} of {len({b for b, _ in schedule})} blocks kept"))
@@ -634,7 +634,8 @@ class StudyRunner:
         private = fixed_port_duet([configured_workload(self.workload, c) for c in by_name.values()],
                                   self.workload_path.parent)
         if private:
-            self.builder.warn(cav.note("the service listens on a fixed port: each run of a pair ran in a network "
+            self.builder.warn(cav.note(cav.Code.NAMESPACES,
+                                       "the service listens on a fixed port: each run of a pair ran in a network "
                                        "namespace of its own, its server and driver on that namespace's loopback"))
         blocks: dict[int, list[tuple[int, str]]] = {}
         for order, (block, name) in enumerate(schedule):
@@ -657,7 +658,8 @@ class StudyRunner:
             stored = []
             for (order, name), outcome in zip(entries, outcomes):
                 if outcome.run_dir is None:
-                    self.builder.warn(cav.note(f"block {block}: the run of {name} was not stored ({outcome.error})"))
+                    self.builder.warn(cav.note(cav.Code.RUN_NOT_STORED,
+                                               f"block {block}: the run of {name} was not stored ({outcome.error})"))
                     continue
                 record = read_run_record(outcome.run_dir / "run.json")
                 metrics = reduce_run(outcome.run_dir)
@@ -685,7 +687,7 @@ class StudyRunner:
         if runs and all(any(c.code is cav.Code.DRIVER_SATURATED for c in r.exclusions) for r in runs):
             other = "split-duet" if self.arrangement == "duet" else "one-at-a-time"
             self.builder.warn(cav.note(
-                f"every pair was excluded for its drivers: in a {self.arrangement} they could not keep up"
+                cav.Code.PAIR_DRIVERS, f"every pair was excluded for its drivers: in a {self.arrangement} they could not keep up"
                 f"{_shortfall(runs)}. `--arrangement {other}` gives "
                 + ("each driver a CPU of its own (beside the other SUT)" if other == "split-duet"
                    else "the driver a CPU of its own")
@@ -745,7 +747,8 @@ class StudyRunner:
         values = metrics.values
         self._arrange(*choose(self._can_pair(), values.get("driver_cpu"), values.get("util_proc_s"),
                               len(resolve_placement(None, None).driver_cpus)))
-        self.builder.warn(cav.note(f"auto chose from a {PROBE_S:g} s run of {config.name} at the study's load "
+        self.builder.warn(cav.note(cav.Code.ARRANGEMENT,
+                                   f"auto chose from a {PROBE_S:g} s run of {config.name} at the study's load "
                                    f"({result.run_id})"))
 
     def _can_pair(self) -> bool:
@@ -761,7 +764,7 @@ class StudyRunner:
         design.bias = measured_bias(arrangement, self.workload.target.kind, self.store.home, self.machine)
         self.builder.design = traits(arrangement, design.bias)
         if why is not None:
-            self.builder.warn(cav.note(why))
+            self.builder.warn(cav.note(cav.Code.ARRANGEMENT, why))
         self.knob_reason = self._knob_reason(design.bias)
         if design.bias is not None and self.knob_reason is None:
             why = "asked for" if self.study.self_calibration.mode == "on" else "no bound measured on this host"
