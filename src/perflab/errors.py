@@ -98,7 +98,9 @@ def storage_reason(exc: BaseException) -> str:
 
     code = getattr(exc, "errno", None)
     text = str(exc)
-    if code == errno.ENOSPC or "errno 28" in text.lower() or "disk is full" in text:
+    sqlite_full = getattr(exc, "sqlite_errorcode", None) == 13   # SQLITE_FULL, without importing sqlite3
+    # pyarrow's OSError carries no errno: its message names it ("[errno 28]"), the one way to know
+    if code == errno.ENOSPC or sqlite_full or "[errno 28]" in text.lower():
         return os.strerror(errno.ENOSPC)
     if isinstance(code, int) and code > 0:
         return os.strerror(code)

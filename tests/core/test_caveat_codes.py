@@ -59,3 +59,19 @@ def test_a_shared_placement_is_a_recorded_fact_and_older_files_keep_theirs():
     assert Design(placement="driver on CPU 0, SUT on CPU 1").shared_cpus is None
     assert shared_cpus(StudyDocument(design=Design(placement="p", shared_cpus=True))) == "p"
     assert shared_cpus(StudyDocument(design=Design(placement="shared: a label of mine", shared_cpus=False))) is None
+
+
+def test_a_full_disk_is_told_by_its_code():
+    import errno
+    import os
+
+    from perflab.errors import storage_reason
+
+    class SqliteFull(sqlite3.OperationalError):
+        sqlite_errorcode = 13
+
+    full = os.strerror(errno.ENOSPC)
+    assert storage_reason(SqliteFull("database or disk is full")) == full
+    assert storage_reason(OSError(errno.ENOSPC, "No space left on device")) == full
+    assert storage_reason(OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")) == full
+    assert storage_reason(sqlite3.OperationalError("the disk is full of ideas")) == "the disk is full of ideas"
