@@ -40,7 +40,8 @@ def _write(tmp_path: Path, study: str) -> Path:
 
 
 def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_path):
-    # the file does not say duet: the command line's --duet does
+    # the file does not say duet: the command line's --duet does; the pairs' mechanics only (the
+    # study's own bias measurement, knob blocks beside these, is tests/fast/test_model_knob.py's)
     path = _write(tmp_path, f"""
         name: duet
         workload: known-cost.yaml
@@ -49,6 +50,7 @@ def test_a_duet_runs_each_block_s_pair_together_and_measures_each_sut_apart(tmp_
           - name: dearer
             set: {{transactions.work.kwargs.cpu_ms: {2 * CPU_MS}}}
         blocks: 3
+        self_calibration: {{mode: off}}
         metrics: [itr_s, pbt_cmd_s, util_proc_s]
     """)
     store = tmp_path / "store"
@@ -162,3 +164,41 @@ def test_a_calibrated_load_is_halved_for_each_of_a_duet_s_pair():
     assert pair_load("split-duet", calibrated, fits).users == 23_013
     full = CalibrationStep(users=23_013, util_proc_s=85.0, driver_util=15.0, run_id="c")
     assert pair_load("split-duet", calibrated, full).users == int(23_013 * 0.9)
+
+
+def test_a_duet_measures_its_own_bias_in_knob_blocks_beside_its_blocks(tmp_path):
+    # A host with no bound (this test's fresh store): the duet adds the knob's truth -- mixed runs
+    # alone, each transaction beside a twin turning the knob's loop -- and knob blocks between its
+    # own, and states the route it took. The bias it finds is the host's (no truth test here: the
+    # model driver's tests/fast/test_model_knob.py holds it to a known k); here, that the real
+    # pipeline runs: the twins' CPU is measured, the knob blocks are pairs of the base.
+    path = _write(tmp_path, f"""
+        name: duet-knob
+        workload: known-cost.yaml
+        configurations:
+          - name: base
+          - name: dearer
+            set: {{transactions.work.kwargs.cpu_ms: {1.1 * CPU_MS}}}
+        arrangement: duet
+        blocks: 3
+        self_calibration: {{truth_runs: 2, truth_measurement: 1s}}
+        metrics: [itr_s, pbt_cmd_s]
+    """)
+    store = tmp_path / "store"
+    done = perflab("study", path, store=store, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "measures its own bias in knob blocks" in done.stderr
+    doc = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "study.json").read_text())
+    knob = doc["design"]["knob"]
+    # the knob was sized to add about 10% (python_work's turns over a 2 ms transaction) and its truth
+    # measured in both mixed runs, each a positive relative cost
+    assert knob["units"] > 0 and len(knob["truth_values"]) == 2 and all(v > 0 for v in knob["truth_values"])
+    assert 0.03 < knob["per_unit"] * knob["units"] < 0.3
+    calibration = [c["name"] for c in doc["configurations"] if c["calibration"]]
+    knob_runs = [r for r in doc["runs"] if r["config"] in calibration]
+    assert len(calibration) == 2 and len(knob_runs) == 6 and {r["block"] for r in knob_runs} == {3, 4, 5}
+    bias = doc["design"]["bias"]
+    if bias["route"] == "in-study":
+        assert knob["k"] is not None and bias["k_low"] <= knob["k"] <= bias["k_high"] and bias["widened"]
+    else:   # its knob blocks excluded by a gate: said so, the duet's own interval kept
+        assert bias["route"] == "none" and any("knob blocks gave no estimate" in w["text"] for w in doc["warnings"])
