@@ -7,7 +7,7 @@ import programs
 import pytest
 from net.net_helpers import EXAMPLES
 
-from perflab.study.runner import load_study
+from perflab.study.load import load_study
 
 # Loading checks that a service's program is installed: the TLS studies' nginx.
 STUDIES = ["postgres/storage-constrained-study.yaml",

@@ -81,14 +81,14 @@ def test_a_true_5_percent_loss_of_capacity_is_called_worse():
 
 
 def test_a_true_5_percent_loss_at_the_blocks_the_aa_sizing_recommends_is_worse_in_95_percent():
-    # The study's own A/A sizing (perflab.study.runner.aa_result: blocks for EQUIVALENT with
+    # The study's own A/A sizing (perflab.study.aa.aa_result: blocks for EQUIVALENT with
     # power 0.80 at the observed CV) at a per-run CV of 2%: 12 blocks. At those blocks a true -5%
     # is WORSE with power 1 - 2e-6 (noncentral t, 11 df); and A/A reports make a claim anywhere
     # in at most 5% (Bonferroni and gatekeeping). 1,000 trials each: for another seed, fewer than
     # 950 WORSE has probability < 1e-100; more than 80 claims under A/A (8%, 4.35 binomial sd
     # above 5%, and the true rate is at most 5%) has probability < 1e-5.
     from perflab.stats.verdict import blocks_needed
-    from perflab.study.runner import AA_POWER
+    from perflab.study.aa import AA_POWER
 
     blocks = blocks_needed(0.02, power=AA_POWER)
     assert blocks == 12

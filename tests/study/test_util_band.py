@@ -2,7 +2,7 @@
 it could not reach: a study whose SUT is held at 77% by a bottleneck still gets a verdict."""
 
 from perflab.records.study import CalibrationStep, LoadRecord
-from perflab.study.runner import calibrated_utilization
+from perflab.study.calibrate import calibrated_utilization
 
 
 def _load(chosen: int, steps: list[tuple[int, float, bool]]) -> LoadRecord:

@@ -123,7 +123,7 @@ def _validate(workload: Path) -> None:
                   f"{escape(', '.join(loaded.suite.metrics))}")
         return
     if "workload" in data and "target" not in data:   # a study file names its workload; a workload has a target
-        from perflab.study.runner import load_study
+        from perflab.study.load import load_study
 
         study, w, _path = load_study(workload)
         points = len(study.sweep.values) if study.sweep is not None else 1

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat, Code
+from perflab.records.study import CalibrationStep, LoadRecord
 from perflab.study.model import Calibration
 
 MAX_STEP_FACTOR = 8.0
@@ -212,3 +213,27 @@ def bottleneck(steps: list[dict], target: float) -> str | None:
                     f"{e1 / e0:.2f}x and UTIL/PROC (S) from {u0:.1f}% to {u1:.1f}% -- something other than its CPU "
                     f"(a lock between its processes, synchronous I/O, a queue in the driver) limits it")
     return None
+
+
+def calibrated_step(load: LoadRecord | None) -> CalibrationStep | None:
+    """The valid calibration step at the load the calibration chose (the load before a pair's
+    share was taken of it)."""
+    if load is None:
+        return None
+    if load.calibration_run is not None:
+        # the record names its step (a pair's load is a share of that step's)
+        return next((s for s in load.calibration if s.valid and s.util_proc_s is not None
+                     and s.run_id == load.calibration_run), None)
+    for step in reversed(load.calibration):  # study.json of perflab 0.1
+        if step.valid and step.util_proc_s is not None and (step.users, step.rate) == (load.users, load.rate):
+            return step
+    return None
+
+
+def calibrated_utilization(load: LoadRecord | None) -> float | None:
+    """UTIL/PROC (S) the calibration measured at the load it chose. The band a base run must lie
+    in is centred here, not on the target: when a bottleneck held the SUT short of the target
+    (the report names it), runs at the chosen load are as steady as any, and a band around an
+    unreachable target would exclude every one of them and leave the study without a verdict."""
+    step = calibrated_step(load)
+    return None if step is None else step.util_proc_s

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab import caveats as cav
-from perflab.catalog.registry import REGISTRY, class_key
+from perflab.catalog.registry import REGISTRY
 from perflab.drive.lifecycle import RunObserver
 from perflab.drive.plan import RunRequest
 from perflab.drive.run import execute_run
@@ -25,7 +25,6 @@ from perflab.limits import MAX_BLOCKS
 from perflab.outcome import judge_outcome
 from perflab.records.run import read_run_record
 from perflab.records.study import (
-    AAResult,
     Arrangement,
     CalibrationStep,
     ConfigurationRecord,
@@ -40,16 +39,15 @@ from perflab.records.study import (
 from perflab.reduce.function_diff import study_diffs
 from perflab.reduce.profile_diff import profile_diffs
 from perflab.reduce.reduce import reduce_run
-from perflab.stats.criteria import DEFAULT_CONFIDENCE, DEFAULT_MARGIN
-from perflab.stats.noise import power
 from perflab.stats.schedule import balanced_sides, block_seed, interleaved_schedule
-from perflab.stats.verdict import MIN_BLOCKS, blocks_needed
+from perflab.stats.verdict import MIN_BLOCKS
 from perflab.store.atomic import write_json_atomic
 from perflab.store.catalog import Store, new_run_id
+from perflab.study.aa import aa_result
 from perflab.study.arrangement import ALONE, Sides, choose, measured_bias, pair_load, traits
-from perflab.study.calibrate import EVIDENCE, calibrate
-from perflab.study.compare import CLAIMS, default_primary, geomean
-from perflab.study.configure import ChangeError, configured_workload, one_variable_warnings, two_changes
+from perflab.study.calibrate import EVIDENCE, calibrate, calibrated_step, calibrated_utilization
+from perflab.study.compare import default_primary, geomean
+from perflab.study.configure import configured_workload, one_variable_warnings
 from perflab.study.document import StudyDocumentBuilder, new_configurations, now_iso, workload_summary
 from perflab.study.duet import run_pair
 from perflab.study.events import CalibrationStepDone, Listener, Notice, Progress, RunEnded, RunStarted, ignore
@@ -58,19 +56,15 @@ from perflab.study.knob import estimate as knob_estimate
 from perflab.study.knob import measure_truth as measure_knob_truth
 from perflab.study.knob import unsupported as knob_unsupported
 from perflab.study.knob import with_knob
-from perflab.study.model import SPECIAL_FACTORS, Configuration, Study, check_study
+from perflab.study.load import fixed_port_duet, load_study, sweep_point
+from perflab.study.model import Configuration
 from perflab.study.noise_report import noise_rows, scatter_flags
 from perflab.study.resume import check_inputs, complete_blocks, input_hashes, resumable, stored_study
 from perflab.study.validity import GateSettings, judge_pair, judge_run
 from perflab.sut.fingerprint import machine_fingerprint
 from perflab.sut.placement import available_cpus, resolve_placement
-from perflab.workload.checks import LocatedError
-from perflab.workload.loader import line_of, load_workload, read_yaml, validate_model
 from perflab.workload.model import Workload
-from perflab.workload.service_port import names_service_port
 
-#: The power an A/A study plans blocks for (the chance of EQUIVALENT when nothing changed).
-AA_POWER = 0.80
 #: The length of the run `arrangement: auto` measures a fixed load with (seconds).
 PROBE_S = 6.0
 
@@ -91,85 +85,6 @@ class StudyOptions:
     executor: Callable[..., Any] | None = None
 
 
-def load_study(path: Path, aa: bool = False, duet: bool = False, arrangement: str | None = None) -> \
-        tuple[Study, Workload, Path]:
-    """Validate a study file and the workload it names; errors point at file:line. `duet`,
-    `arrangement`: the command line asks for an arrangement (`--duet`, `--arrangement`) the file
-    may not give; what it cannot do is then said of the option."""
-    path = Path(path)
-    data = read_yaml(path)
-    study = validate_model(Study, data, path)
-    option = "--arrangement" if arrangement is not None else ("--duet" if duet else None)
-    if arrangement is not None and arrangement not in ("one-at-a-time", "interleaved", "duet", "split-duet"):
-        raise InputError(f"expected one-at-a-time, interleaved, duet or split-duet, got {arrangement!r}",
-                         field="--arrangement")
-    if option is not None:
-        study = study.model_copy(update={"arrangement": arrangement or "duet", "duet": False})
-    duet_field = option or ("arrangement" if study.arrangement is not None else "duet")
-    try:
-        check_study(study, aa)
-    except LocatedError as exc:
-        if exc.loc in (("duet",), ("arrangement",)) and option is not None:
-            raise InputError(str(exc), file=path, field=option) from None
-        raise InputError(str(exc), file=path, line=line_of(data, exc.loc), field=".".join(map(str, exc.loc))) from None
-    try:
-        workload_path = (path.parent / study.workload).resolve()
-        found = workload_path.exists()
-    except (OSError, ValueError) as exc:   # a NUL byte, a name too long
-        raise InputError(f"not a usable file name: {getattr(exc, 'strerror', None) or exc}", file=path,
-                         line=line_of(data, ("workload",)), field="workload") from None
-    if not found:
-        raise InputError(f"workload file not found: {study.workload}", file=path, line=line_of(data, ("workload",)),
-                         field="workload")
-    workload = load_workload(workload_path)
-    configured = []
-    for i, config in enumerate(study.configurations):
-        try:
-            configured.append(configured_workload(workload, config))
-        except ChangeError as exc:
-            raise InputError(str(exc), file=path, line=line_of(data, ("configurations", i, "set", exc.path)),
-                             field=f"configurations[{i}].set.{exc.path}") from None
-    if study.sweep is not None and study.sweep.factor not in SPECIAL_FACTORS:
-        # Every point must make a valid workload: a bad value is a file:line error now, not a
-        # traceback after the study directory exists.
-        for i, value in enumerate(study.sweep.values):
-            for config in study.configurations or [Configuration(name="base")]:
-                try:
-                    configured_workload(workload, sweep_point(config, study.sweep.factor, value, config.name))
-                except ChangeError as exc:
-                    raise InputError(f"value {value!r}: {exc}", file=path, line=line_of(data, ("sweep", "values", i)),
-                                     field=f"sweep.values[{i}]") from None
-    if study.runs_together and fixed_port_duet([w for w in configured if w.service is not None and w.service.network],
-                                               workload_path.parent):
-        # a fixed port is otherwise served by a network namespace per run (fixed_port_duet);
-        # a service in a namespace of its own over a veth pair is not nested in another
-        raise InputError("a duet runs two servers of this workload at once: a service with its own network "
-                         "(service.network) must listen on {service_port} (a free port chosen per run) -- in its "
-                         "command or a file it renders, and in the target's base_url (docs/real-systems.md)",
-                         file=path, line=line_of(data, (duet_field,)) if option is None else None, field=duet_field)
-    for i, other in enumerate(configured[1:], start=1):
-        why = two_changes(configured[0], other)
-        if why is not None:
-            raise InputError(f"configuration {study.configurations[i].name!r} {why}", file=path,
-                             line=line_of(data, ("configurations", i)), field=f"configurations[{i}]")
-    classes = {t.tx_class for w in configured or [workload] for t in w.transactions}
-    for name in ("metrics", "gate_metrics"):
-        for i, key in enumerate(getattr(study, name) or []):
-            split = class_key(key)
-            if split is not None and split[1] not in classes:
-                # a misspelt class would be na in every run: a primary one would end the study in exit 4
-                raise InputError(f"{key!r}: the workload has no class {split[1]!r} (its classes: "
-                                 f"{', '.join(sorted(classes))})", file=path, line=line_of(data, (name, i)),
-                                 field=f"{name}[{i}]")
-    return study, workload, workload_path
-
-
-def fixed_port_duet(workloads: list[Workload], workload_dir: Path) -> bool:
-    """Whether a duet of these workloads needs a network namespace per run: a service that listens
-    on a fixed port (not `{service_port}`), which two servers cannot share in one namespace."""
-    return any(w.service is not None and not names_service_port(w, workload_dir) for w in workloads)
-
-
 @dataclass
 class Point:
     """One configuration as a study runs it: a study configuration (`series`) at a sweep value
@@ -178,17 +93,6 @@ class Point:
     config: Configuration
     series: str
     level: Any = None
-
-
-def sweep_point(config: Configuration, factor: str, value: Any, name: str) -> Configuration:
-    """`config` with the swept factor set to `value`, named `name`."""
-    point = config.model_copy(deep=True)
-    point.name = name
-    if factor in ("sut_cpus", "memory_limit", "workers"):
-        setattr(point, factor, getattr(Configuration.model_validate({"name": "x", factor: value}), factor))
-    elif factor not in ("users", "rate"):
-        point.set = {**point.set, factor: value}
-    return point
 
 
 class StudyRunner:
@@ -831,68 +735,6 @@ class StudyRunner:
         sweep = self.study.sweep
         assert sweep is not None  # a sweep's summary (run)
         return SweepRecord(factor=sweep.factor, values=list(sweep.values), points=out)
-
-
-def calibrated_step(load: LoadRecord | None) -> CalibrationStep | None:
-    """The valid calibration step at the load the calibration chose (the load before a pair's
-    share was taken of it)."""
-    if load is None:
-        return None
-    if load.calibration_run is not None:
-        # the record names its step (a pair's load is a share of that step's)
-        return next((s for s in load.calibration if s.valid and s.util_proc_s is not None
-                     and s.run_id == load.calibration_run), None)
-    for step in reversed(load.calibration):  # study.json of perflab 0.1
-        if step.valid and step.util_proc_s is not None and (step.users, step.rate) == (load.users, load.rate):
-            return step
-    return None
-
-
-def calibrated_utilization(load: LoadRecord | None) -> float | None:
-    """UTIL/PROC (S) the calibration measured at the load it chose. The band a base run must lie
-    in is centred here, not on the target: when a bottleneck held the SUT short of the target
-    (the report names it), runs at the chosen load are as steady as any, and a band around an
-    unreachable target would exclude every one of them and leave the study without a verdict."""
-    step = calibrated_step(load)
-    return None if step is None else step.util_proc_s
-
-
-def aa_result(doc: StudyDocument) -> AAResult | None:
-    """What an A/A study says about the lab: the observed noise of the primary metric, how many
-    claims of a change the report made about identical configurations (each one false), and the
-    blocks the margin needs at `AA_POWER` -- the seeds' ±3% rule made measurable."""
-    if not doc.comparisons:
-        return None
-    comparison = doc.comparisons[0]
-    key = doc.design.primary_metrics[0] if doc.design.primary_metrics else default_primary()[0]
-    entry = comparison.entry(key)
-    claims = [f"{m.label}: {m.verdict}" for m in comparison.metrics if m.verdict in CLAIMS]
-    result = AAResult(metric=key, false_claims=len(claims), claims=claims, margin=doc.design.margin)
-    if entry is None or entry.cv is None:
-        return result
-    result.cv, result.n_blocks = entry.cv, entry.n_blocks
-    margin = effective_margin(doc.design, doc.design.margin or DEFAULT_MARGIN)
-    if margin <= 0:
-        # Under this bias bound no design interval about no change widens to one inside the margin.
-        result.blocks_needed, result.power = None, 0.0
-        return result
-    result.blocks_needed = blocks_needed(entry.cv, margin, confidence=doc.design.confidence or DEFAULT_CONFIDENCE,
-                                         power=AA_POWER)
-    if entry.cv > 0 and entry.n_blocks >= MIN_BLOCKS:
-        result.power = power(entry.cv, entry.n_blocks, 1.0, margin=margin,
-                             confidence=doc.design.confidence or DEFAULT_CONFIDENCE).equivalent
-    return result
-
-
-def effective_margin(design: Design, margin: float) -> float:
-    """The margin an A/A's own interval must fall within for its verdict interval to: the study's
-    margin, or -- when a bias bound widens the intervals -- the smaller one the widening leaves
-    (stats.bias.BiasBound.effective_margin), as a fraction. 0: none."""
-    bound = traits(design.arrangement or "one-at-a-time", design.bias).bias
-    if bound is None or bound.none:
-        return margin
-    room = bound.effective_margin(math.log(1.0 / (1.0 - margin)))
-    return -math.expm1(-room)
 
 
 def _shortfall(runs) -> str:

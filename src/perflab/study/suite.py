@@ -88,7 +88,7 @@ def load_suite(path: Path) -> LoadedSuite:
     """Validate a suite file and every study it names, before anything runs: a mistake in the
     third workload's file is found now, not after the first two studies. Errors point at
     file:line (the suite's, or the member study's own)."""
-    from perflab.study.runner import load_study
+    from perflab.study.load import load_study
 
     path = Path(path)
     data = read_yaml(path)
