@@ -214,96 +214,142 @@ class _Station:
 
 
 def _simulate(plan: RunPlan, model: Model) -> _Simulated:
-    w = plan.workload
-    phases = plan.phases
-    window_start, window_end = phases.window_start, phases.window_end
-    ending: tuple[RunStatus, str] | None = None
+    """The run as the model plays it: users (closed loop) or arrivals (open loop) through the
+    modelled SUT, in the order of their intended starts."""
+    sim = _Simulation(plan, model)
+    if plan.users is not None:
+        sim.closed_loop(plan.users)
+    else:
+        sim.open_loop()
+    return sim.result()
+
+
+def _ending(plan: RunPlan, model: Model) -> tuple[RunStatus, str] | None:
+    """How the model ends this run early, if it does (Model.interrupt_at, Model.fail_at)."""
     if model.interrupt_at is not None and plan.position.order == model.interrupt_at:
-        ending = ("interrupted", "interrupted by SIGINT (Ctrl-C)")
-    elif model.fail_at is not None and plan.position.order == model.fail_at:
-        ending = ("failed", "the model's SUT failed half-way through the window (Model.fail_at)")
-    stop = window_start + phases.measurement / 2 if ending else window_end
-    factor = model.factor(plan)
-    paired = plan.duet is not None
+        return "interrupted", "interrupted by SIGINT (Ctrl-C)"
+    if model.fail_at is not None and plan.position.order == model.fail_at:
+        return "failed", "the model's SUT failed half-way through the window (Model.fail_at)"
+    return None
 
-    tx_index = {t.name: i for i, t in enumerate(w.transactions)}
-    classes = sorted({t.tx_class for t in w.transactions})
-    class_of = [classes.index(t.tx_class) for t in w.transactions]
-    makers = [ParamMaker(t.params) for t in w.transactions]
-    deadlines = deadlines_of(w)
-    base_cost = [(_number((t.kwargs or {}).get("cpu_ms"), model.cpu_ms), _number((t.kwargs or {}).get("sys_ms"), 0.0))
-                 for t in w.transactions]
-    # perflab.sut.synthetic:fail raises RuntimeError(message): the model answers with that error
-    failing = [f"RuntimeError: {(t.kwargs or {}).get('message', 'synthetic failure')}"
-               if t.call == "perflab.sut.synthetic:fail" else None for t in w.transactions]
-    default_think = w.think or NO_THINK
-    scripts = [[(tx_index[s.transaction], s.think or default_think) for s in script.steps] for script in w.scripts]
-    init = next((i for i, s in enumerate(w.scripts) if s.name == w.init_script), None)
-    choosable = [i for i, s in enumerate(w.scripts) if s.name != w.init_script and s.weight > 0]
-    cumulative = list(itertools.accumulate(w.scripts[i].weight for i in choosable))
-    station = _Station(max(1, min(plan.workers, len(plan.placement.sut_cpus))))
-    fate = UserRandom(plan.seed ^ 0x5EED, model.seed, 3)   # errors and hangs: the model's own stream
 
-    faults = model.errors + model.hangs
-    thinks: dict[str, list] = {k: [] for k in ("user", "transaction", "class", "start", "think")}
-    busy: list[tuple[float, float, float, float]] = []
-    issued: list[float] = []
-    hung = 0
-    longest_deadline: float | None = None  # the longest deadline a hung transaction passed
+class _Scripts:
+    """The workload as the model runs it, compiled once: each transaction's class, parameters,
+    deadline, cost and failure; each script's steps; the weighted choice among them."""
 
-    def drift_at(t: float) -> float:
-        if not model.drift:
+    def __init__(self, plan: RunPlan, model: Model):
+        w = plan.workload
+        tx_index = {t.name: i for i, t in enumerate(w.transactions)}
+        self.classes = sorted({t.tx_class for t in w.transactions})
+        self.class_of = [self.classes.index(t.tx_class) for t in w.transactions]
+        self.makers = [ParamMaker(t.params) for t in w.transactions]
+        self.deadlines = deadlines_of(w)
+        self.base_cost = [(_number((t.kwargs or {}).get("cpu_ms"), model.cpu_ms),
+                           _number((t.kwargs or {}).get("sys_ms"), 0.0)) for t in w.transactions]
+        # perflab.sut.synthetic:fail raises RuntimeError(message): the model answers with that error
+        self.failing = [f"RuntimeError: {(t.kwargs or {}).get('message', 'synthetic failure')}"
+                        if t.call == "perflab.sut.synthetic:fail" else None for t in w.transactions]
+        default_think = w.think or NO_THINK
+        self.steps = [[(tx_index[s.transaction], s.think or default_think) for s in script.steps]
+                      for script in w.scripts]
+        self.init = next((i for i, s in enumerate(w.scripts) if s.name == w.init_script), None)
+        self.choosable = [i for i, s in enumerate(w.scripts) if s.name != w.init_script and s.weight > 0]
+        self.cumulative = list(itertools.accumulate(w.scripts[i].weight for i in self.choosable))
+        self.residual = w.timing.first_think == "residual"
+
+    def pick(self, rng: UserRandom) -> int:
+        return self.choosable[rng.pick(self.cumulative)]
+
+
+class _Simulation:
+    """One model run's event loop and what it records: every pending request by its intended
+    start, first come, first served, on the modelled SUT (`_Station`)."""
+
+    def __init__(self, plan: RunPlan, model: Model):
+        self.plan, self.model = plan, model
+        phases = plan.phases
+        self.window_start, self.measurement = phases.window_start, phases.measurement
+        self.ending = _ending(plan, model)
+        self.stop = phases.window_start + phases.measurement / 2 if self.ending else phases.window_end
+        self.factor = model.factor(plan)
+        self.paired = plan.duet is not None
+        self.scripts = _Scripts(plan, model)
+        self.station = _Station(max(1, min(plan.workers, len(plan.placement.sut_cpus))))
+        self.fate = UserRandom(plan.seed ^ 0x5EED, model.seed, 3)   # errors and hangs: the model's own stream
+        self.faults = model.errors + model.hangs
+        self.thinks: dict[str, list] = {k: [] for k in ("user", "transaction", "class", "start", "think")}
+        self.busy: list[tuple[float, float, float, float]] = []
+        self.issued: list[float] = []
+        self.hung = 0
+        self.longest_deadline: float | None = None  # the longest deadline a hung transaction passed
+        self.records: list[tuple] = []   # one row per transaction, in _ROW order
+        self.dropped: list[float] = []   # when each arrival was dropped (open loop, too many in flight)
+        self.heap: list[tuple[float, int, _Process, Callable[[], float]]] = []
+        self.order = itertools.count()
+
+    # -- one transaction -----------------------------------------------------------------------
+
+    def drift_at(self, t: float) -> float:
+        if not self.model.drift:
             return 1.0
-        return 1.0 + model.drift * min(1.0, max(0.0, (t - window_start) / phases.measurement))
+        return 1.0 + self.model.drift * min(1.0, max(0.0, (t - self.window_start) / self.measurement))
 
-    records: list[tuple] = []   # one row per transaction, in _ROW order
-    dropped: list[float] = []   # when each arrival was dropped (open loop, too many in flight)
-
-    def transact(uid: int, script: int, ti: int, intended: float, think: float, prng: UserRandom) -> float:
-        nonlocal hung, longest_deadline
-        user_ms, sys_ms = base_cost[ti]
-        params = makers[ti](prng)
+    def cost_ms(self, ti: int, prng: UserRandom) -> tuple[float, float]:
+        """A transaction's user and system CPU (ms) before the host's factor: its own, or its
+        parameters' (the knob's units added), magnified in a pair by the model's pair_k."""
+        model = self.model
+        user_ms, sys_ms = self.scripts.base_cost[ti]
+        params = self.scripts.makers[ti](prng)
         if params:
             user_ms, sys_ms = _number(params.get("cpu_ms"), user_ms), _number(params.get("sys_ms"), sys_ms)
             user_ms += _number(params.get(KNOB_PARAM), 0.0) * model.knob_us / 1000.0
-        if paired and model.pair_k and user_ms + sys_ms > 0:
+        if self.paired and model.pair_k and user_ms + sys_ms > 0:
             magnified = model.cpu_ms * ((user_ms + sys_ms) / model.cpu_ms) ** (1.0 + model.pair_k)
             user_ms, sys_ms = (magnified * user_ms / (user_ms + sys_ms), magnified * sys_ms / (user_ms + sys_ms))
-        issued.append(intended)
-        draw = fate.random() if faults else 1.0
-        if failing[ti] is not None:
-            records.append((uid, script, ti, class_of[ti], intended, intended, intended + 1e-4, False, failing[ti],
-                            think, NAN, -1))
+        return user_ms, sys_ms
+
+    def transact(self, uid: int, script: int, ti: int, intended: float, think: float, prng: UserRandom) -> float:
+        """Do one transaction: record its row and return its end."""
+        scripts, model = self.scripts, self.model
+        user_ms, sys_ms = self.cost_ms(ti, prng)
+        self.issued.append(intended)
+        draw = self.fate.random() if self.faults else 1.0
+        row = (uid, script, ti, scripts.class_of[ti], intended, intended)
+        if scripts.failing[ti] is not None:
+            self.records.append((*row, intended + 1e-4, False, scripts.failing[ti], think, NAN, -1))
             return intended + 1e-4
         if draw < model.errors:
-            records.append((uid, script, ti, class_of[ti], intended, intended, intended + 1e-4, False,
-                            "model: the SUT answered with an error", think, NAN, -1))
+            self.records.append((*row, intended + 1e-4, False, "model: the SUT answered with an error", think, NAN, -1))
             return intended + 1e-4
-        if draw < faults:
-            _, end, worker = station.serve(intended, deadlines[ti])
-            hung += 1
-            longest_deadline = max(longest_deadline or 0.0, deadlines[ti])
-            records.append((uid, script, ti, class_of[ti], intended, intended, end, False, deadline_text(deadlines[ti]),
-                            think, NAN, worker))
+        if draw < self.faults:
+            deadline = scripts.deadlines[ti]
+            _, end, worker = self.station.serve(intended, deadline)
+            self.hung += 1
+            self.longest_deadline = max(self.longest_deadline or 0.0, deadline)
+            self.records.append((*row, end, False, deadline_text(deadline), think, NAN, worker))
             return end
-        scale = factor * drift_at(intended) / 1000.0
+        scale = self.factor * self.drift_at(intended) / 1000.0
         u, s = user_ms * scale, sys_ms * scale
-        start, end, worker = station.serve(intended, u + s)
+        start, end, worker = self.station.serve(intended, u + s)
         if u + s > 0:
-            busy.append((start, end, u, s))
-        records.append((uid, script, ti, class_of[ti], intended, intended, end, True, None, think, u + s, worker))
+            self.busy.append((start, end, u, s))
+        self.records.append((*row, end, True, None, think, u + s, worker))
         return end
 
-    def pending(uid: int, ti: int, start: float, think: float) -> None:
-        for key, value in (("user", uid), ("transaction", ti), ("class", class_of[ti]), ("start", start),
-                           ("think", think)):
-            thinks[key].append(value)
+    def pending(self, uid: int, ti: int, start: float, think: float) -> None:
+        """A user still thinking when the run stopped (thinks.parquet)."""
+        for key, value in (("user", uid), ("transaction", ti), ("class", self.scripts.class_of[ti]),
+                           ("start", start), ("think", think)):
+            self.thinks[key].append(value)
 
-    def run_script(uid: int, script: int, rng: UserRandom, prev_end: float, first_intended: float | None,
+    # -- users and arrivals --------------------------------------------------------------------
+
+    def run_script(self, uid: int, script: int, rng: UserRandom, prev_end: float, first_intended: float | None,
                    residual: bool) -> _Process:
         """A user's (or an arrival's) script as the engine runs it: yields (intended start, the
         transaction to do then) and is sent its end; returns the last end, or None to stop."""
-        for i, (ti, think_dist) in enumerate(scripts[script]):
+        stop = self.stop
+        for i, (ti, think_dist) in enumerate(self.scripts.steps[script]):
             if first_intended is not None and i == 0:
                 intended, think = first_intended, float("nan")
             else:
@@ -312,51 +358,56 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
                 intended = prev_end + think
                 if intended >= stop:
                     if not partial:
-                        pending(uid, ti, prev_end, think)
+                        self.pending(uid, ti, prev_end, think)
                     return None
                 if partial:
                     think = float("nan")
             if intended >= stop:
                 return None
-            prev_end = yield intended, functools.partial(transact, uid, script, ti, intended, think)
+            prev_end = yield intended, functools.partial(self.transact, uid, script, ti, intended, think)
         return prev_end
 
-    def user(uid: int, users: int) -> _Process:
+    def user(self, uid: int, users: int) -> _Process:
+        plan, scripts = self.plan, self.scripts
         rng, prng = UserRandom(plan.seed, uid, 0), UserRandom(plan.seed, uid, 1)
-        logon = phases.stagger * uid / max(1, users)
-        if logon >= stop:
+        logon = plan.phases.stagger * uid / max(1, users)
+        if logon >= self.stop:
             return None
-        residual = w.timing.first_think == "residual"
+        residual = scripts.residual
         prev_end: float | None = logon
-        if init is not None:
-            prev_end = yield from _with_prng(run_script(uid, init, rng, logon, None, residual), prng)
+        if scripts.init is not None:
+            prev_end = yield from _with_prng(self.run_script(uid, scripts.init, rng, logon, None, residual), prng)
             residual = False
         while prev_end is not None:
-            script = choosable[rng.pick(cumulative)]
-            prev_end = yield from _with_prng(run_script(uid, script, rng, prev_end, None, residual), prng)
+            script = scripts.pick(rng)
+            prev_end = yield from _with_prng(self.run_script(uid, script, rng, prev_end, None, residual), prng)
             residual = False
         return None
 
-    # The event loop: every pending request by its intended start (first come, first served).
-    heap: list[tuple[float, int, _Process, Callable[[], float]]] = []
-    order = itertools.count()
-
-    def advance(process: _Process, value: float | None) -> None:
+    def advance(self, process: _Process, value: float | None) -> None:
         """Start the process (value None), or send it the end of the transaction it yielded."""
         try:
             intended, work = next(process) if value is None else process.send(value)
         except StopIteration:
             return
-        heapq.heappush(heap, (intended, next(order), process, work))
+        heapq.heappush(self.heap, (intended, next(self.order), process, work))
 
-    if plan.users is not None:
-        for uid in range(plan.users):
-            advance(user(uid, plan.users), None)
-        while heap:
-            _, _, process, work = heapq.heappop(heap)
-            advance(process, work())
-    else:
-        load = w.load
+    def next_request(self) -> None:
+        """Serve the pending request that was meant to start first."""
+        _, _, process, work = heapq.heappop(self.heap)
+        self.advance(process, work())
+
+    def closed_loop(self, users: int) -> None:
+        for uid in range(users):
+            self.advance(self.user(uid, users), None)
+        while self.heap:
+            self.next_request()
+
+    def open_loop(self) -> None:
+        """Arrivals at the plan's rate, each running one script; one beyond max_in_flight is
+        dropped (a row of its own, as the driver records it)."""
+        plan, scripts, stop, heap = self.plan, self.scripts, self.stop, self.heap
+        load = plan.workload.load
         arrival = load.arrival if isinstance(load, OpenLoad) else "poisson"
         cap = load.max_in_flight if isinstance(load, OpenLoad) else 1000
         times = UserRandom(plan.seed, 0, 2)
@@ -368,31 +419,34 @@ def _simulate(plan: RunPlan, model: Model) -> _Simulated:
         while heap or t < stop:
             if t < stop and (not heap or t <= heap[0][0]):
                 rng, prng = UserRandom(plan.seed, n, 0), UserRandom(plan.seed, n, 1)
-                script = choosable[rng.pick(cumulative)]
+                script = scripts.pick(rng)
                 while in_flight and in_flight[0] <= t:
                     heapq.heappop(in_flight)
                 if len(in_flight) >= cap:
-                    ti = scripts[script][0][0]
-                    records.append((n, script, ti, class_of[ti], t, t, t, False,
-                                    f"dropped: {cap} transactions already in flight", NAN, NAN, -1))
-                    dropped.append(t)
+                    ti = scripts.steps[script][0][0]
+                    self.records.append((n, script, ti, scripts.class_of[ti], t, t, t, False,
+                                         f"dropped: {cap} transactions already in flight", NAN, NAN, -1))
+                    self.dropped.append(t)
                 else:
-                    advance(_with_prng(_tracked(run_script(n, script, rng, t, t, False), in_flight), prng), None)
+                    self.advance(_with_prng(_tracked(self.run_script(n, script, rng, t, t, False), in_flight), prng),
+                                 None)
                 n += 1
                 t += times.exponential(gap) if arrival == "poisson" else gap
                 continue
-            _, _, process, work = heapq.heappop(heap)
-            advance(process, work())
+            self.next_request()
 
-    if ending is not None:
-        # Cut short: what had ended by the stop is recorded; the rest was lost with the run.
-        records = [r for r in records if r[6] <= stop]
-        dropped = [t for t in dropped if t <= stop]
-        busy = [b for b in busy if b[0] < stop]
-        thinks = {k: [] for k in thinks}
-    rows = {key: list(column) for key, column in zip(_ROW, zip(*records))} if records else {k: [] for k in _ROW}
-    return _Simulated(rows, thinks, classes, factor, stop, ending[0] if ending else "complete",
-                      ending[1] if ending else None, hung, longest_deadline, busy, issued, len(dropped))
+    def result(self) -> _Simulated:
+        records, dropped, busy, thinks, stop = self.records, self.dropped, self.busy, self.thinks, self.stop
+        if self.ending is not None:
+            # Cut short: what had ended by the stop is recorded; the rest was lost with the run.
+            records = [r for r in records if r[6] <= stop]
+            dropped = [t for t in dropped if t <= stop]
+            busy = [b for b in busy if b[0] < stop]
+            thinks = {k: [] for k in thinks}
+        rows = {key: list(column) for key, column in zip(_ROW, zip(*records))} if records else {k: [] for k in _ROW}
+        return _Simulated(rows, thinks, self.scripts.classes, self.factor, stop,
+                          self.ending[0] if self.ending else "complete", self.ending[1] if self.ending else None,
+                          self.hung, self.longest_deadline, busy, self.issued, len(dropped))
 
 
 def _with_prng(script: _Process, prng: UserRandom) -> _Process:
