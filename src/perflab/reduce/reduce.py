@@ -128,42 +128,94 @@ def _json_number(value: float | None) -> float | None:
 def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = False) -> RunMetrics:
     """Every metric of one run over its measurement window. Raises InputError for a missing or
     malformed run.json / parquet file. `timeline`: also the per-interval rows of the whole run
-    (RunMetrics.timeline; it reads every transaction a second time, so only reports ask)."""
+    (RunMetrics.timeline; it reads every transaction a second time, so only reports ask).
+
+    The steps: the record and its window; the transactions and the samples in the window; the
+    raw totals (the environment, the transactions', the samples', the run record's); the
+    registry's formulas over them; the breakdowns (per class, transaction, component, interval);
+    the run's caveats."""
     run_dir = Path(run_dir)
     run_path = run_dir / "run.json"
     run = read_run_record(run_path)
     window = Window.from_record(run.window, run_path)
-    config = run.config
-    fingerprint = run.fingerprint
     monitor_interval = _number(run.monitor.interval_s if run.monitor is not None else None)
+    warnings = _record_caveats(run)
+    tx = _read_transactions(run_dir, run, window, warnings)
+    grouped = _grouped_rows(tx, window) if tx is not None else None   # begun now: threads for a large window
+    samples, covered = _read_samples(run_dir, window, monitor_interval, warnings)
+    h_cpus, measured = _environment(run, window, samples)
+    if tx is not None:
+        _transaction_totals(tx, measured, warnings)
+    if samples is not None and covered:
+        _sample_totals(samples, window, h_cpus, run, measured, warnings)
+        warnings += _sample_notes(samples, window, run.sut.host if run.sut is not None else None)
+    if tx is not None:
+        warnings += _pathlength(run, run_dir, tx, measured)
+    if measured.get("driver_sec") is None:
+        _driver_from_run(run, measured)
+    _restart_values(run, measured)
+    warnings += _spill_notes(run)
+
+    values_all = REGISTRY.evaluate(measured)
+    values = {key: values_all.get(key) for key in REGISTRY.perflab_keys()}
+
+    per_class, per_transaction = grouped() if grouped is not None else ({}, {})
+    per_component = _per_component(samples, window, values_all) if samples is not None and covered else {}
+    if values_all.get("harness_sec") is not None:
+        per_component[HARNESS_COMPONENT] = _harness_component(values_all)
+    width = bucket_width(window, monitor_interval, interval_s)
+    per_interval = _per_interval(tx, samples if covered else None, window.bucket_edges(width), h_cpus, measured)
+    rows_of_run: list[dict[str, float | None]] = []
+    if timeline:
+        every = read_run_transactions(run_dir / "transactions.parquet") if tx is not None else None
+        last = float(np.nanmax(every.end)) if every is not None and every.count else window.end
+        rows_of_run = _per_interval(every, samples, timeline_edges(window, width, last), h_cpus, measured)
+
+    warnings += _run_caveats(run, values, tx, window, warnings, samples is not None and covered)
+    attributes: dict[str, str | None] = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
+    return RunMetrics(run_id=str(attributes["run_id"]), status=run.status, window=window, values=values,
+                      attributes=attributes, per_class=per_class, per_interval=per_interval,
+                      per_component=per_component, caveats=_unique(warnings), interval_s=width, run_dir=run_dir,
+                      record=run, per_transaction=per_transaction, timeline=rows_of_run)
+
+
+# -- the steps of reduce_run ----------------------------------------------------------------
+
+def _record_caveats(run: RunRecord) -> list[Caveat]:
+    """What run.json already says: why the run is invalid, and that it did not complete."""
     warnings: list[Caveat] = list(run.invalid)
+    if run.status != "complete" and not any(c.code is cav.Code.RUN_NOT_COMPLETE for c in warnings):
+        warnings.insert(0, cav.run_not_complete(run.status, run.reason))
+    return warnings
 
-    status = run.status
-    if status != "complete" and not any(c.code is cav.Code.RUN_NOT_COMPLETE for c in warnings):
-        warnings.insert(0, cav.run_not_complete(status, run.reason))
 
-    # Transactions -----------------------------------------------------------------------
-    tx: WindowTransactions | None = None
+def _read_transactions(run_dir: Path, run: RunRecord, window: Window,
+                       warnings: list[Caveat]) -> WindowTransactions | None:
     tx_path = run_dir / "transactions.parquet"
-    if tx_path.exists():
-        tx = read_window_transactions(tx_path, window, run_dir / "thinks.parquet", with_users=_mixed_work(run))
-        grouped = _grouped_rows(tx, window)
-    else:
+    if not tx_path.exists():
         warnings.append(cav.transactions_missing())
+        return None
+    return read_window_transactions(tx_path, window, run_dir / "thinks.parquet", with_users=_mixed_work(run))
 
-    # Samples ----------------------------------------------------------------------------
-    samples: Samples | None = None
-    covered = False
+
+def _read_samples(run_dir: Path, window: Window, monitor_interval: float | None,
+                  warnings: list[Caveat]) -> tuple[Samples | None, bool]:
+    """The monitor's samples, and whether they cover the window (notes saying where not)."""
     samples_path = run_dir / "samples.parquet"
-    if samples_path.exists():
-        samples = Samples.read(samples_path)
-        samples.interval = monitor_interval
-        covered, notes = coverage(samples.t, window, monitor_interval)
-        warnings += [cav.note(cav.Code.SAMPLES_COVERAGE, n) for n in notes]
-    else:
+    if not samples_path.exists():
         warnings.append(cav.samples_missing())
+        return None, False
+    samples = Samples.read(samples_path)
+    samples.interval = monitor_interval
+    covered, notes = coverage(samples.t, window, monitor_interval)
+    warnings += [cav.note(cav.Code.SAMPLES_COVERAGE, n) for n in notes]
+    return samples, covered
 
-    # Raw measurements -------------------------------------------------------------------
+
+def _environment(run: RunRecord, window: Window, samples: Samples | None) -> tuple[list[int], dict[str, float | None]]:
+    """The (H) rows' processors, and the totals the run's plan and machine give: the window,
+    the load, the processors, the SUT's real storage."""
+    config, fingerprint = run.config, run.fingerprint
     sut_cpus = [int(c) for c in config.sut_cpus]
     driver_cpus = [int(c) for c in config.driver_cpus]
     machine_cpus = samples.cpus() if samples is not None else []
@@ -173,7 +225,6 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
     if host is not None:
         # The SUT's own host: its h.* columns are that host's; the driver's CPUs are elsewhere.
         h_cpus = sorted(set(sut_cpus)) or machine_cpus
-
     measured: dict[str, float | None] = {
         "window_s": window.duration,
         "users": _number(config.users),
@@ -186,74 +237,69 @@ def reduce_run(run_dir: Path, interval_s: float | None = None, timeline: bool = 
                          or _number(host.memory_bytes if host is not None else fingerprint.get("memory_bytes"))
                          or 0.0) / MB or None,
     }
-    if tx is not None:
-        measured.update(response_rows(tx))
-        measured["tx_offered"] = float(tx.offered)
-        measured["harness_sec"] = harness_total(tx)
-        measured["instructions_i"], note = instructions_total(tx)
-        if note:
-            warnings.append(cav.note(cav.Code.INSTRUCTIONS, note))
-    if samples is not None and covered:
-        _sample_totals(samples, window, h_cpus, run, measured, warnings)
-        if samples.uncovered and host is not None and host.lost_at is not None:
-            # The notes say which quantity; the caveat says why (the monitor's own account).
-            warnings.append(cav.monitor_lost(host.monitor, host.url, host.lost_at, host.lost_reason,
-                                             samples.uncovered))
-        else:
-            warnings += [cav.note(cav.Code.COUNTER_UNREAD, n) for n in samples.notes]
-        if host is not None:
-            inside = [(max(float(g["from"]), window.start), min(float(g["to"]), window.end), g.get("reason"))
-                      for g in host.gaps if g.get("to") is not None and g.get("from") is not None
-                      and float(g["to"]) > window.start and float(g["from"]) < window.end]
-            if inside:
-                warnings.append(cav.monitor_gap(host.monitor, host.url, inside))
-            warnings.append(cav.remote_source(host.monitor, host.url, host.hostname, host.clock_offset_s,
-                                              host.clock_error_s, host.clock_drift_s, host.samples, host.failures))
-    if tx is not None:
-        warnings += _pathlength(run, run_dir, tx, measured)
-    if measured.get("driver_sec") is None:
-        _driver_from_run(run, measured)
-    _restart_values(run, measured)
+    return h_cpus, measured
+
+
+def _transaction_totals(tx: WindowTransactions, measured: dict[str, float | None], warnings: list[Caveat]) -> None:
+    measured.update(response_rows(tx))
+    measured["tx_offered"] = float(tx.offered)
+    measured["harness_sec"] = harness_total(tx)
+    measured["instructions_i"], note = instructions_total(tx)
+    if note:
+        warnings.append(cav.note(cav.Code.INSTRUCTIONS, note))
+
+
+def _sample_notes(samples: Samples, window: Window, host: Any) -> list[Caveat]:
+    """What the samples leave unread, and -- on a SUT host of its own -- its monitor's gaps and
+    where the rows came from."""
+    notes: list[Caveat] = []
+    if samples.uncovered and host is not None and host.lost_at is not None:
+        # The notes say which quantity; the caveat says why (the monitor's own account).
+        notes.append(cav.monitor_lost(host.monitor, host.url, host.lost_at, host.lost_reason, samples.uncovered))
+    else:
+        notes += [cav.note(cav.Code.COUNTER_UNREAD, n) for n in samples.notes]
+    if host is not None:
+        inside = [(max(float(g["from"]), window.start), min(float(g["to"]), window.end), g.get("reason"))
+                  for g in host.gaps if g.get("to") is not None and g.get("from") is not None
+                  and float(g["to"]) > window.start and float(g["from"]) < window.end]
+        if inside:
+            notes.append(cav.monitor_gap(host.monitor, host.url, inside))
+        notes.append(cav.remote_source(host.monitor, host.url, host.hostname, host.clock_offset_s,
+                                       host.clock_error_s, host.clock_drift_s, host.samples, host.failures))
+    return notes
+
+
+def _spill_notes(run: RunRecord) -> list[Caveat]:
+    """The driver's own writes into the run directory (its spilled transactions)."""
+    notes: list[Caveat] = []
     if run.driver is not None and run.driver.spilled_bytes:
-        warnings.append(cav.note(cav.Code.DRIVER_SPILLED,
-                                 f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
-                                 f"directory during the run (its transactions, spilled): the device rows (MB/SEC, "
-                                 f"VIO RATE, DISK BUSY %) include them; a store on another device keeps them apart"))
+        notes.append(cav.note(cav.Code.DRIVER_SPILLED,
+                              f"the driver wrote {run.driver.spilled_bytes / 1e6:.1f} MB of its own to the run "
+                              f"directory during the run (its transactions, spilled): the device rows (MB/SEC, "
+                              f"VIO RATE, DISK BUSY %) include them; a store on another device keeps them apart"))
     if run.driver is not None and run.driver.spill_error:
-        warnings.append(cav.note(cav.Code.DRIVER_SPILLED,
-                                 f"the driver stopped spilling its transactions ({run.driver.spill_error}): it kept "
-                                 f"the rest in memory"))
+        notes.append(cav.note(cav.Code.DRIVER_SPILLED,
+                              f"the driver stopped spilling its transactions ({run.driver.spill_error}): it kept "
+                              f"the rest in memory"))
+    return notes
 
-    values_all = REGISTRY.evaluate(measured)
-    values = {key: values_all.get(key) for key in REGISTRY.perflab_keys()}
 
-    per_class, per_transaction = grouped() if tx is not None else ({}, {})
-    per_component = _per_component(samples, window, values_all) if samples is not None and covered else {}
-    if values_all.get("harness_sec") is not None:
-        per_component[HARNESS_COMPONENT] = _harness_component(values_all)
-    width = bucket_width(window, monitor_interval, interval_s)
-    per_interval = _per_interval(tx, samples if covered else None, window.bucket_edges(width), h_cpus, measured)
-    rows_of_run: list[dict[str, float | None]] = []
-    if timeline:
-        every = read_run_transactions(tx_path) if tx is not None else None
-        last = float(np.nanmax(every.end)) if every is not None and every.count else window.end
-        rows_of_run = _per_interval(every, samples, timeline_edges(window, width, last), h_cpus, measured)
-
+def _run_caveats(run: RunRecord, values: dict[str, float | None], tx: WindowTransactions | None, window: Window,
+                 already: list[Caveat], sampled: bool) -> list[Caveat]:
+    """The caveats of the reduced values (`_caveats`), with Little's law checked on the users'
+    own cycle in mixed work (and its two rows set from it), and what the monitor could not see."""
+    config = run.config
     little = values
     if tx is not None and tx.user is not None and config.users:
         # Mixed work: Little's law holds for the users' own cycle, not for the jobs beside them.
         little = _users_little(values, tx, float(config.users), window)
         values["little_etr_t"], values["little_dev"] = little.get("little_etr_t"), little.get("little_dev")
-    warnings += _caveats(values, run, warnings, tx.thinks if tx is not None else None, little)
-    if config.real_storage_bytes and samples is not None and covered and values.get("refaults_s") is None:
-        warnings.append(cav.refaults_unmeasured())
+    out = _caveats(values, run, already, tx.thinks if tx is not None else None, little)
+    if config.real_storage_bytes and sampled and values.get("refaults_s") is None:
+        out.append(cav.refaults_unmeasured())
     if (unmonitored := _unmonitored(run)) is not None:
-        warnings.append(cav.sut_unmonitored(unmonitored))
-    attributes: dict[str, str | None] = {"release": run.label or run.workload_name, "run_id": run.run_id or run_dir.name}
-    return RunMetrics(run_id=str(attributes["run_id"]), status=status, window=window, values=values,
-                      attributes=attributes, per_class=per_class, per_interval=per_interval,
-                      per_component=per_component, caveats=_unique(warnings), interval_s=width, run_dir=run_dir,
-                      record=run, per_transaction=per_transaction, timeline=rows_of_run)
+        out.append(cav.sut_unmonitored(unmonitored))
+    return out
 
 
 # -- helpers --------------------------------------------------------------------------------
