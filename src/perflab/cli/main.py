@@ -585,25 +585,22 @@ def accuracy(
     Example: `perflab accuracy --quick --out /tmp/accuracy.md`;
     `perflab accuracy --studies --quick`; `perflab accuracy --studies --check --repeats 20`
     """
-    from perflab.store.atomic import write_atomic
+    from perflab.accuracy.page import write_metrics_page, write_studies_section
     from perflab.store.catalog import Store
-    from perflab.sut.fingerprint import machine_fingerprint
-    from perflab.sut.placement import resolve_placement
+
+    def say(text: str) -> None:
+        err.print(escape(text))
 
     if studies:
-        _accuracy_studies(Store(store), output, StudyPlanOptions(quick, check, cases, arrangements, effects, repeats,
-                                                                  blocks, session, self_calibration, keep),
-                          results, examples, summary_only)
-        return
-    from perflab.accuracy.metrics import run_accuracy
-    from perflab.accuracy.metrics_doc import render_accuracy, with_kept_sections
-
-    result = run_accuracy(Store(store), quick=quick, on_progress=lambda text: err.print(escape(text)))
-    fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
-    text = render_accuracy(result, fingerprint)
-    text = with_kept_sections(text, output.read_text() if output.is_file() else None)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(output, lambda tmp: tmp.write_text(text))
+        plan = StudyPlanOptions(quick, check, cases, arrangements, effects, repeats, blocks, session,
+                                self_calibration, keep).plan()
+        try:
+            text = write_studies_section(Store(store), output, plan, results, examples, summary_only, say)
+        except KeyboardInterrupt:
+            err.print(f"stopped: what was measured is in {escape(results)}; the same command goes on where it stopped")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+    else:
+        text = write_metrics_page(Store(store), output, quick, say)
     out.print(text, markup=False)
     err.print(f"written: {escape(output)}")
 
@@ -649,49 +646,6 @@ class StudyPlanOptions:
         return dataclasses.replace(base, cases=cases, arrangements=chosen, effects=effect_values, repeats=repeats,
                                    blocks=blocks, role="check" if self.check else "fit", session=self.session or "",
                                    self_calibration=cast(Literal["auto", "on", "off"], calibration), keep=self.keep)
-
-
-def _accuracy_studies(store: Any, output: Path, options: StudyPlanOptions, results: Path, examples: Path,
-                      summary_only: bool) -> None:
-    from perflab.accuracy import render, summary
-    from perflab.accuracy.experiment import read_all, run_experiment
-    from perflab.records.bias import HostIdentity
-    from perflab.store.bias import write_bounds
-    from perflab.study.document import now_iso
-    from perflab.sut.fingerprint import machine_fingerprint
-
-    plan = options.plan()
-    results.parent.mkdir(parents=True, exist_ok=True)
-    if not summary_only:
-        try:
-            run_experiment(store, examples, results, plan, on_progress=lambda text: err.print(escape(text)))
-        except KeyboardInterrupt:
-            err.print(f"stopped: what was measured is in {escape(results)}; the same command goes on where it stopped")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-    knobs, done, truths = read_all(results)
-    if not done:
-        raise InputError("no accuracy study results yet", file=results)
-    here = HostIdentity.of(machine_fingerprint())
-    hosts = {HostIdentity.model_validate(r.host).key: HostIdentity.model_validate(r.host) for r in done if r.host}
-    bounds = {}
-    for host in hosts.values():
-        fitted = summary.fit_bounds(done, truths, host.model_dump(mode="json"), measured=now_iso())
-        if fitted:
-            bounds[host.describe()] = fitted
-        if host == here and fitted:
-            path = write_bounds(store.home, here, fitted)
-            err.print(f"this host's bounds ({len(fitted)}): {escape(path)}")
-    if here.describe() not in bounds:
-        err.print("no bound for this host from these results: a bound needs 4 or more studies of an arrangement and "
-                  "kind on this host, A/A studies and studies of a change among them")
-    table = summary.cells([r for r in done if r.role == "fit"], truths)
-    checks = summary.check_rows(done, truths)
-    where = (f"Hosts: {'; '.join(h.describe() for h in hosts.values())}." if hosts else
-             "Measured before perflab kept each host's bound (perflab 0.2).")
-    section = render.render(table, knobs, where, truths, bounds, checks)
-    render.write(output, render.with_section(output.read_text() if output.is_file() else "", section))
-    out.print(section, markup=False)
-    err.print(f"written: {escape(output)}")
 
 
 @app.command()
