@@ -127,102 +127,153 @@ def make_executor(workload: Workload, dsn: str | None, failure, pool_size: int,
 
 def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster: Any = None) -> RunResult:
     """`host`: the SUT host's monitor as probed before the run (workload `monitor:`); `cluster`:
-    the drivers placed on other hosts (distributed.DriverCluster, workload `drivers:`)."""
-    plan, record = life.plan, life.record
-    workload = plan.workload
-    driver_kind = workload.driver.kind
-    server = recorder = engine = table = window = sampler = None
-    counts: Any = None  # ConnectionCounts or CommitCounts: what only the driver sees
+    the drivers placed on other hosts (distributed.DriverCluster, workload `drivers:`).
+
+    The steps (_ServerRun): start the server, describe the SUT, drive it (here, or from the
+    cluster's hosts), then -- whatever happened -- stop and store everything."""
+    run = _ServerRun(life, host, cluster)
     try:
         with recording_ending(life.ending) as ending:
             life.raise_if_terminated()  # a SIGTERM while the run was opened
-            if manages_sut(plan):
-                life.make_cgroup([])  # the server is started inside it
-            server = start_sut(plan, life)
-            failure = server.failure if server is not None else None
-            target = workload.target
-            if isinstance(server, PostgresServer):
-                assert isinstance(target, PostgresTarget)  # start_sut starts one for a postgres target only
-                record.fingerprint.update(server.start(load_key(target)))
-            elif server is not None:
-                record.fingerprint.update(server.start())
-            dsn: str | None = None
-            counter_spec: PgCounterSpec | None = None
-            if isinstance(target, PostgresTarget):
-                dsn, facts, counter_spec = prepare_postgres(target, server if isinstance(server, PostgresServer)
-                                                            else None)
-                record.fingerprint.update(facts)
-                if isinstance(server, PostgresServer):
-                    record.fingerprint.update(server.start_standby())  # a standby is made of the loaded server
-            record.fingerprint["adapter"] = workload.target.kind
-            record.fingerprint["driver"] = driver_kind
-            components = dict(server.components) if server is not None else {}
-            pids = (server.pids if isinstance(server, PostgresServer) else [server.pid]) if server is not None else []
-            sut_host = None
-            if host is not None:
-                # The SUT's own host: its processors are what PROCESSORS and the (H) rows count. A
-                # host is probed from the workload's monitor (drive/run.py), so both are there.
-                assert plan.remote is not None and workload.monitor is not None
-                sut_host = host_record(plan.remote, host, workload.monitor.cpus)
-                record.config = record.config.model_copy(update={
-                    "sut_cpus": sut_host.cpus, "processors": len(sut_host.cpus), "shared_cpus": False})
-                if "sut" in host.provides:
-                    counter_spec = None  # the agent reads the SUT's counters where it runs
-            counted = counter_spec is not None or (host is not None and "sut" in host.provides)
-            life.describe_sut(pids=pids, service=type(server).__name__ if server else None,
-                              counters=PG_COUNTERS if counted else [], tx_counter="xact_commit" if counted else None,
-                              components=components, host=sut_host)
-            life.save()
+            run.start_server()
+            run.describe_sut()
             if cluster is not None:
-                _drive_distributed(life, cluster, pids, counter_spec, components, dsn, failure)
+                _drive_distributed(life, cluster, run.pids, run.counter_spec, run.components, run.dsn, run.failure)
             else:
-                life.pin_driver()
-                t0 = life.synchronized_t0()
-                t0_epoch = time.time()
-                life.start_clock(t0, t0_epoch)
-                if driver_kind == "native":
-                    # driver.connects and driver.tls_* (http, tcp), driver.commits and commit_us
-                    # (postgres): sampled with the SUT's counters
-                    counts = registry.driver_counts(KINDS.of(workload.target))
-                from perflab.monitor.sources.counters import combine_counter_specs
-
-                device = server.device_counters() if isinstance(server, PostgresServer) else None
-                monitored = combine_counter_specs(counter_spec, counts.spec if counts is not None else None, device)
-                # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
-                life.start_monitor(pids, monitored, components, driver_pid=-1 if driver_kind == "native" else None)
-                sampler = _start_profile(life, pids, t0)
-                if driver_kind == "native":
-                    recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions], [],
-                                        t0, spill_path=life.run_dir / SPILL_FILE)
-                    tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir),
-                              "run_id": record.run_id,
-                              "service_address": workload.service.address if workload.service else "127.0.0.1"}
-                    executor = make_executor(workload, dsn, failure, plan.workers, tokens, counts)
-                    engine = engine_for(plan, executor, recorder, t0)
-                    if engine.core_choice is not None:
-                        record.fingerprint["driver_core"] = engine.core_choice.fingerprint()
-                    if counts is not None:
-                        engine.count_reader = counts.totals
-                    recorder.class_names = engine.class_names
-                    outcome = life.drive(engine, before=engine.before_run(lambda: executor.open(plan.users)),
-                                         after=executor.close,
-                                         failure=failure)
-                    ending.status, ending.reason = outcome.status, outcome.reason
-                else:
-                    from perflab.drive.external import run_external
-
-                    external = run_external(plan, life.run_dir, t0, t0_epoch, dsn, failure)
-                    table, ending.status, ending.reason = external.table, external.status, external.reason
-                    record.driver = DriverRecord.model_validate(external.driver) if external.driver else None
-                    record.external = {"tool": driver_kind, **external.summary}
-                    window = external.window
+                run.drive_here(ending)
     finally:
+        result = run.end()
+    return result
+
+
+class _ServerRun:
+    """One run against a server (or an external driver): what each step leaves for the next,
+    and for the end, which stops and stores whatever was started."""
+
+    def __init__(self, life: RunLifecycle, host: HostInfo | None, cluster: Any):
+        self.life, self.host, self.cluster = life, host, cluster
+        self.plan, self.record, self.workload = life.plan, life.record, life.plan.workload
+        self.server: PostgresServer | Service | None = None
+        self.failure: Any = None
+        self.dsn: str | None = None
+        self.counter_spec: PgCounterSpec | None = None
+        self.pids: list[int] = []
+        self.components: dict[str, Any] = {}
+        self.recorder: Recorder | None = None
+        self.engine: Any = None
+        self.table: Any = None
+        self.window: Any = None
+        self.sampler: Any = None
+        self.counts: Any = None  # ConnectionCounts or CommitCounts: what only the driver sees
+
+    def start_server(self) -> None:
+        """The server perflab starts (in the SUT's cgroup), PostgreSQL's connection and facts,
+        and what the fingerprint says of them."""
+        life, plan, record, workload = self.life, self.plan, self.record, self.workload
+        if manages_sut(plan):
+            life.make_cgroup([])  # the server is started inside it
+        server = self.server = start_sut(plan, life)
+        self.failure = server.failure if server is not None else None
+        target = workload.target
+        if isinstance(server, PostgresServer):
+            assert isinstance(target, PostgresTarget)  # start_sut starts one for a postgres target only
+            record.fingerprint.update(server.start(load_key(target)))
+        elif server is not None:
+            record.fingerprint.update(server.start())
+        if isinstance(target, PostgresTarget):
+            self.dsn, facts, self.counter_spec = prepare_postgres(target, server if isinstance(server, PostgresServer)
+                                                                  else None)
+            record.fingerprint.update(facts)
+            if isinstance(server, PostgresServer):
+                record.fingerprint.update(server.start_standby())  # a standby is made of the loaded server
+        record.fingerprint["adapter"] = workload.target.kind
+        record.fingerprint["driver"] = workload.driver.kind
+
+    def describe_sut(self) -> None:
+        """The SUT record: its processes, components, counters and host, saved before the load."""
+        life, record, server, host = self.life, self.record, self.server, self.host
+        self.components = dict(server.components) if server is not None else {}
+        self.pids = (server.pids if isinstance(server, PostgresServer) else [server.pid]) if server is not None else []
+        sut_host = None
+        if host is not None:
+            # The SUT's own host: its processors are what PROCESSORS and the (H) rows count. A
+            # host is probed from the workload's monitor (drive/run.py), so both are there.
+            assert self.plan.remote is not None and self.workload.monitor is not None
+            sut_host = host_record(self.plan.remote, host, self.workload.monitor.cpus)
+            record.config = record.config.model_copy(update={
+                "sut_cpus": sut_host.cpus, "processors": len(sut_host.cpus), "shared_cpus": False})
+            if "sut" in host.provides:
+                self.counter_spec = None  # the agent reads the SUT's counters where it runs
+        counted = self.counter_spec is not None or (host is not None and "sut" in host.provides)
+        life.describe_sut(pids=self.pids, service=type(server).__name__ if server else None,
+                          counters=PG_COUNTERS if counted else [], tx_counter="xact_commit" if counted else None,
+                          components=self.components, host=sut_host)
+        life.save()
+
+    def drive_here(self, ending: Any) -> None:
+        """The driver on this host: its clock, the monitor, the profile, then the load (perflab's
+        own engine, or an external driver)."""
+        from perflab.monitor.sources.counters import combine_counter_specs
+
+        life, workload, server = self.life, self.workload, self.server
+        native = workload.driver.kind == "native"
+        life.pin_driver()
+        t0 = life.synchronized_t0()
+        t0_epoch = time.time()
+        life.start_clock(t0, t0_epoch)
+        if native:
+            # driver.connects and driver.tls_* (http, tcp), driver.commits and commit_us
+            # (postgres): sampled with the SUT's counters
+            self.counts = registry.driver_counts(KINDS.of(workload.target))
+        device = server.device_counters() if isinstance(server, PostgresServer) else None
+        monitored = combine_counter_specs(self.counter_spec, self.counts.spec if self.counts is not None else None,
+                                          device)
+        # An external driver's CPU is accounted in run.json (the tool's rusage), not sampled.
+        life.start_monitor(self.pids, monitored, self.components, driver_pid=-1 if native else None)
+        self.sampler = _start_profile(life, self.pids, t0)
+        if native:
+            self.drive_native(t0, ending)
+        else:
+            self.drive_external(t0, t0_epoch, ending)
+
+    def drive_native(self, t0: float, ending: Any) -> None:
+        life, plan, record, workload = self.life, self.plan, self.record, self.workload
+        recorder = self.recorder = Recorder([s.name for s in workload.scripts], [t.name for t in workload.transactions],
+                                            [], t0, spill_path=life.run_dir / SPILL_FILE)
+        tokens = {"run_dir": str(life.run_dir), "workload_dir": str(plan.workload_dir), "run_id": record.run_id,
+                  "service_address": workload.service.address if workload.service else "127.0.0.1"}
+        executor = make_executor(workload, self.dsn, self.failure, plan.workers, tokens, self.counts)
+        engine = self.engine = engine_for(plan, executor, recorder, t0)
+        if engine.core_choice is not None:
+            record.fingerprint["driver_core"] = engine.core_choice.fingerprint()
+        if self.counts is not None:
+            engine.count_reader = self.counts.totals
+        recorder.class_names = engine.class_names
+        outcome = life.drive(engine, before=engine.before_run(lambda: executor.open(plan.users)), after=executor.close,
+                             failure=self.failure)
+        ending.status, ending.reason = outcome.status, outcome.reason
+
+    def drive_external(self, t0: float, t0_epoch: float, ending: Any) -> None:
+        from perflab.drive.external import run_external
+
+        record = self.record
+        external = run_external(self.plan, self.life.run_dir, t0, t0_epoch, self.dsn, self.failure)
+        self.table, ending.status, ending.reason = external.table, external.status, external.reason
+        record.driver = DriverRecord.model_validate(external.driver) if external.driver else None
+        record.external = {"tool": self.workload.driver.kind, **external.summary}
+        self.window = external.window
+
+    def end(self) -> RunResult:
+        """Whatever happened: the monitor and the profile stopped, the server stopped (a failure
+        it shows makes the run failed; a restart measured when asked), the counted pass, the
+        transactions stored, the record finished."""
+        life, record, server = self.life, self.record, self.server
         life.closing = True  # a SIGTERM from here on waits until the run is stored
         life.stop_monitor()
-        if sampler is not None:
-            _finish_profile(life, sampler)
-        if counts is not None:
-            counts.close()  # the monitor, its only other reader, has stopped
+        if self.sampler is not None:
+            _finish_profile(life, self.sampler)
+        if self.counts is not None:
+            self.counts.close()  # the monitor, its only other reader, has stopped
         if server is not None:
             gone = server.failure()
             if gone and life.ending.status == "complete":
@@ -235,23 +286,23 @@ def execute_server_run(life: RunLifecycle, host: HostInfo | None = None, cluster
                 sut = record.sut if record.sut is not None else life.describe_sut()
                 sut.stop_note = note
         life.release()
-        if workload.pathlength is not None:
+        if self.workload.pathlength is not None:
             _count_pathlength(life)
-        if recorder is not None:
-            table = recorded_table(life, recorder)
+        if self.recorder is not None:
+            self.table = recorded_table(life, self.recorder)
+        cluster = self.cluster
         if cluster is not None:
-            table = cluster.table()
+            self.table = cluster.table()
             record.drivers = cluster.records()
             if life.ending.status != "complete":
-                window = (life.plan.phases.window_start,
-                          max(life.plan.phases.window_start, cluster.window_end(life.plan.phases.window_end)))
+                phases = life.plan.phases
+                self.window = (phases.window_start, max(phases.window_start, cluster.window_end(phases.window_end)))
             cluster.close()
         try:
-            result = life.finish(table, engine, window)
+            return life.finish(self.table, self.engine, self.window)
         finally:
-            if recorder is not None:
-                recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
-    return result
+            if self.recorder is not None:
+                self.recorder.close(remove=(life.run_dir / "transactions.parquet").exists())
 
 
 def _start_profile(life: RunLifecycle, pids: list[int], t0: float) -> Any:
