@@ -139,7 +139,7 @@ class Caveat(BaseModel):
         return self.text
 
 
-def as_caveat(item: Caveat | str | dict) -> Caveat:
+def as_caveat(item: Caveat | str | dict[str, Any]) -> Caveat:
     """A stored reason as a Caveat: older run.json files (format 1) kept plain sentences."""
     if isinstance(item, Caveat):
         return item

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from perflab.errors import InputError
 
@@ -121,7 +123,7 @@ def check_duration(seconds: float) -> float:
     return seconds
 
 
-def check_option(check, value, option: str):
+def check_option(check: Callable[[Any], Any], value: Any, option: str) -> Any:
     """A command-line override through the same check as the file's field: InputError naming
     the option (exit 2). None (not given) passes."""
     if value is None:

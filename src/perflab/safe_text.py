@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as _rich_escape
@@ -37,7 +38,7 @@ def terminal(text: object, one_line: bool = True) -> str:
     return _rich_escape(visible(text, one_line))
 
 
-def console(stderr: bool = False, **kwargs) -> Console:
+def console(stderr: bool = False, **kwargs: Any) -> Console:
     """A rich Console for perflab's output: markup is kept for perflab's own literals (user text
     goes through `terminal()`), emoji codes are not replaced (":smile:" in a label prints as
     itself). Piped or captured output is not squeezed to 80 columns: run ids and paths stay whole."""

@@ -32,7 +32,7 @@ _MARK = {
 @dataclass
 class Tally:
     checks: list[Check]
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.counts = Counter(c.status for c in self.checks)

@@ -19,7 +19,7 @@ version, its server binary, its settings), shown after the named ones, by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 #: Where a report shows a key: the machine (the seeds' hardware configuration), the software
 #: under test, or neither -- a state of the run (its placement, shown on its own line; when a
@@ -110,7 +110,7 @@ def value_format(key: str) -> Format:
 RUN_KEYS = order("run")
 
 
-def split_fingerprint(fingerprint: dict) -> tuple[dict, dict]:
+def split_fingerprint(fingerprint: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(hardware, software) parts of a run's fingerprint; the run's own state (its placement,
     when an existing server last started) belongs to neither."""
     hardware = {k: v for k, v in fingerprint.items() if k in MACHINE_KEYS}

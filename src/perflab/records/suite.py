@@ -7,7 +7,7 @@ Average (perflab.stats.across_workloads) with its interval, level and verdict.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -74,7 +74,7 @@ class SuiteDocument(Record):
         return next((m for m in self.members if m.name == name), None)
 
 
-def _upgrade(data: dict) -> dict:
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     version = data.get("format", SUITE_FORMAT)
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"unknown format {version!r}")

@@ -19,13 +19,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perflab.store.catalog import pid_alive
 
 ACTIVE_DIR = "active"
 
 
-def _write(path: Path, data: dict) -> None:
+def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(data))

@@ -39,6 +39,7 @@ import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, parse_run_record
@@ -75,9 +76,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _files(directory: Path) -> dict[str, dict]:
+def _files(directory: Path) -> dict[str, dict[str, Any]]:
     """Every regular file of a run or study directory (recursively), by relative path."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.rglob("*")):
         if path.is_symlink() or not path.is_file():
             continue
@@ -137,7 +138,7 @@ def chosen_runs(store: Store, run_ids: Iterable[str] = (), workload: str | None 
 
 
 def export_archive(store: Store, out: Path, run_ids: Iterable[str] = (), workload: str | None = None,
-                   since: str | None = None, source: dict | None = None) -> ExportResult:
+                   since: str | None = None, source: dict[str, Any] | None = None) -> ExportResult:
     """Write the chosen runs, the studies they belong to and the manifest into `out` (atomically)."""
     out = Path(out)
     if not out.name.endswith((".tar", ".tar.gz", ".tgz")):
@@ -146,7 +147,7 @@ def export_archive(store: Store, out: Path, run_ids: Iterable[str] = (), workloa
     if not runs:
         raise InputError("no finished run matches: nothing to export", field="--run/--workload/--since")
     studies = sorted({r.study for _, r in runs if r.study and (store.home / "studies" / r.study / "study.json").is_file()})
-    manifest: dict = {"format": ARCHIVE_FORMAT, "created": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+    manifest: dict[str, Any] = {"format": ARCHIVE_FORMAT, "created": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                       "source": {k: (source or {}).get(k) for k in SOURCE_FIELDS}, "runs": {}, "studies": {}}
     for run_dir, record in runs:
         manifest["runs"][record.run_id] = _files(run_dir)
@@ -204,7 +205,7 @@ def _open(path: Path) -> tarfile.TarFile:
         raise InputError(f"not a readable tar archive ({exc})", file=path) from None
 
 
-def read_manifest(path: Path) -> dict:
+def read_manifest(path: Path) -> dict[str, Any]:
     with _open(path) as tar:
         try:
             member = tar.getmember(MANIFEST)
@@ -221,11 +222,11 @@ def read_manifest(path: Path) -> dict:
     return data
 
 
-def _same(directory: Path, files: dict[str, dict]) -> bool:
+def _same(directory: Path, files: dict[str, dict[str, Any]]) -> bool:
     return _files(directory) == files
 
 
-def _unpack(tar: tarfile.TarFile, archive: Path, kind: str, name: str, files: dict[str, dict],
+def _unpack(tar: tarfile.TarFile, archive: Path, kind: str, name: str, files: dict[str, dict[str, Any]],
             members: dict[tuple[str, str], list[tarfile.TarInfo]], target: Path) -> None:
     """The files of one run or study into `target` (a new directory), each checked."""
     got = {}

@@ -19,10 +19,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perflab.errors import InputError
 from perflab.records.run import RunRecord, parse_run_record
 from perflab.store.outcome import OutcomeKind, RunOutcome, outcome_of, record_outcome
+
+#: A row of the catalog's runs table, as sqlite3 gives and takes it (the columns of _SCHEMA).
+Row = tuple[Any, ...]
+#: An outcome judged with a run's reduction, as a catalog stored it: (kind, reasons as JSON,
+#: judged, the status it was judged at).
+Judged = tuple[Any, ...]
 
 DEFAULT_HOME = "perflab-runs"
 
@@ -105,7 +112,7 @@ class RunRow:
         return shown_status(self.status, self.pid)
 
     @property
-    def shown_outcome_fields(self) -> dict:
+    def shown_outcome_fields(self) -> dict[str, Any]:
         """The shown outcome as `perflab runs --json` gives it (kind, reasons' sentences, judged)."""
         outcome = self.shown_outcome
         return {"outcome": outcome.kind.value, "outcome_reasons": outcome.reason_texts(), "judged": outcome.judged}
@@ -191,7 +198,7 @@ class Store:
             except sqlite3.Error as exc:
                 raise self._error(exc, "update") from None
 
-    def _row_of(self, record: RunRecord, etr_t: float | None, judged: tuple | None = None) -> tuple:
+    def _row_of(self, record: RunRecord, etr_t: float | None, judged: Judged | None = None) -> Row:
         """The catalog row of a record. Its outcome is what the record alone says, unless
         `judged` -- an outcome judged with the run's reduction, as an older catalog stored it
         (kind, reasons, judged, the status it was judged at) -- is given for the same status."""
@@ -203,7 +210,7 @@ class Store:
                 record.reason, None if record.valid is None else int(bool(record.valid)), cfg.users, cfg.rate,
                 record.pid, etr_t, str(self.run_dir(record.run_id)), *outcome)
 
-    def _write(self, path: Path, rows: list[tuple]) -> None:
+    def _write(self, path: Path, rows: list[Row]) -> None:
         conn = self._connect(path)
         try:
             with conn:
@@ -277,7 +284,7 @@ class Store:
         """ETR (T) values the current catalog holds (they are kept across a rescan)."""
         return {run_id: etr for run_id, (etr, _) in self._old_reduced().items() if etr is not None}
 
-    def _old_reduced(self) -> dict[str, tuple[float | None, tuple | None]]:
+    def _old_reduced(self) -> dict[str, tuple[float | None, Judged | None]]:
         """What the current catalog holds from the runs' reductions -- ETR (T), and the outcome
         judged with every gate (kind, reasons, judged, the status it was judged at) -- kept
         across a rescan."""
@@ -414,7 +421,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _row(r: tuple) -> RunRow:
+def _row(r: Row) -> RunRow:
     values = list(r)
     values[7] = None if values[7] is None else bool(values[7])
     values[15] = None if values[15] is None else bool(values[15])

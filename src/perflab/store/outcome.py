@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perflab import caveats as cav
 from perflab.caveats import Caveat
@@ -161,7 +161,7 @@ def _lost_monitor_of_record(record: RunRecord) -> tuple[Caveat, ...]:
     return (cav.monitor_lost(host.monitor, host.url, host.lost_at, host.lost_reason, ["(S)/(H) rows"]),)
 
 
-def outcome_of(kind: str | None, reasons: list | None = None, judged: bool = True) -> RunOutcome:
+def outcome_of(kind: str | None, reasons: list[Any] | None = None, judged: bool = True) -> RunOutcome:
     """An outcome as the catalog stores it: its kind and its reasons (caveats as JSON, or
     sentences). A kind this perflab does not know (a newer one wrote it) is not trusted."""
     caveats = tuple(cav.as_caveat(r) for r in reasons or [])
