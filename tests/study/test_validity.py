@@ -173,3 +173,18 @@ def test_judge_run_takes_the_run_s_own_caveats_and_the_gates():
                      is_base=False).valid
     nothing = judge_run(_record(), {"etr_t": 0.0}, steady, GateSettings())
     assert nothing.exclusions[0].code is cav.Code.NO_TRANSACTIONS
+
+
+def test_a_knob_block_s_pair_is_judged_in_the_band_without_the_knob_s_known_cost():
+    # 2026-12-07, the main job on a fresh host: the pair of a study block at 93-98% of the SUT's CPU,
+    # its knob blocks (+10% CPU per transaction on one side, on purpose) at 99.3% -- each one
+    # excluded, so the study could not measure its own bias. Without the knob's known 10% the pair
+    # sits where the study's blocks do; a pair over the band for its own work is still excluded.
+    from perflab.study.validity import judge_pair
+    pair = [(_record(), {"util_proc_s": 49.4}), (_record(), {"util_proc_s": 49.9})]
+    assert [g.gate for g in judge_pair(pair, (79.0, 99.0), False)] == ["UTIL/PROC (S) of the pair in the target band"]
+    assert judge_pair(pair, (79.0, 99.0), False, known_added=[0.0, 0.10]) == []
+    over = [(_record(), {"util_proc_s": 52.0}), (_record(), {"util_proc_s": 55.0})]
+    failed = judge_pair(over, (79.0, 99.0), False, known_added=[0.0, 0.10])
+    assert [g.gate for g in failed] == ["UTIL/PROC (S) of the pair, the knob's known cost taken out, in the target band"]
+    assert failed[0].measured == pytest.approx(52.0 + 55.0 / 1.1)

@@ -580,7 +580,8 @@ class StudyRunner:
                                      primary=self.builder.primary)
                 pair.append((self.builder.add_run(record, metrics, name, block, order, is_base=False, validity=validity),
                              record, metrics))
-            failed = judge_pair([(r, m.values) for _, r, m in pair], band, split)
+            failed = judge_pair([(r, m.values) for _, r, m in pair], band, split,
+                                self._known_added([name for _, name, _, _ in stored]))
             for run, _, _ in pair:
                 self.builder.add_pair_gates(run, failed)
             for run, record, _ in pair:
@@ -596,6 +597,14 @@ class StudyRunner:
                 + ("each driver a CPU of its own (beside the other SUT)" if other == "split-duet"
                    else "the driver a CPU of its own")
                 + ", and `--arrangement auto` chooses from the calibration's measured CPU (docs/studies.md)"))
+
+    def _known_added(self, names: list[str]) -> list[float] | None:
+        """A knob block's known added CPU per transaction on each side, as a share (None: not a
+        knob block): the pair's utilization band is judged without it (study/validity.py)."""
+        if self.knob_truth is None or self.knob_names is None or not set(names) <= set(self.knob_names):
+            return None
+        truth = self.knob_truth
+        return [truth.per_unit * truth.units if name == self.knob_names[1] else 0.0 for name in names]
 
     def _run_ended(self, run, status: str) -> None:
         """The run-end event of a judged run (the progress display's line)."""

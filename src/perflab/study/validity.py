@@ -333,7 +333,7 @@ def pooled_scales(trends: Mapping[str, Mapping[str, Trend | None]],
 
 
 def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[float, float] | None,
-               split: bool) -> list[GateResult]:
+               split: bool, known_added: Sequence[float] | None = None) -> list[GateResult]:
     """The failed gates that exclude both runs of a pair together (a duet or a split duet,
     study/arrangement.py) -- all about the window's pace, so they protect window rows only:
 
@@ -343,13 +343,18 @@ def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[
       and driver together came within 2% of full could not give the driver its turn;
     * the utilization band (a calibrated study): a duet's two SUTs share the SUT's CPUs, so their
       UTIL/PROC (S) add up to what the calibrated base used alone; a split duet's each lies
-      in the band scaled by its share of the load (checked by the caller's band)."""
+      in the band scaled by its share of the load (checked by the caller's band). `known_added`:
+      each run's added CPU per transaction put there on purpose, as a share (a knob block's known
+      cost, study/knob.py), taken out of its utilization before the band is judged -- the band
+      places the study's operating point, and a knob block runs at that point plus its knob."""
     if len(pair) != 2:
         return []
     out: list[GateResult] = []
     records = [r for r, _ in pair]
     drivers = [r.driver.util_pct if r.driver is not None else None for r in records]
     utils = [_num(v.get("util_proc_s")) for _, v in pair]
+    if known_added is not None:
+        utils = [u / (1.0 + a) for u, a in zip(utils, known_added)]
     if split:
         for i in (0, 1):
             other_driver = drivers[1 - i]
@@ -375,7 +380,8 @@ def judge_pair(pair: Sequence[tuple[RunRecord, Mapping[str, Any]]], band: tuple[
                 out.append(GateResult("UTIL/PROC (S) in the target band", "fail", outside[0], high, "%",
                                       cav.util_out_of_band(outside[0], low, high), f"{low:g}-{high:g}%", WINDOW_ONLY))
         elif not low <= sum(utils) <= high:
-            out.append(GateResult("UTIL/PROC (S) of the pair in the target band", "fail", sum(utils), high, "%",
+            what = ", the knob's known cost taken out," if known_added is not None and any(known_added) else ""
+            out.append(GateResult(f"UTIL/PROC (S) of the pair{what} in the target band", "fail", sum(utils), high, "%",
                                   cav.util_out_of_band(sum(utils), low, high, pair=True), f"{low:g}-{high:g}%",
                                   WINDOW_ONLY))
     return out
