@@ -17,7 +17,7 @@ install: $(STAMP)
 system:
 	./scripts/setup-system.sh
 
-# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 4 minutes after set-up, a counted pass after each measured run).
+# The main job on the embedded default: SQLite 3.40.1 -> 3.54.1 through apsw (a duet; about 5 minutes after set-up, a counted pass after each measured run).
 demo: $(STAMP)
 	$(VENV)/bin/perflab study examples/sqlite-release-study.yaml
 
