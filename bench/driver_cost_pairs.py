@@ -535,8 +535,15 @@ def _active(port: int) -> int:
     """nginx's open connections (stub_status: its one worker's, every port's)."""
     import urllib.request
 
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/nginx_status", timeout=10) as resp:
-        return int(resp.read().decode().split("Active connections:")[1].split()[0])
+    # with 100,000 connections open its one worker may answer late: three tries of 30 s
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/nginx_status", timeout=30) as resp:
+                return int(resp.read().decode().split("Active connections:")[1].split()[0])
+        except OSError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _slab_kb() -> int:
@@ -659,7 +666,11 @@ def measure_all(reps: int, smoke: bool, parts: list[str] | tuple[str, ...] = PAR
     results: dict[str, Any] = {}
     for part in parts:
         started = time.time()
-        results[part] = RUNNERS[part](reps, smoke)
+        try:
+            results[part] = RUNNERS[part](reps, smoke)
+        except Exception as exc:  # one part's failure keeps the others' measurements, with its reason
+            log(f"pairs / {part}: failed: {type(exc).__name__}: {exc}")
+            results[part] = {"error": f"{type(exc).__name__}: {exc}"}
         results[f"{part}_meta"] = {"reps": reps, "smoke": smoke, "seconds": round(time.time() - started),
                                    "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     return results
