@@ -10,32 +10,20 @@ the revision's directory. The directory is kept and reused, as the release cache
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import shutil
 import subprocess
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from perflab.errors import InputError
-from perflab.sut.releases import cache_root
+from perflab.sut.releases import cache_root, file_lock
 
 MANIFEST = "perflab-build.json"
 BUILD_TIMEOUT_S = 3600.0
 
 
-@contextmanager
-def lock(path: Path) -> Iterator[None]:
-    """One build of a revision at a time, across processes."""
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def builds_root() -> Path:
@@ -65,7 +53,7 @@ def ensure_build(repo: Path, revision: str, command: list[str], root: Path | Non
     if (final / MANIFEST).is_file():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    with lock(final.parent / f".{final.name}.lock"):
+    with file_lock(final.parent / f".{final.name}.lock"):  # one build of a revision at a time
         if (final / MANIFEST).is_file():
             return final
         if final.exists():

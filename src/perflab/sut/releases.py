@@ -93,7 +93,7 @@ def ensure(text: str, root: Path | None = None) -> InstalledRelease:
     if found is not None:
         return found
     root.mkdir(parents=True, exist_ok=True)
-    with _lock(root / f".{requirement.directory_name}.lock"):
+    with file_lock(root / f".{requirement.directory_name}.lock"):
         found = installed(requirement, root)  # another process may have finished it meanwhile
         if found is not None:
             return found
@@ -101,7 +101,9 @@ def ensure(text: str, root: Path | None = None) -> InstalledRelease:
 
 
 @contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """One holder at a time across processes (an flock on `path`): one install of a release, one
+    build of a revision (perflab.bisect.builds)."""
     with open(path, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
