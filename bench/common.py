@@ -352,3 +352,14 @@ def with_retries(measure, accept, attempts: int = 4):
 def quiet_enough(row: dict) -> bool:
     bg = row.get("background_cores")
     return bg is None or bg <= BACKGROUND_LIMIT
+
+
+def emit(result: dict[str, Any], out: Path | None) -> int:
+    """A benchmark script's ending: its JSON result printed, also written to `out` when given, and
+    its exit code (0 when the result says it passed)."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    return 0 if result["passed"] else 1

@@ -28,7 +28,6 @@ Prints the result as JSON and, with --out, writes it there (bench/results/soak.j
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine, proc_rss_bytes  # noqa: E402
+from common import emit, machine, proc_rss_bytes  # noqa: E402
 from perflab_runs import python_workload, run_perflab  # noqa: E402
 
 RSS_GROWTH_LIMIT_PCT = 5.0
@@ -118,12 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.users, args.duration, args.think, args.stabilization, args.poll = 50, 30.0, 0.5, 5.0, 0.5
     result = soak(args.users, args.duration, args.think, args.stabilization, args.poll)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    return 0 if result["passed"] else 1
+    return emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ first: common.wait_quiet); the median is held against the limit.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine, perflab_cmd, wait_quiet  # noqa: E402
+from common import emit, machine, perflab_cmd, wait_quiet  # noqa: E402
 
 LIMIT_S = 2.0
 NOOP = '"perflab.sut.synthetic:noop"'
@@ -109,12 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, path in files(Path(tmp), args.entries).items()}
     result = {"entries": args.entries, "reps": args.reps, "rows": rows,
               "passed": all(r["passed"] for r in rows.values()), "machine": machine()}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    return 0 if result["passed"] else 1
+    return emit(result, args.out)
 
 
 if __name__ == "__main__":
