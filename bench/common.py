@@ -124,6 +124,25 @@ def proc_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def proc_wakes(pid: int) -> int | None:
+    """The times any thread of a process went to sleep and was woken (voluntary context switches,
+    summed over /proc/PID/task/*/status), None once it is gone: a generator that pays a wake-up for
+    each request pays the kernel's (and, in a guest, the hypervisor's) cost of each."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return total
+
+
 def proc_rss_bytes(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():

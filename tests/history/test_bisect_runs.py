@@ -18,6 +18,7 @@ from model_helpers import perflab_model
 
 from perflab.drive.model_driver import Model
 from perflab.errors import EXIT_OK, EXIT_USAGE
+from perflab.report.book.layout import Library
 
 from .history_data import KNOB, history, workload_file
 
@@ -70,13 +71,34 @@ def test_a_bisect_names_the_version_and_keeps_every_step(tmp_path):
     assert "name: v5" in step and "name: v6" in step and "2.2" in step
 
 
-def test_a_gradual_change_exits_0_and_says_so(tmp_path):
+def test_a_gradual_change_exits_0_and_says_so_and_is_kept_beside_its_page(tmp_path):
     study_file(tmp_path)
     path = versions_file(tmp_path, [round(2.0 * 1.025 ** i, 4) for i in range(9)])
-    result = perflab_model("bisect", path, "--json", model=MODEL, store=tmp_path / "store")
+    page = tmp_path / "docs" / "trend.md"
+    page.parent.mkdir()
+    page.write_text("# a page\n")
+    result = perflab_model("bisect", path, "--json", "--keep", page, model=MODEL, store=tmp_path / "store")
     assert result.returncode == EXIT_OK, result.stderr[-3000:]
     doc = json.loads(result.stdout)
     assert doc["finding"]["kind"] == "gradual" and len(doc["steps"]) == 2
+    # --keep: the bisect's report and record, and each step's study, in the page's reports/
+    library = Library.scan(tmp_path / "docs")
+    kept = library.find(doc["bisect_id"])
+    assert kept is not None and kept.kind == "bisect" and kept.record == kept.directory / "bisect.json"
+    assert "gradual" in kept.text()
+    for step in doc["steps"]:
+        study = library.find(step["study_id"])
+        assert study is not None and study.kind == "study" and study.study().study_id == step["study_id"]
+        assert step["study_id"] in kept.run_ids()
+        assert all(library.holds(run.run_id) for run in study.study().runs)
+
+
+def test_keep_names_a_page_that_exists(tmp_path):
+    study_file(tmp_path)
+    path = versions_file(tmp_path, [2.0, 2.2])
+    result = perflab_model("bisect", path, "--keep", tmp_path / "nowhere.md", model=MODEL, store=tmp_path / "store")
+    assert result.returncode == EXIT_USAGE and "--keep" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "store" / "bisects").exists()
 
 
 @pytest.mark.parametrize("text,field", [

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import time
 
+import numpy as np
 import programs
 import pytest
 
@@ -123,3 +124,22 @@ def test_placeholders_send_the_bytes_the_python_path_sends(tmp_path, server, loa
     else:
         assert sent["auto"][:n] == sent["python"][:n]
     assert any(b'"c": true' in r for r in sent["auto"]) and any(b'"c": "x y"' in r for r in sent["auto"])
+
+
+@pytest.mark.parametrize("load", ["{rate: 3000, arrival: poisson}", "{users: 4}"])
+def test_a_tick_wake_fires_the_timer_once_a_millisecond_at_most(tmp_path, server, load):
+    """`timing: {wake: tick}`: the compiled loop arms its timer on whole milliseconds of the
+    monotonic clock, so it fires at most once per grid point however many arrivals (or think
+    ends) fall due -- about 3 a millisecond here, each of which the default exact wake fires for
+    -- and nothing starts before its intended time: the wait for the grid is lateness, recorded.
+    Deterministic: a timerfd armed at distinct grid points cannot fire more often than they pass."""
+    s = server(ok_server())
+    path = http_workload(tmp_path, s.port, "- {name: a, http: {path: /a}}", "- {name: s, steps: [a]}",
+                         think="0.001", load=load)
+    path.write_text(path.read_text().replace("measurement: 1s", "measurement: 1s, wake: tick"))
+    outcome, table, engine = drive(path, window=0.5)
+    assert outcome.status == "complete" and table["ok"].all(), set(table["error"].dropna())
+    assert len(table) >= 600  # (an exact wake would fire about once for each)
+    assert (table["actual_start"] >= table["intended_start"]).all()  # never early
+    span_ms = 1e3 * table["end"].max()  # from t0 to the last response
+    assert engine.core.timer_wakes <= span_ms + 2, (engine.core.timer_wakes, span_ms, len(table))

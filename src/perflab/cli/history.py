@@ -107,6 +107,8 @@ def bisect_command(
     stabilization: str | None = StabilizationOpt,
     no_monitor: bool = NoMonitorOpt,
     as_json: bool = typer.Option(False, "--json", help="print bisect.json instead of the table"),
+    keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="store the bisect's report and each step's "
+                                     "study beside the page that publishes it (its reports/ directory)"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Find where the study's primary metric changed in an ordered list of versions: about
@@ -118,7 +120,7 @@ def bisect_command(
     a finding (a version, a gradual change, no change); 2 bad input; 3 a step stayed INCONCLUSIVE
     at --max-blocks; 4 a study had no comparison; 130 interrupted (the steps so far are kept).
 
-    Example: `perflab bisect examples/bisect/sqlite-releases.yaml`
+    Example: `perflab bisect examples/bisect/sqlite-releases.yaml --keep docs/release-trend.md`
     """
     from perflab.bisect.report import render_markdown, render_terminal
     from perflab.bisect.runner import BisectRunner, StepOptions
@@ -128,6 +130,8 @@ def bisect_command(
 
     if blocks is not None and blocks < 3:
         raise InputError("expected 3 or more blocks", field="--blocks")
+    if keep is not None and not keep.is_file():
+        raise InputError("no such page: the bisect's report is kept beside a page that exists", field="--keep")
     runner = BisectRunner(versions, Store(store), StepOptions(measurement=_seconds(measurement, "--measurement"),
                                                               stabilization=_seconds(stabilization, "--stabilization"),
                                                               monitor=not no_monitor),
@@ -144,6 +148,11 @@ def bisect_command(
         render_terminal(doc, err)
         out.print(str(runner.dir), soft_wrap=True, highlight=False, markup=False)
     kind = doc.finding.kind if doc.finding is not None else "interrupted"
+    if keep is not None and doc.finding is not None:  # an interrupted bisect is not published
+        from perflab.report.book.layout import keep_report
+
+        kept = keep_report(runner.dir, keep)
+        err.print(f"kept: {escape(str(kept.directory))} (and each step's study beside it)")
     code = {"undecided": EXIT_INCONCLUSIVE, "no-comparison": EXIT_NO_COMPARISON,
             "interrupted": EXIT_INTERRUPTED}.get(kind, EXIT_OK)
     if code:

@@ -336,9 +336,10 @@ class Timing(Strict):
         default=None, description="the deadline of every transaction without a timeout: of its own (default 60 s; "
         "a job stream's timeout for a batch load): past it the transaction is an error and the run invalid")
     wake: Literal["exact", "tick"] = Field(
-        default="exact", description="exact: a user whose think ends wakes at its time, to tens of microseconds "
-        "(a timerfd); tick: on the event loop's millisecond timer, up to a millisecond and a loop turn late, for "
-        "fewer wake-ups of the driver (each costs about 20 us of its CPU on a virtual machine)")
+        default="exact", description="exact: a user whose think ends, or an open loop's arrival, starts at its "
+        "time, to tens of microseconds (a timerfd); tick: on a millisecond grid (the compiled loop's timer, the "
+        "Python engine's event-loop timer), up to a millisecond and a loop turn late -- its lateness recorded -- "
+        "for fewer wake-ups of the driver (each costs about 20 us of its CPU on a virtual machine)")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod

@@ -70,6 +70,10 @@ MALFORMED = {1: "no HTTP/1.x status line", 2: "invalid Content-Length", 3: "inva
              4: "head or trailer too large", 5: "more bytes came back than the reply's",
              6: "a PostgreSQL message of impossible length or type", 7: "a line ended by LF without CR",
              8: "invalid Transfer-Encoding", 9: "invalid header line"}
+# timing.wake -> the loop's timer grid (s): exact wakes at each due time; tick on whole milliseconds
+# of the monotonic clock, as the Python engine's tick timer (uvloop's) -- fewer wake-ups, each due
+# thing up to a millisecond late (its lateness recorded: the intended time stays the schedule's)
+WAKE_GRID_S = {"exact": 0.0, "tick": 0.001}
 NOMEM_TEXT = "MemoryError: the driver ran out of memory (the run fails)"
 #: The Python path's cost beside the compiled loop's, said when a run falls back to it.
 SLOWER = "the Python path costs about twice the driver CPU per request"
@@ -342,7 +346,8 @@ class NativeEngine(Engine):
             self._addresses, self._timeout(), thinks, scripts,
             [script.index for script in self.mix], [float(c) for c in self.mix_cumulative],
             self.init.index if self.init is not None else -1, load, self.seed & ((1 << 64) - 1),
-            self.t0, self.phases.stagger, self.stop_at, self._residual_start, protocol, txs, params, self._tls())
+            self.t0, self.phases.stagger, self.stop_at, self._residual_start, protocol, txs, params, self._tls(),
+            WAKE_GRID_S[self.workload.timing.wake])
 
     @property
     def in_flight(self) -> int:  # the live display reads it

@@ -10,6 +10,7 @@ beside it, one directory per study or suite, named by its id:
         report.md      the report as perflab wrote it (perflab study / suite)
         report.json    a study's report.json: the study record, every run with its metric rows
         suite.json     a suite's record instead (its studies are directories of their own)
+        bisect.json    a bisect's record instead (`perflab bisect`: each step's study kept beside it)
 
 `keep_report` copies a study's (or suite's) directory from a perflab store into that layout;
 `Library` finds every stored report under a root and answers "is this id stored, and where":
@@ -35,6 +36,9 @@ REPORTS = "reports"
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 SUITE_JSON = "suite.json"
+BISECT_JSON = "bisect.json"
+#: The record each kind of report keeps beside its report.md.
+RECORDS = {"suite": SUITE_JSON, "bisect": BISECT_JSON, "study": REPORT_JSON}
 #: A study, suite or run id as perflab makes them: UTC date and time, the name, 4 hex digits
 #: (20261128-003516-sqlite-release-a05c).
 ID = re.compile(r"(?<![\w-])(20\d{6}-\d{6}-[a-z0-9][a-z0-9-]*?-[0-9a-f]{4})(?![\w-])")
@@ -60,15 +64,14 @@ class StoredReport:
 
     @property
     def kind(self) -> str:
-        return "suite" if (self.directory / SUITE_JSON).is_file() else "study"
+        return _kind_of(self.directory)
 
     @property
     def record(self) -> Path | None:
-        """report.json (a study) or suite.json (a suite); None for a report kept as Markdown only."""
-        for name in (SUITE_JSON, REPORT_JSON):
-            if (self.directory / name).is_file():
-                return self.directory / name
-        return None
+        """report.json (a study), suite.json (a suite) or bisect.json (a bisect); None for a report
+        kept as Markdown only."""
+        path = self.directory / RECORDS[self.kind]
+        return path if path.is_file() else None
 
     def text(self) -> str:
         return self.markdown.read_text(encoding="utf-8") if self.markdown.is_file() else ""
@@ -94,8 +97,9 @@ class StoredReport:
         found: list[str] = []
         if isinstance(data, dict):
             found += [str(r.get("run_id")) for r in data.get("runs") or [] if isinstance(r, dict) and r.get("run_id")]
-            found += [str(m.get("study_id")) for m in data.get("members") or []
-                      if isinstance(m, dict) and m.get("study_id")]
+            for key in ("members", "steps"):  # a suite's studies, a bisect's steps
+                found += [str(m.get("study_id")) for m in data.get(key) or []
+                          if isinstance(m, dict) and m.get("study_id")]
         found += ids_in(self.text())
         return [i for i in dict.fromkeys(found) if i != self.id]
 
@@ -137,6 +141,14 @@ class Library:
                        if i.endswith(f"-{suffix}") and i[9:15] == time and (day is None or i.startswith(day))})
 
 
+def _kind_of(directory: Path) -> str:
+    """A report directory's kind by the record it holds: a suite's, a bisect's, else a study's."""
+    for kind in ("suite", "bisect"):
+        if (directory / RECORDS[kind]).is_file():
+            return kind
+    return "study"
+
+
 def reports_dir(page: Path) -> Path:
     """Where a page's stored reports go: reports/ beside it (README.md's: docs/reports/)."""
     page = Path(page)
@@ -146,28 +158,33 @@ def reports_dir(page: Path) -> Path:
 
 
 def keep_report(source: Path, page: Path) -> StoredReport:
-    """Copy a study's or suite's report from a perflab store (its directory) beside a page.
+    """Copy a study's, suite's or bisect's report from a perflab store (its directory) beside a page.
 
     A study keeps report.md and report.json (its run rows inside); a suite keeps report.md and
-    suite.json, and each of its studies is kept beside it the same way (their directories are
-    the store's studies/<id>, next to suites/<id>). Returns the stored report."""
+    suite.json, a bisect report.md and bisect.json, and each of their studies is kept beside them
+    the same way (their directories are the store's studies/<id>, next to suites/<id> and
+    bisects/<id>). Returns the stored report."""
     source = Path(source)
-    is_suite = (source / SUITE_JSON).is_file()
-    needed = [REPORT_MD, SUITE_JSON if is_suite else REPORT_JSON]
+    kind = _kind_of(source)
+    needed = [REPORT_MD, RECORDS[kind]]
     missing = [name for name in needed if not (source / name).is_file()]
     if missing:
-        raise InputError(f"not a study or suite directory with its reports: {', '.join(missing)} missing "
-                         "(perflab study and perflab suite write them)", file=source)
+        raise InputError(f"not a study, suite or bisect directory with its reports: {', '.join(missing)} missing "
+                         "(perflab study, suite and bisect write them)", file=source)
     if not ID.fullmatch(source.name):
         raise InputError("the directory's name is not a study or suite id", file=source)
     target = reports_dir(page) / source.name
     target.mkdir(parents=True, exist_ok=True)
     for name in needed:
         shutil.copyfile(source / name, target / name)
-    if is_suite:
-        for member in read_suite_document(source).members:
-            if member.study_id:
-                studies = source.parent.parent / "studies" / member.study_id
-                if studies.is_dir():
-                    keep_report(studies, page)
+    members: list[str] = []
+    if kind == "suite":
+        members = [m.study_id for m in read_suite_document(source).members if m.study_id]
+    elif kind == "bisect":
+        steps = json.loads((source / BISECT_JSON).read_text(encoding="utf-8")).get("steps") or []
+        members = [str(step["study_id"]) for step in steps if isinstance(step, dict) and step.get("study_id")]
+    for study_id in members:
+        studies = source.parent.parent / "studies" / study_id
+        if studies.is_dir():
+            keep_report(studies, page)
     return StoredReport(source.name, target)

@@ -431,7 +431,7 @@ static int parse_load(loop_t *L, PyObject *load, long long *users) {
 }
 
 /* Loop(addresses, timeout, thinks, scripts, mix, cumulative, init, load, seed, t0, stagger,
- *      stop_at, residual_start, protocol, txs, params, tls=None)
+ *      stop_at, residual_start, protocol, txs, params, tls=None, wake_grid=0.0)
  * native_http.py's NativeEngine._make_core builds it (its docstring says each part). */
 static int Loop_init(LoopObject *self, PyObject *args, PyObject *kwds) {
     loop_t *L = &self->L;
@@ -445,11 +445,15 @@ static int Loop_init(LoopObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "a Loop is made once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OdO!O!O!O!iO!KdddpOO!O!|O", &addresses, &timeout, &PyList_Type, &thinks,
+    if (!PyArg_ParseTuple(args, "OdO!O!O!O!iO!KdddpOO!O!|Od", &addresses, &timeout, &PyList_Type, &thinks,
                           &PyList_Type, &scripts, &PyList_Type, &mix, &PyList_Type, &cumulative, &init,
                           &PyTuple_Type, &load, &seed, &L->t0, &L->stagger, &L->stop_at, &residual_start, &protocol,
-                          &PyList_Type, &txs, &PyList_Type, &params, &tls))
+                          &PyList_Type, &txs, &PyList_Type, &params, &tls, &L->wake_grid))
         return -1;
+    if (!(L->wake_grid >= 0.0 && L->wake_grid < 1.0)) { /* NaN too */
+        PyErr_SetString(PyExc_ValueError, "wake_grid: 0 (exact) or a step below a second");
+        return -1;
+    }
     self->made = 1;
     L->timeout = timeout;
     L->seed = (uint64_t)seed;
@@ -665,6 +669,11 @@ static PyObject *Loop_get_commits(LoopObject *self, void *closure) {
                          (long long)__atomic_load_n(&self->L.commit_us, __ATOMIC_RELAXED));
 }
 
+static PyObject *Loop_get_timer_wakes(LoopObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong((long long)__atomic_load_n(&self->L.timer_wakes, __ATOMIC_RELAXED));
+}
+
 static PyObject *Loop_get_slots(LoopObject *self, void *closure) {
     (void)closure;
     return PyLong_FromLong(self->L.n_users);
@@ -686,6 +695,7 @@ static PyGetSetDef Loop_getset[] = {
     {"handshakes", (getter)Loop_get_handshakes, NULL, "(TLS handshakes, of them resumed)", NULL},
     {"commits", (getter)Loop_get_commits, NULL, "(COMMITs waited for, their round trips in us): PostgreSQL users", NULL},
     {"slots", (getter)Loop_get_slots, NULL, "users, or open loop's arrival slots so far", NULL},
+    {"timer_wakes", (getter)Loop_get_timer_wakes, NULL, "the loop's timer firings (wake_grid bounds them)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

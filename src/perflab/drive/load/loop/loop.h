@@ -145,6 +145,9 @@ typedef struct loop {
     uint64_t seed;
     double t0, stagger, stop_at;
     int residual_start;
+    /* timing.wake: 0 wakes the loop at each due time (exact); else the timer is armed on a grid of
+     * this many seconds (tick: 0.001), so the things due within one step share one wake-up */
+    double wake_grid;
     /* closed loop: users first_user .. + n of all_users */
     int64_t first_user, all_users;
     /* open loop: arrivals at `rate`, poisson or constant, at most max_in_flight in flight */
@@ -177,6 +180,7 @@ typedef struct loop {
     char *errs; /* the words of E_SERVER/E_TLS rows since take(), each a uint32 length first */
     size_t errs_len, errs_cap;
     int64_t connects, handshakes, resumed, in_flight, commits, commit_us;
+    int64_t timer_wakes; /* the timer's firings: one per grid point at most on a tick wake */
     /* open(): users still logging on, and the first failure */
     int opening_left, open_err, open_detail;
     char *open_msg;
