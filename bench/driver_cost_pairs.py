@@ -268,15 +268,15 @@ def _with(workload: Path, name: str, text: str) -> Path:
     return write_text(workdir("pairs-workloads") / name, workload.read_text() + "\n" + text + "\n")
 
 
-TICK = "perflab (wake: tick)"
+EXACT = "perflab (wake: exact)"
 
 
-def _tick(workload: Path) -> Path:
-    """A copy of the workload with `timing: {wake: tick}` (everything else as written)."""
+def _exact(workload: Path) -> Path:
+    """A copy of the workload with `timing: {wake: exact}` (everything else as written)."""
     text = workload.read_text()
     assert "timing: {stagger:" in text
-    return write_text(workdir("pairs-workloads") / f"{workload.stem}-tick.yaml",
-                      text.replace("timing: {stagger:", "timing: {wake: tick, stagger:"))
+    return write_text(workdir("pairs-workloads") / f"{workload.stem}-exact.yaml",
+                      text.replace("timing: {stagger:", "timing: {wake: exact, stagger:"))
 
 
 def _open_loop(workload: Path, name: str, rate: float, in_flight: int = USERS) -> Path:
@@ -296,10 +296,10 @@ def http_generators(url: str, rate: float) -> dict[str, dict[str, Callable[[Any]
         for name, workload in (("perflab (defaults)", HTTP_DEFAULTS), ("perflab (lean)", HTTP_LEAN)):
             path = workload if mode == "saturated" else _open_loop(workload, f"{workload.stem}-rate.yaml", rate)
             gens[mode][name] = lambda nginx, p=path, n=name, m=mode: perflab_row(p, nginx.requests, m, n)
-    # the defaults with one setting, at the rate only (saturated, nothing waits): arrivals on a
-    # millisecond grid, as wrk's delay() and uvloop's timers count, instead of a wake-up for each
-    ticked = _tick(_open_loop(HTTP_DEFAULTS, f"{HTTP_DEFAULTS.stem}-rate.yaml", rate))
-    gens["rate"][TICK] = lambda nginx, p=ticked: perflab_row(p, nginx.requests, "rate", TICK)
+    # the defaults with one setting, at the rate only (saturated, nothing waits): each arrival
+    # started at its time to the microsecond, a wake-up for each, instead of on the 1 ms grid
+    exact = _exact(_open_loop(HTTP_DEFAULTS, f"{HTTP_DEFAULTS.stem}-rate.yaml", rate))
+    gens["rate"][EXACT] = lambda nginx, p=exact: perflab_row(p, nginx.requests, "rate", EXACT)
     if wrk:
         sat = [wrk, "-t1", f"-c{USERS}", f"-d{RUN_S}s", url]
         # a wrk2-like rate on wrk 4.1: each connection waits users/rate between its requests (delay())
@@ -371,7 +371,7 @@ def part_http(reps: int, smoke: bool) -> dict[str, Any]:
         if smoke:
             gens = {mode: {k: v for k, v in g.items() if k.startswith("perflab")} for mode, g in gens.items()}
         rows = interleaved(reps, gens, nginx, "HTTP")
-    return summary(rows, ["perflab (defaults)", "perflab (lean)", TICK], ["wrk", "k6"])
+    return summary(rows, ["perflab (defaults)", "perflab (lean)", EXACT], ["wrk", "k6"])
 
 
 # --- TCP: redis-server ----------------------------------------------------------------------------------------------
@@ -513,7 +513,7 @@ def part_lateness(reps: int, smoke: bool) -> dict[str, Any]:
                         .replace("stagger: 0s", "stagger: 5s").replace("measurement: 10s", f"measurement: {measurement}"))
     out: dict[str, Any] = {}
     cases = ((f"open loop, {rate:,}/s poisson", open_loop), (f"closed loop, {users:,} users", closed),
-             (f"open loop, {rate:,}/s poisson, wake: tick", _tick(open_loop)))
+             (f"open loop, {rate:,}/s poisson, wake: exact", _exact(open_loop)))
     with Nginx():
         for name, workload in cases:
             rows = []

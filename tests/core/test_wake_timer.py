@@ -65,7 +65,7 @@ def test_the_engine_gets_the_timerfd_on_linux_unless_the_workload_asks_for_ticks
     assert uvloop.run(kind(False)) == (LoopTickWake, False)
     text = ("name: w\ntarget: {kind: python}\ntransactions: [{name: a, call: 'm:f'}]\n"
             "scripts: [{name: s, steps: [a]}]\nload: {users: 1}\n")
-    assert Workload.model_validate(yaml.safe_load(text)).timing.wake == "exact"   # the default
+    assert Workload.model_validate(yaml.safe_load(text)).timing.wake == "auto"   # the default: think ends exact, arrivals on the grid
     assert Workload.model_validate(yaml.safe_load(text + "timing: {wake: tick}\n")).timing.wake == "tick"
 
 

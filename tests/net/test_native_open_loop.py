@@ -126,17 +126,19 @@ def test_placeholders_send_the_bytes_the_python_path_sends(tmp_path, server, loa
     assert any(b'"c": true' in r for r in sent["auto"]) and any(b'"c": "x y"' in r for r in sent["auto"])
 
 
-@pytest.mark.parametrize("load", ["{rate: 3000, arrival: poisson}", "{users: 4}"])
-def test_a_tick_wake_fires_the_timer_once_a_millisecond_at_most(tmp_path, server, load):
-    """`timing: {wake: tick}`: the compiled loop arms its timer on whole milliseconds of the
-    monotonic clock, so it fires at most once per grid point however many arrivals (or think
-    ends) fall due -- about 3 a millisecond here, each of which the default exact wake fires for
-    -- and nothing starts before its intended time: the wait for the grid is lateness, recorded.
-    Deterministic: a timerfd armed at distinct grid points cannot fire more often than they pass."""
+@pytest.mark.parametrize("load, wake", [("{rate: 3000, arrival: poisson}", "auto"),
+                                        ("{rate: 3000, arrival: poisson}", "tick"), ("{users: 4}", "tick")])
+def test_on_the_grid_the_timer_fires_once_a_millisecond_at_most(tmp_path, server, load, wake):
+    """An open loop's arrivals by default (`wake: auto`), and think ends too with `wake: tick`: the
+    compiled loop arms its timer on whole milliseconds of the monotonic clock, so it fires at most
+    once per grid point however many fall due -- about 3 a millisecond here, each of which `exact`
+    fires for -- and nothing starts before its intended time: the wait for the grid is lateness,
+    recorded. Deterministic: a timerfd armed at distinct grid points cannot fire more often than
+    they pass."""
     s = server(ok_server())
     path = http_workload(tmp_path, s.port, "- {name: a, http: {path: /a}}", "- {name: s, steps: [a]}",
                          think="0.001", load=load)
-    path.write_text(path.read_text().replace("measurement: 1s", "measurement: 1s, wake: tick"))
+    path.write_text(path.read_text().replace("measurement: 1s", f"measurement: 1s, wake: {wake}"))
     outcome, table, engine = drive(path, window=0.5)
     assert outcome.status == "complete" and table["ok"].all(), set(table["error"].dropna())
     assert len(table) >= 600  # (an exact wake would fire about once for each)

@@ -335,11 +335,12 @@ class Timing(Strict):
     deadline: Duration | None = Field(
         default=None, description="the deadline of every transaction without a timeout: of its own (default 60 s; "
         "a job stream's timeout for a batch load): past it the transaction is an error and the run invalid")
-    wake: Literal["exact", "tick"] = Field(
-        default="exact", description="exact: a user whose think ends, or an open loop's arrival, starts at its "
-        "time, to tens of microseconds (a timerfd); tick: on a millisecond grid (the compiled loop's timer, the "
-        "Python engine's event-loop timer), up to a millisecond and a loop turn late -- its lateness recorded -- "
-        "for fewer wake-ups of the driver (each costs about 20 us of its CPU on a virtual machine)")
+    wake: Literal["auto", "exact", "tick"] = Field(
+        default="auto", description="auto: a user whose think ends starts at its time, to tens of microseconds (a "
+        "timerfd), and an open loop's arrivals are started on a 1 ms grid, those of one millisecond together; exact: "
+        "arrivals on time too (in the compiled loop; each wake-up costs the driver about 20 us of CPU on a virtual "
+        "machine); tick: think ends on the grid too. A start's wait for its grid point is recorded as lateness; its "
+        "intended time stays the schedule's. The Python engine's arrivals are always on its event loop's 1 ms timer")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod

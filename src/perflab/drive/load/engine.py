@@ -272,7 +272,7 @@ class Engine:
         created, so batching moves no logon.
         """
         self._loop = asyncio.get_running_loop()
-        self._timer = wake_timer(self._loop, self._wake_due, exact=self.workload.timing.wake == "exact")
+        self._timer = wake_timer(self._loop, self._wake_due, exact=self.workload.timing.wake != "tick")
         base = self.share.first_user
         all_users = self.share.all_users or users
         seed, t0, stagger = self.seed, self.t0, self.phases.stagger

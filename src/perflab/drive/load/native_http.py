@@ -70,10 +70,13 @@ MALFORMED = {1: "no HTTP/1.x status line", 2: "invalid Content-Length", 3: "inva
              4: "head or trailer too large", 5: "more bytes came back than the reply's",
              6: "a PostgreSQL message of impossible length or type", 7: "a line ended by LF without CR",
              8: "invalid Transfer-Encoding", 9: "invalid header line"}
-# timing.wake -> the loop's timer grid (s): exact wakes at each due time; tick on whole milliseconds
-# of the monotonic clock, as the Python engine's tick timer (uvloop's) -- fewer wake-ups, each due
-# thing up to a millisecond late (its lateness recorded: the intended time stays the schedule's)
-WAKE_GRID_S = {"exact": 0.0, "tick": 0.001}
+# timing.wake -> the loop's timer grids (s), (think ends and deadlines, an open loop's arrivals):
+# exact wakes at each due time; tick on whole milliseconds of the monotonic clock (the Python
+# engine's event-loop timer); auto, the default, think ends exact and arrivals on the grid, as the
+# Python engine's open loop always ran them (and wrk2's): at 10,000 arrivals/s exact arrivals cost
+# the driver 43 us of CPU each on this KVM guest, on the grid 8-9 (bench/findings.md). An
+# arrival's wait for its grid point is lateness, recorded; its intended time stays the schedule's.
+WAKE_GRIDS_S = {"auto": (0.0, 0.001), "exact": (0.0, 0.0), "tick": (0.001, 0.001)}
 NOMEM_TEXT = "MemoryError: the driver ran out of memory (the run fails)"
 #: The Python path's cost beside the compiled loop's, said when a run falls back to it.
 SLOWER = "the Python path costs about twice the driver CPU per request"
@@ -347,7 +350,7 @@ class NativeEngine(Engine):
             [script.index for script in self.mix], [float(c) for c in self.mix_cumulative],
             self.init.index if self.init is not None else -1, load, self.seed & ((1 << 64) - 1),
             self.t0, self.phases.stagger, self.stop_at, self._residual_start, protocol, txs, params, self._tls(),
-            WAKE_GRID_S[self.workload.timing.wake])
+            WAKE_GRIDS_S[self.workload.timing.wake])
 
     @property
     def in_flight(self) -> int:  # the live display reads it

@@ -431,11 +431,13 @@ static int parse_load(loop_t *L, PyObject *load, long long *users) {
 }
 
 /* Loop(addresses, timeout, thinks, scripts, mix, cumulative, init, load, seed, t0, stagger,
- *      stop_at, residual_start, protocol, txs, params, tls=None, wake_grid=0.0)
+ *      stop_at, residual_start, protocol, txs, params, tls=None, grids=(0.0, 0.0))
+ * grids: (think ends and deadlines, arrivals): each due time put off to its grid's next point
  * native_http.py's NativeEngine._make_core builds it (its docstring says each part). */
 static int Loop_init(LoopObject *self, PyObject *args, PyObject *kwds) {
     loop_t *L = &self->L;
     PyObject *addresses, *thinks, *scripts, *mix, *cumulative, *load, *protocol, *txs, *params, *tls = Py_None;
+    PyObject *grids = NULL;
     int init, residual_start;
     double timeout;
     unsigned long long seed;
@@ -445,13 +447,15 @@ static int Loop_init(LoopObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "a Loop is made once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OdO!O!O!O!iO!KdddpOO!O!|Od", &addresses, &timeout, &PyList_Type, &thinks,
+    if (!PyArg_ParseTuple(args, "OdO!O!O!O!iO!KdddpOO!O!|OO!", &addresses, &timeout, &PyList_Type, &thinks,
                           &PyList_Type, &scripts, &PyList_Type, &mix, &PyList_Type, &cumulative, &init,
                           &PyTuple_Type, &load, &seed, &L->t0, &L->stagger, &L->stop_at, &residual_start, &protocol,
-                          &PyList_Type, &txs, &PyList_Type, &params, &tls, &L->wake_grid))
+                          &PyList_Type, &txs, &PyList_Type, &params, &tls, &PyTuple_Type, &grids))
         return -1;
-    if (!(L->wake_grid >= 0.0 && L->wake_grid < 1.0)) { /* NaN too */
-        PyErr_SetString(PyExc_ValueError, "wake_grid: 0 (exact) or a step below a second");
+    if (grids != NULL && !PyArg_ParseTuple(grids, "dd", &L->think_grid, &L->arrival_grid))
+        return -1;
+    if (!(L->think_grid >= 0.0 && L->think_grid < 1.0 && L->arrival_grid >= 0.0 && L->arrival_grid < 1.0)) {
+        PyErr_SetString(PyExc_ValueError, "grids: each 0 (exact) or a step below a second"); /* NaN too */
         return -1;
     }
     self->made = 1;
@@ -695,7 +699,7 @@ static PyGetSetDef Loop_getset[] = {
     {"handshakes", (getter)Loop_get_handshakes, NULL, "(TLS handshakes, of them resumed)", NULL},
     {"commits", (getter)Loop_get_commits, NULL, "(COMMITs waited for, their round trips in us): PostgreSQL users", NULL},
     {"slots", (getter)Loop_get_slots, NULL, "users, or open loop's arrival slots so far", NULL},
-    {"timer_wakes", (getter)Loop_get_timer_wakes, NULL, "the loop's timer firings (wake_grid bounds them)", NULL},
+    {"timer_wakes", (getter)Loop_get_timer_wakes, NULL, "the loop's timer firings (on a grid: one per grid point at most)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

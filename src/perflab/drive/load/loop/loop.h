@@ -145,9 +145,10 @@ typedef struct loop {
     uint64_t seed;
     double t0, stagger, stop_at;
     int residual_start;
-    /* timing.wake: 0 wakes the loop at each due time (exact); else the timer is armed on a grid of
-     * this many seconds (tick: 0.001), so the things due within one step share one wake-up */
-    double wake_grid;
+    /* timing.wake: 0 wakes the loop at each due time (exact); else a due time is put off to the next
+     * point of a grid of this many seconds (0.001), so the things due within one step share one
+     * wake-up -- think ends and deadlines on the first grid, an open loop's arrivals on the second */
+    double think_grid, arrival_grid;
     /* closed loop: users first_user .. + n of all_users */
     int64_t first_user, all_users;
     /* open loop: arrivals at `rate`, poisson or constant, at most max_in_flight in flight */
