@@ -572,8 +572,14 @@ def _slab_kb() -> int:
     return 0
 
 
+def _files_limit() -> int:
+    """The open-file limit a child gets after _many_files: the hard limit, or 300,000 if raised."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 300_000 if hard == resource.RLIM_INFINITY else max(soft, min(hard, 300_000))
+
+
 MEMORY_NGINX = """\
-worker_processes 1;
+worker_processes {workers};
 daemon off;
 master_process on;
 pid {dir}/nginx.pid;
@@ -605,11 +611,17 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
     connection on this host, over the users."""
     from nginx import nginx_path
 
-    users, processes = (2000, 2) if smoke else (100_000, 4)
+    users = 2000 if smoke else 100_000
+    # every connection is a descriptor at each end: a driver holds its users' and an nginx worker its
+    # share, each under the hard limit on open files (20,000 in this lab's container, which does not
+    # let root raise it): enough drivers and workers that each stays 2,000 below it
+    per_process = max(1_000, min(25_000, _files_limit() - 2_000))
+    processes = max(2, math.ceil(users / per_process))
     ports = [18100 + i for i in range(processes)]
     directory = workdir("pairs-nginx")
     conf = write_text(directory / "nginx.conf", MEMORY_NGINX.format(
-        dir=directory, listens="\n".join(f"        listen 127.0.0.1:{p} backlog=65535;" for p in ports)))
+        dir=directory, workers=processes + 1,  # reuseport spreads each port's connections over them
+        listens="\n".join(f"        listen 127.0.0.1:{p} backlog=65535 reuseport;" for p in ports)))
     exe = nginx_path()
     if exe is None:
         return {"note": "nginx is not installed"}
@@ -631,6 +643,7 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
                          "socket_buffer_bytes_per_user": (s1.get("mem", 0) - s0.get("mem", 0)) * PAGE / users,
                          "slab_bytes_per_user": (k1 - k0) * 1024 / users, "sockets": s1.get("inuse", 0),
                          "connected": full["connected"], "driver_core": full["cores"],
+                         "files_limit": _files_limit(),
                          "valid": full["connected"] >= users and all(c == "native" for c in full["cores"]),
                          "command": full["command"]})
         return {"rows": rows, "rss_bytes_per_user": summarize(r["rss_bytes_per_user"] for r in rows if r["valid"])}

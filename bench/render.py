@@ -456,6 +456,15 @@ def pairs_goal_rows(results: dict) -> list[tuple[str, str, bool | None]]:
                      f"{', '.join(f'{v:,.0f}' for v in buffers)} B (each repetition; {valid[0]['processes']} "
                      "drivers on CPU 0, each to its nginx port: one port gives ~28,000 connections)",
                      max(rss) <= 2048))
+    elif memory:  # measured, every repetition rejected: say why rather than "not measured"
+        connected = ", ".join(f"{r.get('connected', 0):,}" for r in memory)
+        per_connected = ", ".join(f"{r['rss_bytes_per_user'] * r['users'] / r['connected']:,.0f}"
+                                  for r in memory if r.get("connected"))
+        rows.append(("100,000 connected keep-alive users on one driver core: ≤ 2 KB of driver RSS each",
+                     f"not shown: every repetition was rejected because not every user connected ({connected} "
+                     f"of {memory[0].get('users', 0):,}, {memory[0].get('processes')} drivers on CPU 0 under an "
+                     f"open-file limit of {memory[0].get('files_limit', 'na'):,} a process); the drivers' RSS over "
+                     f"the users connected was {per_connected} B each -- not the goal's measurement", None))
     else:
         error = (pairs.get("memory") or {}).get("error")
         rows.append(("100,000 connected keep-alive users on one driver core: ≤ 2 KB of driver RSS each",
