@@ -152,6 +152,15 @@ def test_the_plan_interleaves_cells_and_is_seeded():
     assert {o[0] for o in order[:6]} == {0}  # repetition by repetition
 
 
+def test_each_session_draws_seeds_of_its_own_and_the_same_session_the_same():
+    from perflab.accuracy.experiment import session_seed
+
+    c1, c2 = session_seed(20261127, "c1"), session_seed(20261127, "c2")
+    assert c1 != c2 and c1 == session_seed(20261127, "c1") and min(c1, c2) >= 20261127
+    # a study's seed adds at most 1000 * repeat + 1000 * effect + 500,000 to it: sessions stay apart
+    assert abs(c1 - c2) >= 1_000_000 and max(c1, c2) < 2**31
+
+
 def test_a_cell_without_one_at_a_time_studies_takes_the_scaled_truth_of_the_largest():
     # +10% measured one at a time (ITR ratio exp(-0.0953) = 1/1.10); +5% with half the knob:
     # PBT/CMD rises 5%, so ITR falls to 1/1.05.

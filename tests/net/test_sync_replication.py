@@ -21,6 +21,12 @@ them.
   may be off by a tick per process at each window edge (a few dozen processes, both edges),
   and the cgroup and the processes are read a moment apart in each sample. A standby outside the
   measurement, or its processes unnamed (`other`), breaks it.
+* INSTR/CMD (I) with the standby: the counted pass starts its own standby, so its commits wait as
+  the timed run's did. The truth is in the backend's own calls: a commit that waits for a
+  synchronous standby sleeps on its latch inside SyncRepWaitForLSN (syncrep.c) until the
+  walsender wakes it; a commit with no synchronous standby returns from SyncRepWaitForLSN before
+  that call. So WaitLatch called from SyncRepWaitForLSN at least once per counted transaction
+  says each commit waited for the standby; and the walsender (counted apart) ran.
 
 The database is pgbench's at scale 2 (the example's is 8): the same transaction, a smaller
 base backup, so the run stays short.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import subprocess
 
+import programs
 import pyarrow.parquet as pq
 import pytest
 
@@ -89,3 +96,24 @@ def test_remote_apply_keeps_the_standby_within_the_commits_in_flight_and_each_sy
     assert abs(cpu["primary"] + cpu["standby"] - v["busy_sec_s"]) <= allowance, (cpu, v["busy_sec_s"], allowance)
     assert cpu.get("other", 0.0) <= 2 * TICK * processes, cpu
     assert nodes["standby"]["srv_tot_cpu_cmd_v"] == pytest.approx(1000 * cpu["standby"] / v["tx_ok"])
+
+
+@needs_root
+@programs.needs("valgrind")
+def test_the_counted_pass_waits_for_a_standby_of_its_own_and_counts_the_backend(tmp_path):
+    # PostgreSQL 16 (the pgserver wheel): its binary keeps its function names, which the truth reads
+    changes = {**SMALL, "target.server.bin": "pgserver",
+               "pathlength": {"transactions": 20, "warmup": 5, "timeout": "5m"}}
+    run, metrics = run_workload(tmp_path, WORKLOAD, changes, users=USERS, stagger=0.0, stabilization=1.0,
+                                duration=3.0)
+    assert run["status"] == "complete", run["reason"]
+    record = run["pathlength"]
+    assert record["status"] == "counted" and record["errors"] == 0 and record["transactions"] == 20, record
+    run_dir = tmp_path / "store" / "runs" / run["run_id"]
+    calls = pq.read_table(run_dir / "pathlength_calls.parquet").to_pandas()
+    waits = calls[(calls.caller == "SyncRepWaitForLSN") & (calls.callee == "WaitLatch")].calls.sum()
+    assert waits >= 20, calls[calls.caller == "SyncRepWaitForLSN"]
+    assert record["other_processes"].get("walsender", 0) > 0, record["other_processes"]
+    # a debit-credit's backend work: hundreds of thousands of instructions (about 330,000 on 16
+    # without a standby, docs/case-studies/pathlength-postgres-release.md), the wait not among them
+    assert 150_000 < metrics.values["instr_cmd_i"] < 1_500_000, metrics.values["instr_cmd_i"]

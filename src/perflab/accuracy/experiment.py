@@ -18,8 +18,9 @@ import math
 import random
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -403,6 +404,12 @@ def keep_runs(store: Store, run_ids: list[str], page: Path) -> None:
             write_atomic(target / name, functools.partial(Path.write_text, data=text, encoding="utf-8"))
 
 
+def session_seed(seed: int, session: str) -> int:
+    """The plan's seed for one session: a second session's studies draw their own block orders and
+    parameters, not the first's again (their repeat numbers start at 0 in every session)."""
+    return seed + (zlib.crc32(session.encode()) % 1000) * 1_000_000
+
+
 def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
                    on_progress: Callable[[str], None] = print) -> list[StudyResult]:
     """Every study of the plan not yet in `results`; returns all results (old and new)."""
@@ -420,6 +427,7 @@ def run_experiment(store: Store, examples: Path, results: Path, plan: Plan,
 
     host = HostIdentity.of(machine_fingerprint()).model_dump(mode="json")
     session = plan.session or dt.date.today().isoformat()
+    plan = replace(plan, seed=session_seed(plan.seed, session))
     knobs, done, truths = read_all(results)
     users: dict[str, int] = {}
     for name, case in cases.items():

@@ -144,8 +144,6 @@ def _check_pathlength(workload: Workload) -> None:
         if target.server is None:
             raise LocatedError(("pathlength",), "a PostgreSQL target's pathlength is counted on a server perflab "
                                                 "starts (target.server), not at a DSN")
-        if target.server.standby is not None:
-            raise LocatedError(("pathlength",), "pathlength is not counted for a server with a standby")
         if workload.drivers is not None:
             raise LocatedError(("pathlength",), "pathlength is counted by perflab's driver on this host: remove "
                                                 "drivers")

@@ -184,6 +184,10 @@ def _count_server(inputs: PassInputs, record: PathlengthRecord) -> None:
     try:
         server.start(load_key(target))
         prepare_postgres(target, server)
+        # A standby as the timed run had one: with synchronous_commit waiting for it, the
+        # backend's commit path (SyncRepWaitForLSN) is the one the timed run took; its walsender
+        # is counted apart (other_processes), as every process that is not the backend.
+        server.start_standby()
         result, files, _seconds = run_counted_server(server, out_dir, [(d.tx_index, d.params) for d in drawn],
                                                      settings.warmup, workload, settings.timeout)
         backend = files.get(result.backend_pid)

@@ -134,6 +134,10 @@ async def drive(workload: Any, dsn: str, drawn: list[tuple[int, dict | None]], w
         for tx_index, params in drawn[:warmup]:
             reply = await executor.execute(tx_index, params, 0)
             warmup_errors += not reply.ok
+        # Again after the warm-up (inside its part, which is not counted): a standby's walsender
+        # connects anew after the restart, often after the first look.
+        rows = await conn.fetch("SELECT pid, backend_type FROM pg_stat_activity")
+        kinds.update({int(r["pid"]): str(r["backend_type"]) for r in rows})
         await conn.fetchval(MARKER_SQL)
         for _ in range(nulls):
             await conn.fetchval(MARKER_SQL)
@@ -160,7 +164,12 @@ def run_counted_server(server: Any, out_dir: Path, drawn: list[tuple[int, dict |
         result = asyncio.run(asyncio.wait_for(
             drive(workload, server.dsn, drawn, warmup, server.pid), timeout))
     finally:
+        # A standby first, as PostgresServer.stop does: the primary's walsender would otherwise
+        # wait at shutdown for a reply. Its files are not needed after the pass.
+        standby = getattr(server, "standby", None)
+        early = standby.stop() if standby is not None else None
         note = server.process.stop(signal.SIGINT, timeout=120.0)
+        note = "; ".join(n for n in (early, note) if n) or None
     if note:
         raise RuntimeError(f"the server under valgrind did not stop cleanly: {note}")
     files = {int(p.name.split(".", 1)[1]): p for p in out_dir.glob("cg.*") if p.name.split(".", 1)[1].isdigit()}
