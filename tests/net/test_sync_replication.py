@@ -26,7 +26,8 @@ them.
   synchronous standby sleeps on its latch inside SyncRepWaitForLSN (syncrep.c) until the
   walsender wakes it; a commit with no synchronous standby returns from SyncRepWaitForLSN before
   that call. So WaitLatch called from SyncRepWaitForLSN at least once per counted transaction
-  says each commit waited for the standby; and the walsender (counted apart) ran.
+  says each commit waited for the standby (remote_apply), never says none did (asynchronous);
+  in both, the pass begins once the standby streams, so its walsender (counted apart) ran.
 
 The database is pgbench's at scale 2 (the example's is 8): the same transaction, a smaller
 base backup, so the run stays short.
@@ -98,12 +99,18 @@ def test_remote_apply_keeps_the_standby_within_the_commits_in_flight_and_each_sy
     assert nodes["standby"]["srv_tot_cpu_cmd_v"] == pytest.approx(1000 * cpu["standby"] / v["tx_ok"])
 
 
+ASYNCHRONOUS = {"target.server.settings.synchronous_standby_names": "",
+                "target.server.settings.synchronous_commit": "on"}
+
+
 @needs_root
 @programs.needs("valgrind")
-def test_the_counted_pass_waits_for_a_standby_of_its_own_and_counts_the_backend(tmp_path):
+@pytest.mark.parametrize("mode", ["remote_apply", "asynchronous"])
+def test_the_counted_pass_has_a_standby_of_its_own_and_waits_for_it_as_the_mode_says(tmp_path, mode):
     # PostgreSQL 16 (the pgserver wheel): its binary keeps its function names, which the truth reads
     changes = {**SMALL, "target.server.bin": "pgserver",
-               "pathlength": {"transactions": 20, "warmup": 5, "timeout": "5m"}}
+               "pathlength": {"transactions": 20, "warmup": 5, "timeout": "5m"},
+               **(ASYNCHRONOUS if mode == "asynchronous" else {})}
     run, metrics = run_workload(tmp_path, WORKLOAD, changes, users=USERS, stagger=0.0, stabilization=1.0,
                                 duration=3.0)
     assert run["status"] == "complete", run["reason"]
@@ -112,7 +119,11 @@ def test_the_counted_pass_waits_for_a_standby_of_its_own_and_counts_the_backend(
     run_dir = tmp_path / "store" / "runs" / run["run_id"]
     calls = pq.read_table(run_dir / "pathlength_calls.parquet").to_pandas()
     waits = calls[(calls.caller == "SyncRepWaitForLSN") & (calls.callee == "WaitLatch")].calls.sum()
-    assert waits >= 20, calls[calls.caller == "SyncRepWaitForLSN"]
+    if mode == "remote_apply":
+        assert waits >= 20, calls[calls.caller == "SyncRepWaitForLSN"]   # every commit waited
+    else:
+        assert waits == 0, calls[calls.caller == "SyncRepWaitForLSN"]    # none did
+    # streaming in both modes before the count began: its walsender ran during the pass
     assert record["other_processes"].get("walsender", 0) > 0, record["other_processes"]
     # a debit-credit's backend work: hundreds of thousands of instructions (about 330,000 on 16
     # without a standby, docs/case-studies/pathlength-postgres-release.md), the wait not among them

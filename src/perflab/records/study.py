@@ -22,7 +22,7 @@ from perflab.caveats import Caveat, as_caveat
 from perflab.records.bias import BiasRoute
 from perflab.records.documents import read_json, validate
 from perflab.records.pathlength_diff import PathlengthDiff, ProfileDiff
-from perflab.records.run import Record
+from perflab.records.run import PathlengthRecord, Record
 
 STUDY_FORMAT = 2
 StudyStatus = Literal["running", "complete", "interrupted", "failed"]
@@ -268,6 +268,9 @@ class StudyRun(Record):
     per_interval: list[dict[str, float | None]] = Field(
         default_factory=list, description="rows per interval (t_start, t_end, etr_t, util_proc_s, itr_s...)")
     caveats: list[Caveat] = Field(default_factory=list, description="the reduction's caveats")
+    pathlength: PathlengthRecord | None = Field(
+        default=None, description="the run's counted pass (workload `pathlength:`): its status and counter, and the "
+        "instructions of the server's other processes (other_processes), which are in no metric row; null without one")
 
     _exclusions = field_validator("exclusions", "notes", "caveats", mode="before")(classmethod(
         lambda cls, v: _caveat_list(v)))

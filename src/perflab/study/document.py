@@ -119,7 +119,7 @@ class StudyDocumentBuilder:
                        users=record.config.users, rate=record.config.rate, sut_cpus=list(record.config.sut_cpus),
                        metrics=values,
                        per_class=metrics.per_class, per_interval=metrics.per_interval,
-                       caveats=[c for c in metrics.caveats if c not in shown])
+                       caveats=[c for c in metrics.caveats if c not in shown], pathlength=record.pathlength)
         self.doc.runs.append(run)
         self._note_restart(record, block)
         conf = self.doc.configuration(config)

@@ -133,6 +133,11 @@ class Standby:
         if done.returncode != 0:
             raise SutFailure(f"pg_basebackup of the primary failed: {(done.stderr or done.stdout).strip()[-600:]}")
 
+    def wait_streaming(self) -> str:
+        """Until the primary, started again, sees the standby streaming once more (its walreceiver
+        connects anew after a retry interval, 5 s by default); -> the state it reached."""
+        return asyncio.run(self._wait_streaming({}))
+
     async def _wait_streaming(self, deferred: dict[str, Any]) -> str:
         """Until the primary sees the standby streaming, then (given `deferred`, its
         synchronous_standby_names) as a synchronous standby; or the standby exits or times out."""

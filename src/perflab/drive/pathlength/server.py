@@ -160,13 +160,18 @@ def run_counted_server(server: Any, out_dir: Path, drawn: list[tuple[int, dict |
     their files as they exit) -> (the driver's result, the files by pid, seconds under valgrind)."""
     began = time.monotonic()
     server.restart_under(server_prefix(out_dir))
+    standby = getattr(server, "standby", None)
     try:
+        if standby is not None:
+            # Counted only once the standby streams from the restarted server again, whether
+            # commits wait for it or not: an asynchronous standby's walsender works beside the
+            # backend in the timed run too, and would otherwise come in the pass's middle or not at all.
+            standby.wait_streaming()
         result = asyncio.run(asyncio.wait_for(
             drive(workload, server.dsn, drawn, warmup, server.pid), timeout))
     finally:
         # A standby first, as PostgresServer.stop does: the primary's walsender would otherwise
         # wait at shutdown for a reply. Its files are not needed after the pass.
-        standby = getattr(server, "standby", None)
         early = standby.stop() if standby is not None else None
         note = server.process.stop(signal.SIGINT, timeout=120.0)
         note = "; ".join(n for n in (early, note) if n) or None
