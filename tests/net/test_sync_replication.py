@@ -25,8 +25,9 @@ them.
   the timed run's did. The truth is in the backend's own calls: a commit that waits for a
   synchronous standby sleeps on its latch inside SyncRepWaitForLSN (syncrep.c) until the
   walsender wakes it; a commit with no synchronous standby returns from SyncRepWaitForLSN before
-  that call. So WaitLatch called from SyncRepWaitForLSN at least once per counted transaction
-  says each commit waited for the standby (remote_apply), never says none did (asynchronous);
+  that call. So WaitLatch called from SyncRepWaitForLSN in most counted transactions says the
+  commits waited for the standby (remote_apply; one whose standby answered first does not
+  sleep), never says none did (asynchronous);
   in both, the pass begins once the standby streams, so its walsender (counted apart) ran.
 
 The database is pgbench's at scale 2 (the example's is 8): the same transaction, a smaller
@@ -120,9 +121,13 @@ def test_the_counted_pass_has_a_standby_of_its_own_and_waits_for_it_as_the_mode_
     calls = pq.read_table(run_dir / "pathlength_calls.parquet").to_pandas()
     waits = calls[(calls.caller == "SyncRepWaitForLSN") & (calls.callee == "WaitLatch")].calls.sum()
     if mode == "remote_apply":
-        assert waits >= 20, calls[calls.caller == "SyncRepWaitForLSN"]   # every commit waited
+        # Most commits waited. Not every one: the standby (not under valgrind) can replay a commit
+        # and reply between the backend's WAL flush and its check in SyncRepWaitForLSN, which
+        # then returns at once -- 1 commit of 60 counted here (19 of 20 in a fresh clone's CI).
+        # More than half of 20 without a wait: below 1e-12 at that rate, below 1e-4 at 1 in 10.
+        assert waits > 10, calls[calls.caller == "SyncRepWaitForLSN"]
     else:
-        assert waits == 0, calls[calls.caller == "SyncRepWaitForLSN"]    # none did
+        assert waits == 0, calls[calls.caller == "SyncRepWaitForLSN"]    # none waited
     # streaming in both modes before the count began: its walsender ran during the pass
     assert record["other_processes"].get("walsender", 0) > 0, record["other_processes"]
     # a debit-credit's backend work: hundreds of thousands of instructions (about 330,000 on 16
