@@ -134,10 +134,6 @@ async def drive(workload: Any, dsn: str, drawn: list[tuple[int, dict | None]], w
         for tx_index, params in drawn[:warmup]:
             reply = await executor.execute(tx_index, params, 0)
             warmup_errors += not reply.ok
-        # Again after the warm-up (inside its part, which is not counted): a standby's walsender
-        # connects anew after the restart, often after the first look.
-        rows = await conn.fetch("SELECT pid, backend_type FROM pg_stat_activity")
-        kinds.update({int(r["pid"]): str(r["backend_type"]) for r in rows})
         await conn.fetchval(MARKER_SQL)
         for _ in range(nulls):
             await conn.fetchval(MARKER_SQL)
