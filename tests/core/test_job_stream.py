@@ -122,5 +122,8 @@ def test_a_stream_of_known_bytes(tmp_path):
         pytest.skip(f"{run_dir} is not on a disk the device rows count: they cannot see these writes")
     device_bytes = v["disk_mb_sec"] * 1e6 * v["elapsed_t"]
     assert device_bytes >= 0.99 * payload, (device, device_bytes, payload)
-    # io_ticks counts whole milliseconds: over a stream of a few hundred ms, a few % above 100
-    assert 0 < v["disk_busy_pct"] <= 105.0, v["disk_busy_pct"]
+    # io_ticks counts whole jiffies, and only those an I/O is in flight across: on a fast device each
+    # O_DSYNC write (tens of us) may start and end inside one jiffy, so 480 of them can add nothing
+    # (a fresh clone's CI of 2026-12-07 read 0.0 with every byte on the device). Zero is possible;
+    # a counter read in the wrong unit (sectors, us) or of the wrong device is far above 100.
+    assert 0 <= v["disk_busy_pct"] <= 105.0, v["disk_busy_pct"]
