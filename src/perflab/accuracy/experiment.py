@@ -12,7 +12,6 @@ shuffled (seeded) so that a slow hour of the host does not fall on one arrangeme
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import math
 import random
@@ -389,19 +388,12 @@ def fixed_users(calibrated: int | None, arrangement: str) -> int | None:
 
 
 def keep_runs(store: Store, run_ids: list[str], page: Path) -> None:
-    """Each run's own report (Markdown and JSON, from the one run report) kept beside `page` as a
-    study's is (docs/reports/<run id>/): the knob's and the truth's runs, which no study lists."""
-    from perflab.report.book.layout import reports_dir
-    from perflab.report.run.export import render_json, render_markdown
-    from perflab.report.run.model import build_report
-    from perflab.store.atomic import write_atomic
+    """Each run's own report kept beside `page` (docs/reports/<run id>/, layout.keep_run): the
+    knob's and the truth's runs, which no study lists."""
+    from perflab.report.book.layout import keep_run
 
     for run_id in run_ids:
-        report = build_report(store.run_dir(run_id), None, charts=False)
-        target = reports_dir(page) / run_id
-        target.mkdir(parents=True, exist_ok=True)
-        for name, text in (("report.md", render_markdown(report)), ("report.json", render_json(report))):
-            write_atomic(target / name, functools.partial(Path.write_text, data=text, encoding="utf-8"))
+        keep_run(store.run_dir(run_id), page)
 
 
 def session_seed(seed: int, session: str) -> int:

@@ -35,12 +35,19 @@ def with_kept_sections(new_text: str, old_text: str | None) -> str:
     return new_text.rstrip("\n") + "\n\n" + old_text[old_text.index(KEPT_SECTIONS):]
 
 
-def render_accuracy(result: dict, fingerprint: dict) -> str:
+def render_accuracy(result: dict, fingerprint: dict, kept: bool = False) -> str:
+    """The page's measured part; `kept`: the runs' reports are stored beside the page
+    (`--keep`), so each run id links to its report."""
     known_pbt = USER_MS + SYS_MS
+
+    def cite(run_id: str) -> str:
+        return f"[{run_id}](reports/{run_id}/report.md)" if kept else run_id
+
     lines = [
         "# Accuracy: perflab's measurements against a SUT of known cost",
         "",
-        "Regenerate with `perflab accuracy` (about 5 minutes; `--quick` for a short check).",
+        "Regenerate with `perflab accuracy --keep docs/accuracy.md` (about 5 minutes; the runs' reports are kept "
+        "in reports/; `--quick` for a short check).",
         "",
         "The SUT is `perflab.sut.synthetic:work`: per transaction it burns "
         f"**{USER_MS:.1f} ms of user CPU** and **{SYS_MS:.1f} ms of system CPU** (loops on its own thread's "
@@ -130,7 +137,8 @@ def render_accuracy(result: dict, fingerprint: dict) -> str:
         "",
         f"Load average (1 min) when the experiment started: {result.get('loadavg', 'na')}.",
         "",
-        "Runs: " + ", ".join(level.run_id for level in result["levels"]) + f", {result['io']['run_id']}.",
+        "Runs: " + ", ".join(cite(run_id) for run_id in [level.run_id for level in result["levels"]]
+                             + [result["io"]["run_id"]]) + ".",
         "",
     ]
     return "\n".join(lines)

@@ -29,9 +29,10 @@ def check_output(path: Path, option: str) -> Path:
     return Path(path)
 
 
-def write_metrics_page(store: Any, output: Path, quick: bool, say: Say) -> str:
+def write_metrics_page(store: Any, output: Path, quick: bool, say: Say, keep: Path | None = None) -> str:
     """The known-cost synthetic SUT at 20-90% utilization, measured and written into `output`
-    (its other experiments' sections kept); the page's text."""
+    (its other experiments' sections kept); the page's text. `keep`: a page beside which each
+    run's report is stored (the page cites the runs by id)."""
     from perflab.accuracy.metrics import run_accuracy
     from perflab.accuracy.metrics_doc import render_accuracy, with_kept_sections
     from perflab.store.atomic import write_atomic
@@ -40,8 +41,16 @@ def write_metrics_page(store: Any, output: Path, quick: bool, say: Say) -> str:
 
     output = check_output(output, "--out")
     result = run_accuracy(store, quick=quick, on_progress=say)
+    if keep is not None:
+        from perflab.report.book.layout import keep_run
+
+        for run_id in [level.run_id for level in result["levels"]] + [result["io"]["run_id"]]:
+            say(f"kept: {keep_run(store.resolve(run_id), keep).directory}")
     fingerprint = {**machine_fingerprint(), "placement": resolve_placement(None, None).describe()}
-    text = with_kept_sections(render_accuracy(result, fingerprint), output.read_text() if output.is_file() else None)
+    # The runs link to their kept reports when they are kept beside this very page.
+    linked = keep is not None and Path(keep).resolve() == Path(output).resolve()
+    text = with_kept_sections(render_accuracy(result, fingerprint, linked),
+                              output.read_text() if output.is_file() else None)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(output, lambda tmp: tmp.write_text(text))
     return text

@@ -187,6 +187,12 @@ def run(
     threshold: list[str] | None = typer.Option(
         None, "--threshold", metavar="EXPR", help="a limit the run must meet, e.g. 'resp_p95_t < 0.5' (repeatable; "
         "added to the workload's thresholds); exit 1 when one is violated"),
+    changes: list[str] | None = typer.Option(None, "--set", metavar="PATH=VALUE", help="change one workload field "
+                                             "for this run, as a study configuration's `set:` does (repeatable; the "
+                                             "value is YAML), e.g. --set target.driver=apsw"),
+    keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="store the run's report beside PAGE "
+                                     "(docs/reports/ID/ for README.md and docs/; report.md and run.json), as a page "
+                                     "citing the run needs"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Drive the workload's SUT, store the run, print its summary and the run id.
@@ -208,7 +214,9 @@ def run(
     from perflab.sut.placement import parse_cpus
     from perflab.workload.loader import load_workload
 
-    w = load_workload(workload)
+    if keep is not None and not keep.is_file():   # before the run, not after it
+        raise InputError("the page to keep the run's report beside does not exist", file=keep, field="--keep")
+    w = with_changes(load_workload(workload), changes or [], workload)
     try:
         extra = [parse_threshold(text).expression for text in threshold or []]
     except ValueError as exc:
@@ -241,6 +249,10 @@ def run(
     checked = evaluate(w.thresholds, metrics.values)
     render_thresholds(checked, err)
     err.print(outcome_markup(outcome) + (f": {escape(result.reason)}" if result.reason else ""))
+    if keep is not None:
+        from perflab.report.book.layout import keep_run
+
+        err.print(f"kept: {escape(keep_run(result.run_dir, keep).directory)}", highlight=False)
     out.print(result.run_id, soft_wrap=True, highlight=False, markup=False)
     code = run_exit_code(outcome, bool(violated(checked)))
     if code:
@@ -323,6 +335,32 @@ def show(
     from perflab.report.terminal import render_run
 
     render_run(build_report(run_dir, study_of(run_dir), charts=False, strict=True), out)
+
+
+def with_changes(workload: Any, changes: list[str], path: Path) -> Any:
+    """The workload with `--set PATH=VALUE` changes applied (a study configuration's rules: a
+    field by dotted path, a list entry by its name); a bad one is bad input naming the path."""
+    if not changes:
+        return workload
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from perflab.study.configure import ChangeError, configured_workload
+    from perflab.study.model import Configuration
+
+    fields: dict[str, Any] = {}
+    for text in changes:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"{text!r}: expected PATH=VALUE, e.g. target.driver=apsw", field="--set")
+        try:
+            fields[name.strip()] = YAML(typ="safe", pure=True).load(value) if value.strip() else value
+        except YAMLError as exc:
+            raise InputError(f"{name}: the value is not YAML: {str(exc).splitlines()[0]}", field="--set") from None
+    try:
+        return configured_workload(workload, Configuration(name="--set", set=fields))
+    except ChangeError as exc:
+        raise InputError(f"{exc.path}: {exc}", file=path, field="--set") from None
 
 
 @app.command()
@@ -570,8 +608,9 @@ def accuracy(
                                   help="with --studies: the checkout's examples directory"),
     summary_only: bool = typer.Option(False, "--summary-only", help="with --studies: run nothing; fit the bounds and "
                                       "rewrite the section from the results file"),
-    keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="with --studies: store each study's report "
-                                     "beside PAGE (for docs/accuracy.md: docs/reports/ID/), as the page's citations need"),
+    keep: Path | None = typer.Option(None, "--keep", metavar="PAGE", help="store each run's report (with --studies: "
+                                     "each study's) beside PAGE (for docs/accuracy.md: docs/reports/ID/), as the page's "
+                                     "citations need"),
     store: Path | None = StoreOpt,
 ) -> None:
     """Measure perflab against systems of known cost; write docs/accuracy.md.
@@ -600,7 +639,9 @@ def accuracy(
             err.print(f"stopped: what was measured is in {escape(results)}; the same command goes on where it stopped")
             raise typer.Exit(EXIT_INTERRUPTED) from None
     else:
-        text = write_metrics_page(Store(store), output, quick, say)
+        if keep is not None and not keep.is_file():
+            raise InputError("the page to keep the runs' reports beside does not exist", file=keep, field="--keep")
+        text = write_metrics_page(Store(store), output, quick, say, keep)
     out.print(text, markup=False)
     err.print(f"written: {escape(output)}")
 

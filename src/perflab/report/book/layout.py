@@ -11,14 +11,19 @@ beside it, one directory per study or suite, named by its id:
         report.json    a study's report.json: the study record, every run with its metric rows
         suite.json     a suite's record instead (its studies are directories of their own)
         bisect.json    a bisect's record instead (`perflab bisect`: each step's study kept beside it)
+        run.json       a single run's report for a program instead (`perflab run --keep PAGE`: the
+                       run's record, gates and every metric, as `perflab show` reduces them)
 
-`keep_report` copies a study's (or suite's) directory from a perflab store into that layout;
+`keep_report` copies a study's (or suite's) directory from a perflab store into that layout,
+`keep_run` writes a single run's reports there (a run's directory in the store holds its data, not
+its reports);
 `Library` finds every stored report under a root and answers "is this id stored, and where":
 a study or suite id by its directory, a run id by the stored report that lists it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -37,8 +42,9 @@ REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 SUITE_JSON = "suite.json"
 BISECT_JSON = "bisect.json"
+RUN_JSON = "run.json"
 #: The record each kind of report keeps beside its report.md.
-RECORDS = {"suite": SUITE_JSON, "bisect": BISECT_JSON, "study": REPORT_JSON}
+RECORDS = {"suite": SUITE_JSON, "bisect": BISECT_JSON, "run": RUN_JSON, "study": REPORT_JSON}
 #: A study, suite or run id as perflab makes them: UTC date and time, the name, 4 hex digits
 #: (20261128-003516-sqlite-release-a05c).
 ID = re.compile(r"(?<![\w-])(20\d{6}-\d{6}-[a-z0-9][a-z0-9-]*?-[0-9a-f]{4})(?![\w-])")
@@ -142,8 +148,9 @@ class Library:
 
 
 def _kind_of(directory: Path) -> str:
-    """A report directory's kind by the record it holds: a suite's, a bisect's, else a study's."""
-    for kind in ("suite", "bisect"):
+    """A report directory's kind by the record it holds: a suite's, a bisect's, a run's, else a
+    study's."""
+    for kind in ("suite", "bisect", "run"):
         if (directory / RECORDS[kind]).is_file():
             return kind
     return "study"
@@ -188,3 +195,24 @@ def keep_report(source: Path, page: Path) -> StoredReport:
         if studies.is_dir():
             keep_report(studies, page)
     return StoredReport(source.name, target)
+
+
+def keep_run(run_dir: Path, page: Path) -> StoredReport:
+    """Write a single run's reports beside a page: report.md as `perflab show` prints it and
+    run.json (the run's record, gates and every reduced metric), from the run's directory in a
+    store. A run is kept whatever its outcome: a failed or invalid run's report says so."""
+    from perflab.report.run.export import render_json, render_markdown
+    from perflab.report.run.model import build_report, study_of
+    from perflab.store.atomic import write_atomic
+
+    run_dir = Path(run_dir)
+    if not (run_dir / RUN_JSON).is_file():
+        raise InputError(f"not a run directory: no {RUN_JSON} (perflab run writes it)", file=run_dir)
+    if not ID.fullmatch(run_dir.name):
+        raise InputError("the directory's name is not a run id", file=run_dir)
+    report = build_report(run_dir, study_of(run_dir), charts=False)
+    target = reports_dir(page) / run_dir.name
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in ((REPORT_MD, render_markdown(report)), (RUN_JSON, render_json(report))):
+        write_atomic(target / name, functools.partial(Path.write_text, data=text, encoding="utf-8"))
+    return StoredReport(run_dir.name, target)

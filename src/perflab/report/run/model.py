@@ -27,6 +27,8 @@ from perflab.reduce.reduce import CLASS_KEYS, TRANSACTION_KEYS, RunMetrics, redu
 from perflab.report import charts as ch
 from perflab.report import numbers as fmt
 from perflab.report import view as v
+from perflab.report.run.counted_pass import TITLE as COUNTED_TITLE
+from perflab.report.run.counted_pass import counted_pass_table
 from perflab.report.run.drivers import TITLE as DRIVERS_TITLE
 from perflab.report.run.drivers import drivers_table
 from perflab.report.run.errors import error_table
@@ -140,7 +142,7 @@ def build_report(run_dir: Path, study: StudyDocument | None = None, charts: bool
         summary=[(fmt.label_of(k), fmt.quantity(values.get(k), k)) for k in REGISTRY.role("summary")],
         gates=judged.gates, gate_verdict=judged.verdict, gate_source=judged.source, counted=judged.counted,
         exclusions=judged.exclusions, invalid=list(record.invalid), thresholds=threshold_rows(record, values),
-        data=data_table(metrics) if metrics else None, tables=run_tables(record, metrics),
+        data=data_table(metrics) if metrics else None, tables=run_tables(record, metrics) + counted_tables(run_dir),
         little=little_text(values) if metrics else "",
         errors=error_table(run_dir, metrics.window if metrics else None), charts=drawn,
         workload=workload_rows(record), config=config_rows(record), hardware=hardware_rows(record),
@@ -220,6 +222,12 @@ def run_tables(record: RunRecord, metrics: RunMetrics | None) -> list[TitledTabl
     if drivers is not None:
         tables.append(TitledTable(DRIVERS_TITLE, drivers))
     return tables
+
+
+def counted_tables(run_dir: Path) -> list[TitledTable]:
+    """The counted pass's per-transaction table, when the run had one."""
+    table = counted_pass_table(run_dir)
+    return [TitledTable(COUNTED_TITLE, table)] if table is not None else []
 
 
 def keyed_table(first: str, rows: dict[str, dict[str, Any]], keys: tuple[str, ...] | list[str]) -> v.Table:
