@@ -120,6 +120,21 @@ def test_fresh_studies_give_coverage_with_its_lower_bound_and_the_gate_s_errors(
     assert row.coverage_lower == pytest.approx(0.6039, abs=0.0005)
 
 
+def test_the_five_percent_cell_counts_by_what_it_was_set_to_add():
+    """A +5% cell whose truth reads a 4.5% loss (its knob set from the solo calibration, the truth
+    measured anew: PostgreSQL's +4.71% of CPU on 2026-12-07) is still the row's power to call a 5%
+    loss; a cell whose truth lies inside the margin is the gate's row whatever it was set to."""
+    truths = _truths()
+
+    def check(study, effect, knob, verdict):
+        r = _fit_result(study, effect, knob, -0.046, 0.002, role="check")
+        return r.model_copy(update={"ci_low": 0.93, "ci_high": 0.97, "verdict": verdict, "route": "host"})
+
+    (row,) = check_rows([check("l0", 0.05, 471, "WORSE"), check("l1", 0.05, 471, "INCONCLUSIVE"),
+                         check("s0", 0.05, 250, "EQUIVALENT")], truths)
+    assert (row.large, row.large_worse) == (2, 1) and (row.small, row.small_failed) == (1, 0)
+
+
 def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():
     b = BiasBound(0.0, 0.25, 0.0)
     low, high = b.widen(math.log(0.94), math.log(0.95))

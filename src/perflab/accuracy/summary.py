@@ -300,7 +300,10 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
         elif t is not None and 1.0 - t.ratio < margin:
             row.small += 1
             row.small_failed += r.verdict not in ("EQUIVALENT", "BETTER")
-        elif t is not None and 1.0 - t.ratio >= 0.045:
+        elif r.effect >= 0.05 - 1e-9:
+            # The +5% cell by what it was set to add: its knob comes from the solo calibration, and
+            # on PostgreSQL its truth read a 4.5% loss of ITR (+4.71% of CPU) -- a threshold on the
+            # truth dropped the cell from the row.
             row.large += 1
             row.large_worse += r.verdict == "WORSE"
     return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement, sorted(c.routes)))
