@@ -17,20 +17,24 @@ import numpy as np
 from perflab.reduce.transactions import WindowTransactions, read_parquet
 
 
+def counts_by_name(path: Path) -> dict[str, np.ndarray]:
+    """The counted pass's instructions per transaction name (sorted by name): the completed
+    transactions with a count only."""
+    table = read_parquet(path, ["transaction", "instructions", "ok"])
+    names = np.asarray([str(n) for n in table.column("transaction").to_pylist()])
+    counts = table.column("instructions").to_numpy(zero_copy_only=False).astype(np.float64)
+    good = np.asarray(table.column("ok").to_pylist(), dtype=bool) & ~np.isnan(counts)
+    return {name: counts[good & (names == name)] for name in sorted(set(names[good].tolist()))}
+
+
 def counted_instructions(path: Path, tx: WindowTransactions) -> tuple[float | None, str]:
     """The window's INSTRUCTIONS (I) from the counted pass, and a note on how it was made."""
-    table = read_parquet(path, ["transaction", "instructions", "ok"])
-    names = [str(n) for n in table.column("transaction").to_pylist()]
-    counts = table.column("instructions").to_numpy(zero_copy_only=False).astype(np.float64)
-    ok = np.asarray(table.column("ok").to_pylist(), dtype=bool)
-    good = ok & ~np.isnan(counts)
-    if not good.any():
+    counted = counts_by_name(path)
+    if not counted:
         return None, "the counted pass has no completed transaction with a count: INSTR/CMD (I) is na"
-    overall = float(counts[good].mean())
-    by_name: dict[str, float] = {}
-    for name in sorted({n for n, g in zip(names, good) if g}):
-        select = good & np.array([n == name for n in names])
-        by_name[name] = float(counts[select].mean())
+    every = np.concatenate(list(counted.values()))
+    overall = float(every.mean())
+    by_name = {name: float(values.mean()) for name, values in counted.items()}
     window_ok = tx.ok
     if tx.tx_code is None or tx.tx_names is None:
         total = overall * int(window_ok.sum())
@@ -44,7 +48,7 @@ def counted_instructions(path: Path, tx: WindowTransactions) -> tuple[float | No
             if name not in by_name:
                 uncounted.append(name)
             total += n * by_name.get(name, overall)
-    note = (f"INSTR/CMD (I) is the counted pass's: {int(good.sum())} transactions counted under valgrind after "
+    note = (f"INSTR/CMD (I) is the counted pass's: {every.size} transactions counted under valgrind after "
             f"the window (pathlength.parquet), each name's mean weighted by the window's completed transactions")
     if uncounted:
         note += f"; {', '.join(uncounted)} not counted, taken at the mean of all ({overall:,.0f})"

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from perflab.reduce.transactions import read_parquet
+from perflab.reduce.pathlength import counts_by_name
 from perflab.report.view import Table
 
 TITLE = "Counted pass (I): instructions per transaction"
@@ -21,13 +19,8 @@ def counted_pass_table(run_dir: Path) -> Table | None:
     path = Path(run_dir) / "pathlength.parquet"
     if not path.is_file():
         return None
-    table = read_parquet(path, ["transaction", "instructions", "ok"])
-    names = np.asarray([str(n) for n in table.column("transaction").to_pylist()])
-    counts = table.column("instructions").to_numpy(zero_copy_only=False).astype(np.float64)
-    good = np.asarray(table.column("ok").to_pylist(), dtype=bool) & np.isfinite(counts)
     rows = []
-    for name in sorted(set(names[good].tolist())):
-        values = counts[good & (names == name)]
+    for name, values in counts_by_name(path).items():
         spread = f"{values.std(ddof=1):,.0f}" if values.size > 1 else "na"
         rows.append([name, f"{values.size:,}", f"{values.mean():,.0f}", f"{values.min():,.0f}",
                      f"{values.max():,.0f}", spread])
