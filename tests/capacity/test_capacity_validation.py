@@ -185,18 +185,20 @@ def test_mva_predicts_held_out_levels_of_a_real_sweep(tmp_path):
     for n, ex, tx_, er, tr in report:
         assert abs(ex) <= tx_, f"ETR (T) at {n} users: MVA off by {100 * ex:+.1f}% (tolerance {100 * tx_:.1f}%)"
         assert abs(er) <= tr, f"AVG LAST (T) at {n} users: MVA off by {100 * er:+.1f}% (tolerance {100 * tr:.1f}%)"
-    # The check has teeth: a model without queueing (R = D + d) misses the knee level by far
-    # more than the tolerance, so passing is not automatic -- on a quiet host; a disturbed one
-    # widens the tolerance, and the test says when that left it without teeth.
+    # The check has teeth: a model without queueing (R = D + d) misses the knee level by more
+    # than the model's own allowance, so passing is not automatic. Whether it also misses by more
+    # than this run's whole tolerance depends on the run's sampling noise (its batch-means SE at
+    # the knee is 5-12%) and on other work: when the tolerance came out wider than the miss, every
+    # check above still held, and the test says that this run could not tell the two models apart.
     n, *_, tol = report[-1]
     p = levels[n]
     miss = abs((p["demand"] + out["model"]["delay"]) / p["avg_last_t_measured"] - 1)
-    if all(other[m] <= DISTURBED_CPU for m in fit + held_out):
-        assert miss > tol, (miss, tol)
-    elif miss <= tol:
-        # every check above held; only the check of the check's own power could not be made
-        pytest.xfail(f"other work {other} widened the tolerance at {n} users to {100 * tol:.0f}%, past what a "
-                     f"model without queueing misses by ({100 * miss:.0f}%): this run could not tell them apart")
+    assert miss > MODEL_ACCURACY, (miss, MODEL_ACCURACY)
+    if miss <= tol:
+        quiet = all(other[m] <= DISTURBED_CPU for m in fit + held_out)
+        cause = "its sampling noise" if quiet else f"other work {other} and its sampling noise"
+        warnings.warn(f"{cause} widened the tolerance at {n} users to {100 * tol:.0f}%, past what a model "
+                      f"without queueing misses by ({100 * miss:.0f}%): this run could not tell them apart")
 
 
 def _shadow(level: dict, delay: float, other: float, what: str) -> float:
