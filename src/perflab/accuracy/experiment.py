@@ -259,11 +259,13 @@ def measure_truth(case: Case, examples: Path, store: Store, knob: KnobCalibratio
     return measure_alternating(case, examples, store, value, users)
 
 
-#: `perflab accuracy --studies --quick`: one host's duet bound for one kind in about 15 minutes on
+#: `perflab accuracy --studies --quick`: one host's duet bound for one kind in 15-20 minutes on
 #: the development VM (2 CPUs): the A/A and +10%, three studies each, at the load the truth runs
-#: were calibrated to, 4 blocks of 8 s windows.
-QUICK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.10), repeats=3, blocks=4, fixed_load=True,
-             timing={"stagger": "0s", "stabilization": "2s", "measurement": "8s"})
+#: were calibrated to, in the case's own windows and the 6 blocks its check studies run (the
+#: bound is a prediction for studies of that design: fitted at shorter windows and 4 blocks, the
+#: PostgreSQL and HTTP bounds of 2026-12-07 were wider than those studies' own bias and failed
+#: the -1% goal of their checks).
+QUICK = Plan(cases=("sqlite",), arrangements=("duet",), effects=(0.0, 0.10), repeats=3, blocks=6, fixed_load=True)
 
 
 #: `perflab accuracy --studies --check`: fresh studies of the host's bound, with it on -- the A/A,

@@ -596,7 +596,7 @@ def accuracy(
                                        "(default 0,3,5,10; --quick: 0,10; --check: 0,1,5)"),
     repeats: int | None = typer.Option(None, "--repeats", help="with --studies: studies per cell (default 2; --quick "
                                        "3)"),
-    blocks: int | None = typer.Option(None, "--blocks", help="with --studies: blocks per study (default 6; --quick 4)"),
+    blocks: int | None = typer.Option(None, "--blocks", help="with --studies: blocks per study (default 6)"),
     session: str | None = typer.Option(None, "--session", help="with --studies: the session's name (default: today); "
                                        "a session goes on where it stopped"),
     self_calibration: str | None = typer.Option(None, "--self-calibration", help="with --studies: the pairs' own bias "
