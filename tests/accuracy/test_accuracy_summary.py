@@ -135,6 +135,34 @@ def test_the_five_percent_cell_counts_by_what_it_was_set_to_add():
     assert (row.large, row.large_worse) == (2, 1) and (row.small, row.small_failed) == (1, 0)
 
 
+def test_fresh_studies_of_two_bounds_are_two_rows_each_naming_its_bound():
+    """A host's bound refitted is a new claim: its check studies are counted apart from those of
+    the bound before (PostgreSQL on 2026-12-07: the first bound failed the -1% goal, the refitted
+    one met it), and each row names the bound its studies were widened by."""
+    from perflab.accuracy.experiment import bound_label
+    from perflab.records.study import DesignBias
+
+    old = bound_label(DesignBias(arrangement="duet", k_low=-0.303, k_high=-0.051, a_max=0.0114, a_low=-0.0114,
+                                 a_high=0.0068, widened=True, studies=6))
+    new = bound_label(DesignBias(arrangement="duet", k_low=-0.176, k_high=-0.088, a_max=0.0043, a_low=-0.0043,
+                                 a_high=0.0026, widened=True, studies=14))
+    assert old == "k [-0.303, -0.051], a [-1.14, +0.68] pts, 6 studies"
+    assert new == "k [-0.176, -0.088], a [-0.43, +0.26] pts, 14 studies"
+    assert bound_label(DesignBias(arrangement="duet", widened=False)) is None
+    truths = _truths()
+
+    def check(study, bound, verdict):
+        r = _fit_result(study, 0.01, 100, -0.01, 0.002, role="check")
+        return r.model_copy(update={"ci_low": 0.97, "ci_high": 1.005, "verdict": verdict, "route": "host",
+                                    "bound": bound})
+
+    rows = check_rows([check("o1", old, "INCONCLUSIVE"), check("o2", old, "INCONCLUSIVE"),
+                       check("n1", new, "EQUIVALENT")], truths)
+    assert [(r.bound, r.studies, r.small_failed) for r in rows] == [(new, 1, 0), (old, 2, 2)]
+    section = render([], {}, "here", checks=rows)
+    assert f"| duet | sqlite | host | {new} | 1 |" in section and f"| {old} | 2 |" in section
+
+
 def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():
     b = BiasBound(0.0, 0.25, 0.0)
     low, high = b.widen(math.log(0.94), math.log(0.95))

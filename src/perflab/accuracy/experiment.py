@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from perflab.accuracy.cases import CASES, Case, knob_changes
 from perflab.accuracy.truth import TruthMeasurement
 from perflab.errors import InputError
+from perflab.records.study import DesignBias
 from perflab.store.catalog import Store
 
 KEY = "itr_s"
@@ -93,6 +94,21 @@ class StudyResult(BaseModel):
     role: Literal["fit", "check"] = "fit"
     route: str | None = None
     session: str | None = None
+    # The bound a study's intervals were widened by (bound_label): a check tests one bound, and
+    # fresh studies of two bounds are two rows of the check table, never one.
+    bound: str | None = None
+
+
+def bound_label(bias: DesignBias | None) -> str | None:
+    """A bound as the check table names it: "k [-0.176, -0.088], a [-0.43, +0.26] pts, 14 studies"
+    (records.study.DesignBias; None when no bound widened the study's intervals)."""
+    if bias is None or not bias.widened:
+        return None
+    low = -bias.a_max if bias.a_low is None else bias.a_low
+    high = bias.a_max if bias.a_high is None else bias.a_high
+    fitted = f", {bias.studies} studies" if bias.studies else ""
+    return (f"k [{bias.k_low:+.3f}, {bias.k_high:+.3f}], a [{100 * low:+.2f}, {100 * high:+.2f}] pts"
+            f"{fitted}")
 
 
 @dataclass(frozen=True)
@@ -346,7 +362,7 @@ def run_study(case: Case, examples: Path, arrangement: str, effect: float, knob:
         users=doc.design.load.users, base_pbt_ms=pbt.base_value if pbt is not None else None,
         pbt_ratio=pbt.ratio if pbt is not None else None, host=host_of(doc, store), day=(doc.created or "")[:10] or None,
         design_ratio=design_ratio, design_se=design_se, role=plan.role,
-        route=doc.design.bias.route if doc.design.bias is not None else None)
+        route=doc.design.bias.route if doc.design.bias is not None else None, bound=bound_label(doc.design.bias))
 
 
 def design_estimate(entry) -> tuple[float | None, float | None]:

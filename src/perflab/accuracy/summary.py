@@ -263,6 +263,7 @@ class CheckRow:
     widths: list[float] = field(default_factory=list)
     seconds: float = 0.0
     routes: set[str] = field(default_factory=set)
+    bound: str = ""                 # the bound the studies were widened by (experiment.bound_label)
 
     @property
     def coverage_lower(self) -> float:
@@ -282,9 +283,10 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
         if r.role != "check":
             continue
         kind = CASES[r.case].target_kind if r.case in CASES else r.case
-        # one row per route too: a host's bound and a study's own are two claims to test apart
-        key = (r.arrangement, kind or r.case, r.route or "none")
-        row = rows.setdefault(key, CheckRow(r.arrangement, kind or r.case))
+        # one row per route and per bound: a host's bound and a study's own are two claims to test
+        # apart, and so are a host's bound before and after it was refitted
+        key = (r.arrangement, kind or r.case, r.route or "none", r.bound or "")
+        row = rows.setdefault(key, CheckRow(r.arrangement, kind or r.case, bound=r.bound or ""))
         row.studies += 1
         row.seconds += r.seconds
         if r.route:
@@ -306,4 +308,4 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
             # truth dropped the cell from the row.
             row.large += 1
             row.large_worse += r.verdict == "WORSE"
-    return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement, sorted(c.routes)))
+    return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement, sorted(c.routes), c.bound))
