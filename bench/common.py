@@ -176,6 +176,21 @@ def taskset(cpu: int, argv: list[str]) -> list[str]:
     return ["taskset", "-c", str(cpu), *argv]
 
 
+def port_free(port: int, name: str) -> None:
+    """RuntimeError unless 127.0.0.1:port is free: a server left over from a benchmark that was
+    killed answers there, and a probe of the new server would read the old one's (on 2026-12-07 a
+    leftover nginx served a whole paired HTTP run while the new one had exited on EADDRINUSE)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise RuntimeError(f"{name}: 127.0.0.1:{port} is taken ({exc.strerror}): a server left over from an "
+                               f"earlier benchmark? Stop it first") from None
+
+
 def wait_answering(proc: subprocess.Popen, probe, name: str, timeout: float = 10.0) -> None:
     """Wait until a server just started answers `probe()` (which raises OSError until it does);
     RuntimeError with its stderr's end if it exits first, or if it never answers."""

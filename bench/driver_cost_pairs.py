@@ -50,9 +50,10 @@ from common import (  # noqa: E402
     log,
     machine,
     perflab_cmd,
+    port_free,
     proc_cpu_s,
-    proc_wakes,
     proc_rss_bytes,
+    proc_wakes,
     shell_join,
     summarize,
     taskset,
@@ -626,6 +627,8 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
     if exe is None:
         return {"note": "nginx is not installed"}
     stagger = 5 if smoke else 40
+    for port in ports:
+        port_free(port, "nginx (memory)")
     nginx = subprocess.Popen(taskset(TARGET_CPU, [exe, "-c", str(conf), "-p", str(directory)]),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_many_files)
     try:
@@ -634,11 +637,11 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
         for rep in range(reps):
             log(f"pairs / memory: {users:,} users, repetition {rep + 1}/{reps}")
             wait_s = stagger + (10.0 if smoke else 20.0)  # every user connected, and its first transaction done
-            base = _drivers(ports, 1, stagger, wait_s=wait_s)
+            base = _drivers(ports, processes, stagger, wait_s=wait_s)
             s0, k0 = _sockstat(), _slab_kb()
-            full = _drivers(ports, users // processes, stagger, wait_s=wait_s, probe=lambda: (_sockstat(), _slab_kb()))
+            full = _drivers(ports, users, stagger, wait_s=wait_s, probe=lambda: (_sockstat(), _slab_kb()))
             s1, k1 = full["probe"]
-            per_user_rss = (sum(full["rss"]) - sum(base["rss"])) / users
+            per_user_rss = (sum(full["rss"]) - sum(base["rss"])) / (users - processes)  # base: one user a driver
             rows.append({"users": users, "processes": processes, "rss_bytes_per_user": per_user_rss,
                          "socket_buffer_bytes_per_user": (s1.get("mem", 0) - s0.get("mem", 0)) * PAGE / users,
                          "slab_bytes_per_user": (k1 - k0) * 1024 / users, "sockets": s1.get("inuse", 0),
@@ -654,26 +657,38 @@ def part_memory(reps: int, smoke: bool) -> dict[str, Any]:
 
 def _drivers(ports: list[int], users: int, stagger: float, wait_s: float,
              probe: Callable[[], Any] | None = None) -> dict[str, Any]:
-    """One perflab driver per port, `users` each, all on CPU 0; their RSS after `wait_s`."""
+    """One perflab driver per port, `users` in all (each driver its share, the first ones one more
+    where they do not divide), all on CPU 0; their RSS once every user is connected."""
     procs, stores = [], []
-    for port in ports:
+    shares = [users // len(ports) + (1 if i < users % len(ports) else 0) for i in range(len(ports))]
+    for port, share in zip(ports, shares):
         # each user's first transaction at its logon (spread over the stagger) connects it; its next
         # waits an hour: the user stays connected and idle
         workload = write_text(workdir("pairs-workloads") / f"memory-{port}.yaml", HTTP_DEFAULTS.read_text()
-                              .replace("18080", str(port)).replace(f"load: {{users: {USERS}}}", f"load: {{users: {users}}}")
+                              .replace("18080", str(port)).replace(f"load: {{users: {USERS}}}", f"load: {{users: {share}}}")
                               .replace("scripts: [{name: s, steps: [get]}]",
                                        "scripts: [{name: s, steps: [get, {transaction: get, think: 3600}]}]")
                               .replace("stagger: 0s", f"stagger: {stagger:g}s")
-                              .replace("measurement: 10s", f"measurement: {wait_s + 30:g}s"))
+                              .replace("measurement: 10s", f"measurement: {wait_s + 300:g}s"))
         store = workdir("pairs-store") / f"memory-{port}-{time.time_ns()}"
         argv = perflab_argv(workload, store, "--no-monitor")
         procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       preexec_fn=_many_files))
         stores.append(store)
+    # Every user connected, counted by the kernel -- not a fixed sleep: six drivers starting on one
+    # CPU take tens of seconds before their stagger begins (the first runs probed at a fixed 60 s
+    # found 90% of 100,000 users connected, each driver's stagger 90% through).
+    started = time.monotonic()
     time.sleep(wait_s)
+    connected = _established(ports)  # server-side sockets: one per connected user
+    while connected < users and time.monotonic() - started < wait_s + 180.0 and \
+            all(p.poll() is None for p in procs):
+        time.sleep(5.0)
+        connected = _established(ports)
+    time.sleep(2.0)  # the last users' first transaction answered
     rss = [proc_rss_bytes(p.pid) or 0 for p in procs]
     probed = probe() if probe is not None else None
-    connected = _established(ports)  # server-side sockets: one per connected user
+    connected = _established(ports)
     for p in procs:
         p.terminate()
     for p in procs:

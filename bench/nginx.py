@@ -9,7 +9,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from common import TARGET_CPU, descendants, proc_cpu_s, stop_process, taskset, wait_answering, workdir, write_text
+from common import TARGET_CPU, descendants, port_free, proc_cpu_s, stop_process, taskset, wait_answering, workdir, write_text
 
 PORT = 18080
 URL = f"http://127.0.0.1:{PORT}/"
@@ -60,6 +60,7 @@ class Nginx:
         exe = nginx_path()
         if exe is None:
             raise RuntimeError("nginx is not installed (apt-get install nginx-light)")
+        port_free(self.port, "nginx")
         conf = write_text(self.dir / "nginx.conf",
                           CONF.format(dir=self.dir, port=self.port, body=BODY.replace("\n", "\\n")))
         self.proc = subprocess.Popen(taskset(TARGET_CPU, [exe, "-c", str(conf), "-p", str(self.dir)]),

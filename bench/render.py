@@ -397,8 +397,9 @@ def pairs_goal_rows(results: dict) -> list[tuple[str, str, bool | None]]:
         ok = [_every(v, 1.25) for _, v in http_modes]
         exact = pair_values("http", "rate: perflab (wake: exact) / wrk")
         if exact:  # one setting away from the defaults: shown beside them, never the goal's verdict
-            text += (f"; with `timing: {{wake: exact}}` (each arrival started at its time, not on the default's "
-                     f"1 ms grid), at 10,000 requests/s: {_pairs_text(exact)}")
+            text += (f"; with `timing: {{wake: exact}}` (the loop woken for each arrival at its time, where the "
+                     f"default starts it at the loop's first turn after it, at the latest on a 1 ms grid), at "
+                     f"10,000 requests/s: {_pairs_text(exact)}")
         wakes = _wakes_text(pairs.get("http") or {})
         if wakes:
             text += f" (wake-ups of the generator per request at 10,000/s: {wakes})"
@@ -439,7 +440,8 @@ def pairs_goal_rows(results: dict) -> list[tuple[str, str, bool | None]]:
         rows.append(("The compiled loop's start lateness p99 ≤ 1 ms at 20,000/s open loop and at 10,000 users "
                      "closed loop", "; ".join(parts) + " (each repetition; nginx on CPU 1, the driver on CPU 0; "
                      "lateness = actual − intended start, the intended from the arrival schedule or the think; by "
-                     "default an open loop's arrivals start on a 1 ms grid, a think's end exactly)",
+                     "default an open loop's arrival starts at the loop's first turn after its time, at the latest "
+                     "on a 1 ms grid, a think's end exactly)",
                      all(ok_all)))
     else:
         rows.append(("The compiled loop's start lateness p99 ≤ 1 ms at 20,000/s open loop and at 10,000 users "

@@ -99,7 +99,8 @@ def render(table: list[Cell], knobs: dict, where: str, truths: dict | None = Non
               "Studies run after the bound was fitted, with it on, none of them used to fit it (`--check`). "
               "**covered**: printed intervals holding the truth, and the 95% Clopper-Pearson lower bound of the "
               "coverage; **bound applied**: the bound the studies' intervals were widened by (a bound refitted is "
-              "tested on fresh studies of its own); **A/A EQUIVALENT**: the same configuration twice called EQUIVALENT; **gate fails at -1%**: a "
+              "tested on fresh studies of its own); **A/A EQUIVALENT**: the same configuration twice called "
+              "EQUIVALENT; **gate fails at -1%**: a "
               "true change inside the ±3% margin that `--gate` would fail (WORSE or INCONCLUSIVE); **WORSE at -5%**: "
               "the power to call a 5% loss; **±**: mean half-width of the printed interval in points; **min**: "
               "machine minutes a study.", ""]

@@ -278,7 +278,7 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
     loss WORSE, the width and the machine minutes -- over the `check` studies."""
     from perflab.accuracy.cases import CASES
 
-    rows: dict[tuple[str, str, str], CheckRow] = {}
+    rows: dict[tuple[str, str, str, str], CheckRow] = {}
     for r in results:
         if r.role != "check":
             continue

@@ -27,13 +27,18 @@ class StudySource:
 
 
 def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:
-    """The study.json that *ref* names: a study.json file, a study directory, or a study id (or
-    unique prefix) under `<store>/studies`. Called by `read_study`."""
+    """The study.json that *ref* names: a study.json file, a study directory (or a study's report
+    directory kept beside a page), or a study id (or unique prefix) under `<store>/studies`.
+    Called by `read_study`."""
     candidate = Path(ref)
     if _is_file(candidate):
         return candidate
     if _is_file(candidate / "study.json"):
         return candidate / "study.json"
+    # a study's report kept beside a page (docs/reports/<id>/report.json): the same study record,
+    # so a page's capacity numbers are re-derived from the repository alone
+    if _is_file(candidate / "report.json"):
+        return candidate / "report.json"
     studies = store_home(store) / "studies"
     matches = []
     if is_plain_name(str(ref)):   # an id or prefix, matched as text (never a glob pattern)
@@ -49,7 +54,8 @@ def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:
         return matches[0]
     if len(matches) > 1:
         raise InputError(f"{str(ref)!r} matches {len(matches)} studies; give more of the id", field="STUDY")
-    raise InputError(f"no study {str(ref)!r}: not a study.json, a study directory, or an id in {studies}",
+    raise InputError(f"no study {str(ref)!r}: not a study.json, a study directory, a kept report directory, or an "
+                     f"id in {studies}",
                      field="STUDY")
 
 

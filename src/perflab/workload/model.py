@@ -337,10 +337,11 @@ class Timing(Strict):
         "a job stream's timeout for a batch load): past it the transaction is an error and the run invalid")
     wake: Literal["auto", "exact", "tick"] = Field(
         default="auto", description="auto: a user whose think ends starts at its time, to tens of microseconds (a "
-        "timerfd), and an open loop's arrivals are started on a 1 ms grid, those of one millisecond together; exact: "
-        "arrivals on time too (in the compiled loop; each wake-up costs the driver about 20 us of CPU on a virtual "
-        "machine); tick: think ends on the grid too. A start's wait for its grid point is recorded as lateness; its "
-        "intended time stays the schedule's. The Python engine's arrivals are always on its event loop's 1 ms timer")
+        "timerfd), and an open loop's arrival at the loop's first turn after its time (it turns for every response), "
+        "at the latest at the next point of a 1 ms grid, those of one millisecond together; exact: arrivals woken "
+        "for on time too (in the compiled loop; each wake-up costs the driver about 20 us of CPU on a virtual "
+        "machine); tick: think ends on the grid too. A start's wait is recorded as lateness; its intended time "
+        "stays the schedule's. The Python engine's arrivals are always on its event loop's 1 ms timer")
 
     @field_validator("stagger", "stabilization", "measurement", mode="before")
     @classmethod

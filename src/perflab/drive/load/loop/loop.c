@@ -818,12 +818,12 @@ static void take_poke(loop_t *L) {
         loop_fail(L, errno);
 }
 
-static void timer_due(loop_t *L, double now) {
-    uint64_t expirations;
-    if (read(L->tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
-        loop_fail(L, errno);
-    __atomic_add_fetch(&L->timer_wakes, 1, __ATOMIC_RELAXED);
-    L->timer_at = -1.0;
+/* Everything due by `now`: parked users whose think ended, deadlines passed, open-loop arrivals.
+ * Run at the timer's firing and after every turn the loop was awake for anyway (responses,
+ * connects): a grid (timing.wake) only bounds how late a start may be when nothing else wakes
+ * the loop, so at a rate that keeps it busy an arrival starts at the first turn after its time,
+ * not at the next grid point, at no cost in wake-ups. */
+static void run_due(loop_t *L, double now) {
     while (L->park_len && L->park[0].when <= now && !L->error_no) {
         user_t *u = user_at(L, park_pop(L).index);
         if (u->step < 0)
@@ -836,6 +836,15 @@ static void timer_due(loop_t *L, double now) {
     expire(L, now);
     if (L->open_loop)
         arrivals_due(L, now);
+}
+
+static void timer_due(loop_t *L, double now) {
+    uint64_t expirations;
+    if (read(L->tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        loop_fail(L, errno);
+    __atomic_add_fetch(&L->timer_wakes, 1, __ATOMIC_RELAXED);
+    L->timer_at = -1.0;
+    run_due(L, now);
 }
 
 int loop_run(loop_t *L) {
@@ -888,11 +897,13 @@ int loop_run(loop_t *L) {
         if (n < 0)
             return -1;
         double now = mono();
+        int timer_fired = 0;
         for (int i = 0; i < n && !L->error_no; i++) {
             uint64_t tag = evs[i].data.u64;
-            if (tag == 0) /* the timer: users now due, deadlines passed, arrivals */
+            if (tag == 0) { /* the timer: users now due, deadlines passed, arrivals */
                 timer_due(L, now);
-            else if (tag == 1) /* Python asks: cut short or give up (read at the loop's top) */
+                timer_fired = 1;
+            } else if (tag == 1) /* Python asks: cut short or give up (read at the loop's top) */
                 take_poke(L);
             else {
                 user_t *u = user_at(L, (int32_t)(tag - 3));
@@ -900,6 +911,8 @@ int loop_run(loop_t *L) {
                     on_event(L, u, evs[i].events);
             }
         }
+        if (n > 0 && !timer_fired && !L->error_no) /* awake anyway: start what is due by now */
+            run_due(L, mono());
     }
     return L->error_no ? -1 : 0;
 }
