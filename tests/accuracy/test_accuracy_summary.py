@@ -83,6 +83,9 @@ def test_a_host_s_bound_is_fitted_from_its_own_fit_studies_only():
     results += [_fit_result(f"x{i}", 0.1, 1000, 3.0 * x, 0.002, host=OTHER) for i in range(3)]
     results += [_fit_result(f"y{i}", 0.0, 0, 0.05, 0.002, host=OTHER) for i in range(3)]
     results += [_fit_result(f"c{i}", 0.1, 1000, 0.5 * x, 0.002, role="check") for i in range(3)]
+    # studies that ran each configuration alone state no bound: none is fitted for them
+    results += [_fit_result(f"{alone[0]}{i}", e, k, x * e * 10, 0.003).model_copy(update={"arrangement": alone})
+                for alone in ("interleaved", "one-at-a-time") for i, (e, k) in enumerate(((0.0, 0), (0.1, 1000)) * 2)]
     (bound,) = fit_bounds(results, truths, HOST.model_dump(mode="json"))
     assert (bound.arrangement, bound.target, bound.fit.studies) == ("duet", "sqlite", 6)
     assert bound.fit.k == pytest.approx(0.2, abs=0.01) and abs(bound.fit.a) < 0.001
@@ -160,7 +163,42 @@ def test_fresh_studies_of_two_bounds_are_two_rows_each_naming_its_bound():
                        check("n1", new, "EQUIVALENT")], truths)
     assert [(r.bound, r.studies, r.small_failed) for r in rows] == [(new, 1, 0), (old, 2, 2)]
     section = render([], {}, "here", checks=rows)
-    assert f"| duet | sqlite | host | {new} | 1 |" in section and f"| {old} | 2 |" in section
+    assert f"| duet | sqlite | host | {new} | 2026-12-06 | 1 |" in section and f"| {old} | 2026-12-06 | 2 |" in section
+
+
+def test_the_rows_of_every_bound_and_host_are_summed_per_arrangement_and_kind():
+    """The goal of 20 fresh studies over two days is counted on the procedure (each host fits its
+    own bound, then studies with it on), so the rows of two hosts' bounds are summed -- counts,
+    days and hosts -- and a kind with one row gets no sum."""
+    from perflab.accuracy.summary import pooled_check_rows
+    from perflab.records.bias import HostIdentity
+
+    other = HostIdentity(cpu_model="Other CPU", cores=2, kernel="6.18.44-fc-v1300", arch="x86_64", virtualized=True)
+    truths = {**_truths(), **_truths(host=other, session="s2"), **_truths(case="postgres")}
+
+    def check(study, effect, knob, host, session, day, verdict, bound, case="sqlite"):
+        r = _fit_result(study, effect, knob, -0.001 if effect == 0 else -0.0099, 0.002, host=host, role="check",
+                        session=session, case=case)
+        return r.model_copy(update={"ci_low": 0.985, "ci_high": 1.0 if effect == 0 else 0.995, "verdict": verdict,
+                                    "route": "host", "bound": bound, "day": day})
+
+    results = [check("a1", 0.0, 0, HOST, "s1", "2026-12-07", "EQUIVALENT", "bound one"),
+               check("m1", 0.01, 100, HOST, "s1", "2026-12-07", "WORSE", "bound one"),
+               check("a2", 0.0, 0, other, "s2", "2026-12-08", "EQUIVALENT", "bound two"),
+               check("a3", 0.0, 0, other, "s2", "2026-12-08", "INCONCLUSIVE", "bound two"),
+               check("p1", 0.0, 0, HOST, "s1", "2026-12-07", "EQUIVALENT", "pg bound", case="postgres")]
+    rows = check_rows(results, truths)
+    assert len(rows) == 3
+    (total,) = pooled_check_rows(rows)
+    assert (total.kind, total.pooled, total.studies, total.judged) == ("sqlite", 2, 4, 4)
+    assert (total.aa, total.aa_equivalent, total.small, total.small_failed) == (3, 2, 1, 1)
+    # every interval holds its truth: the A/As' [0.985, 1.0] holds 1, the -1%'s [0.985, 0.995] 1/1.01
+    assert total.covered == 4
+    assert total.days == {"2026-12-07", "2026-12-08"} and total.hosts == {HOST.key, other.key}
+    section = render([], {}, "here", checks=rows)
+    assert "| duet | sqlite | host | **each host's own, 2 bounds on 2 hosts** | 2026-12-07, 2026-12-08 | 4 | 4/4 |" \
+        in section
+    assert section.count("each host's own") == 1        # postgres has one row: nothing to sum
 
 
 def test_a_bound_never_turns_a_sign_by_magnification_and_widens_by_the_offset():

@@ -102,10 +102,11 @@ class StudyResult(BaseModel):
 def bound_label(bias: DesignBias | None) -> str | None:
     """A bound as the check table names it: "k [-0.176, -0.088], a [-0.43, +0.26] pts, 14 studies"
     (records.study.DesignBias; None when no bound widened the study's intervals)."""
+    from perflab.stats.bias import BiasBound
+
     if bias is None or not bias.widened:
         return None
-    low = -bias.a_max if bias.a_low is None else bias.a_low
-    high = bias.a_max if bias.a_high is None else bias.a_high
+    low, high = BiasBound(bias.k_low, bias.k_high, bias.a_max, bias.a_low, bias.a_high).offsets
     fitted = f", {bias.studies} studies" if bias.studies else ""
     return (f"k [{bias.k_low:+.3f}, {bias.k_high:+.3f}], a [{100 * low:+.2f}, {100 * high:+.2f}] pts"
             f"{fitted}")

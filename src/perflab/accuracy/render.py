@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from perflab.accuracy.cases import CASES
-from perflab.accuracy.summary import Cell, CheckRow
+from perflab.accuracy.summary import Cell, CheckRow, pooled_check_rows
 from perflab.records.bias import HostBound
 from perflab.values import NA, formatted
 
@@ -99,7 +99,9 @@ def render(table: list[Cell], knobs: dict, where: str, truths: dict | None = Non
               "Studies run after the bound was fitted, with it on, none of them used to fit it (`--check`). "
               "**covered**: printed intervals holding the truth, and the 95% Clopper-Pearson lower bound of the "
               "coverage; **bound applied**: the bound the studies' intervals were widened by (a bound refitted is "
-              "tested on fresh studies of its own); **A/A EQUIVALENT**: the same configuration twice called "
+              "tested on fresh studies of its own; in bold, the rows of every bound and host of an arrangement and kind "
+              "summed: the test of the procedure -- fit the host's bound, then study with it on); **days**: the "
+              "days the studies ran; **A/A EQUIVALENT**: the same configuration twice called "
               "EQUIVALENT; **gate fails at -1%**: a "
               "true change inside the ±3% margin that `--gate` would fail (WORSE or INCONCLUSIVE); **WORSE at -5%**: "
               "the power to call a 5% loss; **±**: mean half-width of the printed interval in points; **min**: "
@@ -107,13 +109,15 @@ def render(table: list[Cell], knobs: dict, where: str, truths: dict | None = Non
     if not checks:
         lines += ["No fresh studies yet.", ""]
     else:
-        lines += ["| arrangement | kind | route | bound applied | studies | covered | lower bound | A/A EQUIVALENT "
-                  "| gate fails at -1% | WORSE at -5% | ± (pts) | min |",
-                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for row in checks:
+        lines += ["| arrangement | kind | route | bound applied | days | studies | covered | lower bound "
+                  "| A/A EQUIVALENT | gate fails at -1% | WORSE at -5% | ± (pts) | min |",
+                  "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in checks + pooled_check_rows(checks):
             width = "na" if not row.widths else f"{sum(row.widths) / len(row.widths):.2f}"
+            bound = (f"**each host's own, {row.pooled} bounds on {len(row.hosts)} "
+                     f"host{'s' if len(row.hosts) != 1 else ''}**" if row.pooled else row.bound or "none")
             lines.append(f"| {row.arrangement} | {row.kind} | {', '.join(sorted(row.routes)) or 'na'} | "
-                         f"{row.bound or 'none'} | {row.studies} | "
+                         f"{bound} | {', '.join(sorted(row.days)) or 'na'} | {row.studies} | "
                          f"{_share(row.covered, row.judged)} | {_pct(row.coverage_lower, 1) if row.judged else 'na'} | "
                          f"{_share(row.aa_equivalent, row.aa)} | {_share(row.small_failed, row.small)} | "
                          f"{_share(row.large_worse, row.large)} | {width} | {row.seconds / max(row.studies, 1) / 60:.1f} |")

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from perflab.accuracy.experiment import StudyResult
-from perflab.records.bias import HostBound
+from perflab.records.bias import HostBound, HostIdentity
 from perflab.stats.bias import DEFAULT_BOUND_LEVEL, BiasObservation, fit_bias
 
 COVERAGE_TARGET = 0.85
@@ -216,10 +216,13 @@ def fit_bounds(results: list[StudyResult], truths: dict, host: dict, level: floa
     fresh `check` studies that test it, never from another host's, never pooled across kinds."""
     from perflab.accuracy.cases import CASES
     from perflab.records.bias import BiasFitRecord, HostBound, HostIdentity
+    from perflab.study.arrangement import ALONE
 
     key = HostIdentity.model_validate(host).key
+    # one at a time and interleaved give each run the machine alone: they state no bound (their
+    # cells in the table are their test), so none is fitted for them
     mine = [r for r in results if r.role == "fit" and r.host and HostIdentity.model_validate(r.host).key == key
-            and r.arrangement != "one-at-a-time"]
+            and r.arrangement not in ALONE]
     out = []
     groups: dict[tuple[str, str], list[StudyResult]] = {}
     for r in mine:
@@ -264,6 +267,9 @@ class CheckRow:
     seconds: float = 0.0
     routes: set[str] = field(default_factory=set)
     bound: str = ""                 # the bound the studies were widened by (experiment.bound_label)
+    days: set[str] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)     # records.bias.HostIdentity keys
+    pooled: int = 0                 # > 1: the sum of that many rows (pooled_check_rows)
 
     @property
     def coverage_lower(self) -> float:
@@ -291,6 +297,10 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
         row.seconds += r.seconds
         if r.route:
             row.routes.add(r.route)
+        if r.day:
+            row.days.add(r.day)
+        if r.host:
+            row.hosts.add(HostIdentity.model_validate(r.host).key)
         t = study_truth(r, truths)
         if t is not None and r.ci_low is not None and r.ci_high is not None:
             row.judged += 1
@@ -309,3 +319,27 @@ def check_rows(results: list[StudyResult], truths: dict, margin: float = 0.03) -
             row.large += 1
             row.large_worse += r.verdict == "WORSE"
     return sorted(rows.values(), key=lambda c: (c.kind, c.arrangement, sorted(c.routes), c.bound))
+
+
+def pooled_check_rows(rows: list[CheckRow]) -> list[CheckRow]:
+    """Per arrangement, kind and route, the sum of the rows of every bound and host: the test of the
+    procedure a user follows (fit this host's bound, then study with it on) rather than of one bound,
+    and what the goal of 20 fresh studies over two days is counted on. Only where there is more than
+    one row to pool."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[CheckRow]] = {}
+    for row in rows:
+        groups.setdefault((row.arrangement, row.kind, tuple(sorted(row.routes))), []).append(row)
+    out = []
+    for (arrangement, kind, routes), members in groups.items():
+        if len(members) < 2:
+            continue
+        total = CheckRow(arrangement, kind, routes=set(routes), pooled=len(members))
+        for m in members:
+            for name in ("studies", "judged", "covered", "aa", "aa_equivalent", "small", "small_failed", "large",
+                         "large_worse", "seconds"):
+                setattr(total, name, getattr(total, name) + getattr(m, name))
+            total.widths += m.widths
+            total.days |= m.days
+            total.hosts |= m.hosts
+        out.append(total)
+    return sorted(out, key=lambda c: (c.kind, c.arrangement, sorted(c.routes)))

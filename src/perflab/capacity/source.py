@@ -36,7 +36,8 @@ def study_json_path(ref: str | Path, store: str | Path | None = None) -> Path:
     if _is_file(candidate / "study.json"):
         return candidate / "study.json"
     # a study's report kept beside a page (docs/reports/<id>/report.json): the same study record,
-    # so a page's capacity numbers are re-derived from the repository alone
+    # so a page's capacity numbers are re-derived from the repository alone (the name is
+    # report/book/layout.py's REPORT_JSON, spelled out: capacity comes before report in the stages)
     if _is_file(candidate / "report.json"):
         return candidate / "report.json"
     studies = store_home(store) / "studies"

@@ -43,7 +43,9 @@ ALONE = ("one-at-a-time", "interleaved")
 #: arrangements against known truths", 2026-11-27: the duet's bias within -0.55..+1.14 points on
 #: SQLite and the synthetic SUT, its intervals ±0.3-0.8 points; the split duet's intervals
 #: ±5-7 points on SQLite and its bias up to 5 points on PostgreSQL, where one at a time needs
-#: ±12 points); each is taken only if its drivers can keep up.
+#: ±12 points); each is taken only if its drivers can keep up. Interleaved is not among them: its
+#: SQLite cells of 2026-12-07 (Intel Xeon guest, 24 pairs of 2 s + 4 s, 6 minutes a study) read
+#: ±5.0 to ±9.4 points -- 17,000 think-time users do not reach a steady state in a 2 s warm-up.
 PREFERENCE: tuple[Arrangement, ...] = ("duet", "split-duet", "one-at-a-time")
 #: Headroom `auto` leaves under the drivers' saturation limit: a driver measured near it in a
 #: calibration run would cross it in some block.
