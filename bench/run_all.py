@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import platform
 import sys
 import time
 from pathlib import Path
@@ -280,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 results[part] = RUNNERS[part](args.reps, args.smoke)
             results[part + "_meta"] = {"finished": dt.datetime.now().isoformat(timespec="seconds"),
-                                       "seconds": round(time.monotonic() - started, 1), "reps": args.reps}
+                                       "seconds": round(time.monotonic() - started, 1), "reps": args.reps,
+                                       "kernel": platform.release()}  # parts kept from another day may differ
             if not args.smoke:
                 args.results.parent.mkdir(parents=True, exist_ok=True)
                 args.results.write_text(json.dumps(results, indent=1, default=str))

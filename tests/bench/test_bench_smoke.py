@@ -140,3 +140,18 @@ def test_render_carries_notes_and_goals(bench):
     assert "not yet: the HTTP adapter has not landed" in text
     assert "| monitors ≤ 0.5 % of one core at 1 s | 0.100 % | **met** |" in text
     assert "`k6 run x.js`" in text
+
+
+def test_a_part_kept_from_another_kernel_is_named_beside_the_machine(bench):
+    """Parts are measured one at a time and kept; the machine record is the newest part's. A part
+    measured under another kernel build (another guest of the family), or before parts recorded
+    theirs, is named -- never shown under the newest machine as if measured there."""
+    import render
+
+    results = {"machine": {"cpu_model": "X", "kernel": "6.18.44-fc-v1300"},
+               "monitor_meta": {"finished": "2026-11-28T23:20:58"},
+               "pairs": {"memory_meta": {"kernel": "6.18.44-fc-v1300"}, "http_meta": {"kernel": "6.18.44-fc-v1272"}}}
+    assert render.part_kernels(results) == {"monitor": "not recorded", "pairs/memory": "6.18.44-fc-v1300",
+                                            "pairs/http": "6.18.44-fc-v1272"}
+    (row,) = [line for line in render.machine_section(results) if "another kernel" in line]
+    assert row == "| parts measured under another kernel | monitor: not recorded, pairs/http: 6.18.44-fc-v1272 |"
